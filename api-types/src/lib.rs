@@ -1,0 +1,35 @@
+//! # kwas-api
+//!
+//! API types shared by every kwas crate:
+//!
+//! - the composite-level WAS building blocks that k8s-openapi lacks ([`WorkloadCompositePodGroupSchedulingPolicy`],
+//!   [`WorkloadCompositePodGroupSchedulingConstraints`], [`WorkloadCompositePodGroupDisruptionMode`]), with
+//!   serde, schemars schemas usable inside CRDs (union rules as CEL) and garde validation;
+//! - [`v1alpha3`]: one module with every `scheduling.k8s.io/v1alpha3` type, the leaf building blocks from
+//!   k8s-openapi and the composite ones from this crate side by side;
+//! - [`names`]: the well-known annotation keys, labels, finalizers, conditions and reasons.
+//!
+//! ```
+//! use kwas_api::v1alpha3::{WorkloadCompositePodGroupSchedulingPolicy, WorkloadPodGroupSchedulingPolicy};
+//! use kwas_api::names::annotations::GROUP_TEMPLATE_NAME;
+//!
+//! let root = WorkloadCompositePodGroupSchedulingPolicy::gang(Some(2));
+//! let leaf = WorkloadPodGroupSchedulingPolicy::default();
+//! assert!(root.gang.is_some() && leaf.gang.is_none());
+//! assert_eq!(GROUP_TEMPLATE_NAME, "scheduling.k8s.io/group-template-name");
+//! ```
+
+mod composite;
+pub mod names;
+
+pub use composite::*;
+
+/// Every `scheduling.k8s.io/v1alpha3` type in one place: the k8s-openapi types (Workload, PodGroup,
+/// CompositePodGroup, templates, the `WorkloadPodGroup*` leaf building blocks) and kwas' composite-level
+/// building blocks.
+pub mod v1alpha3 {
+    pub use crate::composite::*;
+    pub use k8s_openapi::api::scheduling::v1alpha3::*;
+}
+
+pub use k8s_openapi;
