@@ -551,6 +551,8 @@ impl State {
             // A request may reset managedFields with `[{}]`; otherwise they are the stored ones.
             let reset = m.get("managedFields").is_some_and(|v| v == &json!([{}]));
             match (reset, old_meta.get("managedFields")) {
+                // Server-side apply computed the new ownership itself.
+                _ if operation == "Apply" => {}
                 (true, _) => {
                     m.remove("managedFields");
                 }
@@ -889,7 +891,7 @@ fn check_type(res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
     if let Some(av) = obj.get("apiVersion").and_then(Value::as_str)
         && !av.is_empty()
         && av != res.api_version()
-        && !(res.builtin == Some(Builtin::Event) && av == "v1")
+        && !(matches!(res.builtin, Some(Builtin::Event | Builtin::EventV1)) && av == "v1")
     {
         let (g, _) = crate::resources::split_api_version(av);
         if g != res.group {
