@@ -1,0 +1,295 @@
+//! The builder: resolution, validation and compilation of a [`WorkloadItem`] tree into a Workload
+//! (KEP-6089 "Structural Resolution").
+//!
+//! - a leaf item compiles to a `PodGroupTemplate`, an item with children to a `CompositePodGroupTemplate`
+//!   whose children are split, in order, into its `podGroupTemplates` and `compositePodGroupTemplates`;
+//! - the template name is the item's name, verbatim;
+//! - policy (a composite gang's count becomes `minGroupCount`), topology constraints, disruption mode,
+//!   resource claims (leaves) and priority class are copied; an unset policy compiles to `basic: {}` (Basic is
+//!   the backward-compatible default of every WAS integration); an unset disruption mode stays unset (the API
+//!   defaults groups to `single`); `priority` and `preemptionPolicy` are left to admission;
+//! - the Workload gets `ownerReferences: [owner]` and `spec.controllerRef` naming the owner.
+
+use k8s_openapi::api::scheduling::v1alpha3::{
+    AllCompositeDisruptionMode, AllDisruptionMode, BasicSchedulingPolicy, CompositeBasicSchedulingPolicy,
+    CompositeDisruptionMode, CompositeGangSchedulingPolicy, CompositePodGroupSchedulingConstraints,
+    CompositePodGroupSchedulingPolicy, CompositePodGroupTemplate, DisruptionMode as ApiDisruptionMode,
+    GangSchedulingPolicy, PodGroupResourceClaim, PodGroupSchedulingConstraints, PodGroupSchedulingPolicy,
+    PodGroupTemplate, SingleCompositeDisruptionMode, SingleDisruptionMode, TypedLocalObjectReference, Workload,
+    WorkloadSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use serde_json::json;
+
+use crate::field::{FieldError, FieldErrors, FieldPath};
+use crate::resolve::resolve_item;
+use crate::types::{AllowList, DisruptionMode, ResolvedItem, SchedulingConfig, SchedulingPolicy, WorkloadItem};
+use crate::validation::strings::{is_dns1123_label, is_dns1123_subdomain};
+use crate::validation::tree::validate_tree;
+
+/// The error for a Workload whose owner is not its controller.
+pub const OWNER_NOT_CONTROLLER: &str = "a Workload must be owned by its controller for garbage collection";
+
+/// Compiles a [`WorkloadItem`] tree into a `scheduling.k8s.io/v1alpha3` Workload.
+///
+/// ```
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+/// use workloadbuilder::{AllowList, DisruptionModeOption, PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem};
+///
+/// let owner = OwnerReference {
+///     api_version: "batch/v1".into(),
+///     kind: "Job".into(),
+///     name: "train".into(),
+///     uid: "8a3c".into(),
+///     controller: Some(true),
+///     block_owner_deletion: Some(true),
+/// };
+/// let root = WorkloadItem::new("train-pgt-0")
+///     .with_default(SchedulingConfig::basic())
+///     .with_user_config(Some(SchedulingConfig::gang(None)))
+///     .with_callback(|cfg| { cfg.default_gang_min_count(4); });
+/// let workload = WorkloadBuilder::new(root)
+///     .allow(AllowList::new().policies([PolicyOption::Basic, PolicyOption::Gang])
+///         .disruption_modes([DisruptionModeOption::Single, DisruptionModeOption::All]))
+///     .build("train", "default", &owner)
+///     .unwrap();
+/// let template = &workload.spec.pod_group_templates.as_ref().unwrap()[0];
+/// assert_eq!(template.scheduling_policy.gang.as_ref().unwrap().min_count, 4);
+/// assert_eq!(workload.spec.controller_ref.unwrap().api_group.as_deref(), Some("batch"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct WorkloadBuilder {
+    root: WorkloadItem,
+    allow: AllowList,
+    composite_allow: Option<AllowList>,
+}
+
+impl WorkloadBuilder {
+    /// A builder for the tree rooted at `root`. Until [`allow`](Self::allow) is called nothing is allowed:
+    /// allow-lists are opt-in (KEP-6089 "Controller Opt-In").
+    pub fn new(root: WorkloadItem) -> Self {
+        Self {
+            root,
+            allow: AllowList::new(),
+            composite_allow: None,
+        }
+    }
+
+    /// The options this controller supports, at every level unless [`allow_composite`](Self::allow_composite)
+    /// sets a different list for composite items.
+    pub fn allow(mut self, allow: AllowList) -> Self {
+        self.allow = allow;
+        self
+    }
+
+    /// The options this controller supports for composite items (items with children).
+    pub fn allow_composite(mut self, allow: AllowList) -> Self {
+        self.composite_allow = Some(allow);
+        self
+    }
+
+    /// The root item.
+    pub fn root(&self) -> &WorkloadItem {
+        &self.root
+    }
+
+    /// The resolved tree (defaults, user overrides, callbacks) without validation or compilation.
+    pub fn resolve(&self) -> ResolvedItem {
+        resolve_item(&self.root)
+    }
+
+    /// Resolve and validate the tree against the structural rules and the allow-lists.
+    pub fn validate(&self) -> Result<ResolvedItem, FieldErrors> {
+        let resolved = self.resolve();
+        let errs = validate_tree(
+            &resolved,
+            &self.allow,
+            self.composite_allow.as_ref().unwrap_or(&self.allow),
+        );
+        errs.into_result(resolved)
+    }
+
+    /// Resolve, validate and compile the tree into the Workload `namespace/name` owned by `owner`.
+    ///
+    /// All problems are reported at once, each with its field path; nothing is returned half-built.
+    pub fn build(&self, name: &str, namespace: &str, owner: &OwnerReference) -> Result<Workload, FieldErrors> {
+        let resolved = self.resolve();
+        let mut errs = validate_workload_identity(name, namespace, owner);
+        errs.extend(validate_tree(
+            &resolved,
+            &self.allow,
+            self.composite_allow.as_ref().unwrap_or(&self.allow),
+        ));
+        errs.into_result(())?;
+        Ok(compile(&resolved, name, namespace, owner))
+    }
+}
+
+fn validate_workload_identity(name: &str, namespace: &str, owner: &OwnerReference) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    let meta = FieldPath::new("metadata");
+    if name.is_empty() {
+        errs.push(FieldError::required(meta.child("name"), ""));
+    }
+    for msg in is_dns1123_subdomain(name).into_iter().filter(|_| !name.is_empty()) {
+        errs.push(FieldError::invalid(meta.child("name"), name, msg));
+    }
+    if namespace.is_empty() {
+        errs.push(FieldError::required(meta.child("namespace"), ""));
+    }
+    for msg in is_dns1123_label(namespace)
+        .into_iter()
+        .filter(|_| !namespace.is_empty())
+    {
+        errs.push(FieldError::invalid(meta.child("namespace"), namespace, msg));
+    }
+    let owner_path = meta.child("ownerReferences").index(0);
+    if owner.controller != Some(true) {
+        errs.push(FieldError::invalid(
+            owner_path.child("controller"),
+            owner.controller,
+            OWNER_NOT_CONTROLLER,
+        ));
+    }
+    for (field, value) in [
+        ("apiVersion", &owner.api_version),
+        ("kind", &owner.kind),
+        ("name", &owner.name),
+        ("uid", &owner.uid),
+    ] {
+        if value.is_empty() {
+            errs.push(FieldError::required(owner_path.child(field), OWNER_NOT_CONTROLLER));
+        }
+    }
+    errs
+}
+
+/// The API group of an `apiVersion` (`batch` for `batch/v1`, empty for `v1`).
+pub fn api_group(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
+fn compile(root: &ResolvedItem, name: &str, namespace: &str, owner: &OwnerReference) -> Workload {
+    let (pod_group_templates, composite_pod_group_templates) = if root.is_leaf() {
+        (Some(vec![compile_leaf(root)]), None)
+    } else {
+        (None, Some(vec![compile_composite(root)]))
+    };
+    let group = api_group(&owner.api_version);
+    Workload {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            owner_references: Some(vec![owner.clone()]),
+            ..ObjectMeta::default()
+        },
+        spec: WorkloadSpec {
+            composite_pod_group_templates,
+            controller_ref: Some(TypedLocalObjectReference {
+                api_group: (!group.is_empty()).then(|| group.to_string()),
+                kind: owner.kind.clone(),
+                name: owner.name.clone(),
+            }),
+            pod_group_templates,
+        },
+    }
+}
+
+fn empty() -> serde_json::Value {
+    json!({})
+}
+
+fn topology(config: &SchedulingConfig) -> Option<Vec<k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint>> {
+    config
+        .constraints
+        .as_ref()
+        .filter(|c| !c.topology.is_empty())
+        .map(|c| c.topology.clone())
+}
+
+fn compile_leaf(item: &ResolvedItem) -> PodGroupTemplate {
+    let c = &item.config;
+    let scheduling_policy = match c.policy.as_ref().unwrap_or(&SchedulingPolicy::Basic) {
+        SchedulingPolicy::Basic => PodGroupSchedulingPolicy {
+            basic: Some(BasicSchedulingPolicy(empty())),
+            gang: None,
+        },
+        SchedulingPolicy::Gang(g) => PodGroupSchedulingPolicy {
+            basic: None,
+            gang: Some(GangSchedulingPolicy {
+                min_count: g.min_count.unwrap_or_default(),
+            }),
+        },
+    };
+    PodGroupTemplate {
+        disruption_mode: c.disruption_mode.map(|m| match m {
+            DisruptionMode::Single => ApiDisruptionMode {
+                single: Some(SingleDisruptionMode(empty())),
+                all: None,
+            },
+            DisruptionMode::All => ApiDisruptionMode {
+                single: None,
+                all: Some(AllDisruptionMode(empty())),
+            },
+        }),
+        name: item.name.clone(),
+        preemption_policy: None,
+        priority: None,
+        priority_class_name: c.priority_class().map(str::to_string),
+        resource_claims: (!c.resource_claims.is_empty()).then(|| {
+            c.resource_claims
+                .iter()
+                .map(|r| PodGroupResourceClaim {
+                    name: r.name.clone(),
+                    resource_claim_name: r.resource_claim_name.clone(),
+                    resource_claim_template_name: r.resource_claim_template_name.clone(),
+                })
+                .collect()
+        }),
+        scheduling_constraints: topology(c).map(|t| PodGroupSchedulingConstraints { topology: Some(t) }),
+        scheduling_policy,
+    }
+}
+
+fn compile_composite(item: &ResolvedItem) -> CompositePodGroupTemplate {
+    let c = &item.config;
+    let scheduling_policy = match c.policy.as_ref().unwrap_or(&SchedulingPolicy::Basic) {
+        SchedulingPolicy::Basic => CompositePodGroupSchedulingPolicy {
+            basic: Some(CompositeBasicSchedulingPolicy(empty())),
+            gang: None,
+        },
+        SchedulingPolicy::Gang(g) => CompositePodGroupSchedulingPolicy {
+            basic: None,
+            gang: Some(CompositeGangSchedulingPolicy {
+                min_group_count: g.min_count.unwrap_or_default(),
+            }),
+        },
+    };
+    let leaves: Vec<PodGroupTemplate> = item.children.iter().filter(|c| c.is_leaf()).map(compile_leaf).collect();
+    let composites: Vec<CompositePodGroupTemplate> = item
+        .children
+        .iter()
+        .filter(|c| !c.is_leaf())
+        .map(compile_composite)
+        .collect();
+    CompositePodGroupTemplate {
+        composite_pod_group_templates: (!composites.is_empty()).then_some(composites),
+        disruption_mode: c.disruption_mode.map(|m| match m {
+            DisruptionMode::Single => CompositeDisruptionMode {
+                single: Some(SingleCompositeDisruptionMode(empty())),
+                all: None,
+            },
+            DisruptionMode::All => CompositeDisruptionMode {
+                single: None,
+                all: Some(AllCompositeDisruptionMode(empty())),
+            },
+        }),
+        name: item.name.clone(),
+        pod_group_templates: (!leaves.is_empty()).then_some(leaves),
+        preemption_policy: None,
+        priority: None,
+        priority_class_name: c.priority_class().map(str::to_string),
+        scheduling_constraints: topology(c).map(|t| CompositePodGroupSchedulingConstraints { topology: Some(t) }),
+        scheduling_policy,
+    }
+}

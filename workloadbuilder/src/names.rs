@@ -1,0 +1,136 @@
+//! Object names, identical to upstream's so that our controllers and upstream ones agree on the names of the
+//! objects they create.
+//!
+//! Both functions hash with 32-bit FNV-1a, print the hash in decimal and map each digit byte `b` to
+//! `"bcdfghjklmnpqrstvwxz2456789"[b % 27]` (apimachinery's `rand.SafeEncodeString`). FNV-1a is five lines;
+//! it is written out here rather than pulled from a crate (the `fnv` crate is 64-bit).
+//!
+//! ```
+//! use workloadbuilder::{generate_pod_group_name, generate_workload_name};
+//! assert_eq!(generate_workload_name("job", "uid-1"), "job-647cf7d9");
+//! assert_eq!(generate_pod_group_name("", "template"), "template-5cbb944dc9");
+//! ```
+
+/// The maximum length of an object name (a DNS-1123 subdomain).
+pub const MAX_NAME_LENGTH: usize = 253;
+
+const ALPHANUMS: &[u8; 27] = b"bcdfghjklmnpqrstvwxz2456789";
+
+fn fnv32a(parts: &[&[u8]]) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for part in parts {
+        for &b in *part {
+            hash ^= u32::from(b);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+    }
+    hash
+}
+
+fn safe_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| char::from(ALPHANUMS[usize::from(b) % ALPHANUMS.len()]))
+        .collect()
+}
+
+fn hash_string(parts: &[&[u8]]) -> String {
+    safe_encode(&fnv32a(parts).to_string())
+}
+
+/// `s` cut to at most `max` bytes, on a character boundary.
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The name of the Workload a controller creates for its object `owner_name` with uid `owner_uid`:
+/// `<owner_name>-<hash(uid)>`, the owner name truncated so the result fits in 253 characters; just the hash
+/// when the owner name is empty.
+pub fn generate_workload_name(owner_name: &str, owner_uid: &str) -> String {
+    let hash = hash_string(&[b"(types.UID)", owner_uid.as_bytes()]);
+    if owner_name.is_empty() {
+        return hash;
+    }
+    format!("{}-{}", truncate(owner_name, MAX_NAME_LENGTH - hash.len() - 1), hash)
+}
+
+/// The name of the runtime PodGroup (or CompositePodGroup) instantiated from `template` of `workload`:
+/// `<workload>-<template>-<hash(workload + template)>`, with the parts truncated so the result fits in 253
+/// characters (when both parts must be cut, the shorter keeps its full length if it fits in half the budget).
+pub fn generate_pod_group_name(workload: &str, template: &str) -> String {
+    let hash = hash_string(&[workload.as_bytes(), template.as_bytes()]);
+    match (workload.is_empty(), template.is_empty()) {
+        (true, true) => hash,
+        (false, true) => format!("{}-{}", truncate(workload, MAX_NAME_LENGTH - hash.len() - 1), hash),
+        (true, false) => format!("{}-{}", truncate(template, MAX_NAME_LENGTH - hash.len() - 1), hash),
+        (false, false) => {
+            let budget = MAX_NAME_LENGTH - hash.len() - 2;
+            let (mut w, mut t) = (workload, template);
+            if w.len() + t.len() > budget {
+                let half = budget / 2;
+                if w.len() <= half {
+                    t = truncate(t, budget - w.len());
+                } else if t.len() <= half {
+                    w = truncate(w, budget - t.len());
+                } else {
+                    w = truncate(w, half);
+                    t = truncate(t, budget - w.len());
+                }
+            }
+            format!("{w}-{t}-{hash}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_vectors() {
+        assert_eq!(generate_workload_name("job", "uid-1"), "job-647cf7d9");
+        assert_eq!(generate_pod_group_name("", ""), "65bb57b6b5");
+        assert_eq!(generate_pod_group_name("", "template"), "template-5cbb944dc9");
+        assert_eq!(generate_pod_group_name("workload", ""), "workload-c5546b9dd");
+    }
+
+    #[test]
+    fn empty_owner_is_just_the_hash() {
+        let name = generate_workload_name("", "uid-1");
+        assert_eq!(format!("job-{name}"), generate_workload_name("job", "uid-1"));
+    }
+
+    #[test]
+    fn long_names_fit() {
+        let long = "a".repeat(300);
+        let w = generate_workload_name(&long, "uid");
+        assert_eq!(w.len(), MAX_NAME_LENGTH);
+        for (wl, tpl) in [
+            (long.as_str(), "t"),
+            ("w", long.as_str()),
+            (long.as_str(), long.as_str()),
+        ] {
+            let n = generate_pod_group_name(wl, tpl);
+            assert!(n.len() <= MAX_NAME_LENGTH, "{}", n.len());
+            assert!(crate::validation::strings::is_dns1123_subdomain(&n).is_empty());
+        }
+        // The shorter part keeps its full length.
+        let n = generate_pod_group_name("short", &long);
+        assert!(n.starts_with("short-aaa"));
+        let n = generate_pod_group_name(&long, "tpl");
+        assert!(n.contains("-tpl-"));
+    }
+
+    #[test]
+    fn deterministic_and_distinct() {
+        assert_eq!(generate_pod_group_name("w", "a"), generate_pod_group_name("w", "a"));
+        assert_ne!(generate_pod_group_name("w", "a"), generate_pod_group_name("w", "b"));
+        assert_ne!(generate_workload_name("j", "u1"), generate_workload_name("j", "u2"));
+    }
+}

@@ -1,0 +1,431 @@
+//! The hierarchy-agnostic intermediate representation (IR): [`SchedulingConfig`] and the [`WorkloadItem`] tree.
+//!
+//! The IR is the same at every level of a workload: a leaf item (no children) compiles to a PodGroupTemplate,
+//! an item with children to a CompositePodGroupTemplate. Where the API has a one-of union, the IR has a Rust
+//! enum ([`SchedulingPolicy`], [`DisruptionMode`]); `None` means "not set at this layer".
+
+use std::fmt;
+use std::sync::Arc;
+
+use k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint;
+
+use crate::field::FieldPath;
+
+/// The polymorphic scheduling configuration of one group, leaf or composite.
+///
+/// At a leaf, [`GangSchedulingPolicy::min_count`] is the PodGroup's `minCount`; at a composite it is the
+/// CompositePodGroup's `minGroupCount`.
+///
+/// ```
+/// use workloadbuilder::{DisruptionMode, SchedulingConfig, SchedulingPolicy};
+///
+/// let cfg = SchedulingConfig::gang(None).with_topology("topology.kubernetes.io/zone").with_disruption_mode(DisruptionMode::All);
+/// assert!(cfg.is_gang());
+/// assert_eq!(cfg.topology_key(), Some("topology.kubernetes.io/zone"));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SchedulingConfig {
+    /// Basic or Gang; `None` = not set at this layer.
+    pub policy: Option<SchedulingPolicy>,
+    /// Topology constraints; `None` = not set at this layer.
+    pub constraints: Option<SchedulingConstraints>,
+    /// Single or All; `None` = not set at this layer (the API defaults to Single).
+    pub disruption_mode: Option<DisruptionMode>,
+    /// Resource claims shared by the group's pods (leaf groups only); empty = not set at this layer.
+    pub resource_claims: Vec<ResourceClaim>,
+    /// The priority class of the group; `None` (or empty) = not set at this layer.
+    pub priority_class_name: Option<String>,
+}
+
+impl SchedulingConfig {
+    /// A config with only the Basic policy set.
+    pub fn basic() -> Self {
+        Self {
+            policy: Some(SchedulingPolicy::Basic),
+            ..Self::default()
+        }
+    }
+
+    /// A config with only the Gang policy set (`min_count` may be left to a callback).
+    pub fn gang(min_count: Option<i32>) -> Self {
+        Self {
+            policy: Some(SchedulingPolicy::Gang(GangSchedulingPolicy { min_count })),
+            ..Self::default()
+        }
+    }
+
+    /// This config with one topology constraint on `key`.
+    pub fn with_topology(mut self, key: impl Into<String>) -> Self {
+        self.constraints = Some(SchedulingConstraints::topology(key));
+        self
+    }
+
+    /// This config with a disruption mode.
+    pub fn with_disruption_mode(mut self, mode: DisruptionMode) -> Self {
+        self.disruption_mode = Some(mode);
+        self
+    }
+
+    /// This config with a priority class.
+    pub fn with_priority_class_name(mut self, name: impl Into<String>) -> Self {
+        self.priority_class_name = Some(name.into());
+        self
+    }
+
+    /// This config with a resource claim appended.
+    pub fn with_resource_claim(mut self, claim: ResourceClaim) -> Self {
+        self.resource_claims.push(claim);
+        self
+    }
+
+    /// True when the policy is Gang.
+    pub fn is_gang(&self) -> bool {
+        matches!(self.policy, Some(SchedulingPolicy::Gang(_)))
+    }
+
+    /// The gang policy, if the policy is Gang.
+    pub fn gang_policy(&self) -> Option<&GangSchedulingPolicy> {
+        match &self.policy {
+            Some(SchedulingPolicy::Gang(g)) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// The gang policy for in-place changes, if the policy is Gang (the usual target of callbacks).
+    pub fn gang_policy_mut(&mut self) -> Option<&mut GangSchedulingPolicy> {
+        match &mut self.policy {
+            Some(SchedulingPolicy::Gang(g)) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// If the policy is Gang and its count is unset, set it to `count`. Returns true when it did.
+    ///
+    /// This is the defaulting callback KEP-6089 shows for Job (`minCount = parallelism`).
+    pub fn default_gang_min_count(&mut self, count: i32) -> bool {
+        match self.gang_policy_mut() {
+            Some(g) if g.min_count.is_none() => {
+                g.min_count = Some(count);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The first topology key, if any.
+    pub fn topology_key(&self) -> Option<&str> {
+        self.constraints.as_ref()?.topology.first().map(|t| t.key.as_str())
+    }
+
+    /// The priority class, with an empty string treated as unset.
+    pub fn priority_class(&self) -> Option<&str> {
+        self.priority_class_name.as_deref().filter(|s| !s.is_empty())
+    }
+}
+
+/// The scheduling policy: how the members of a group (pods at a leaf, child groups at a composite) are
+/// admitted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchedulingPolicy {
+    /// Standard, member-by-member scheduling.
+    Basic,
+    /// All-or-nothing scheduling of at least `min_count` members.
+    Gang(GangSchedulingPolicy),
+}
+
+impl SchedulingPolicy {
+    /// The allow-list option this policy corresponds to.
+    pub fn option(&self) -> PolicyOption {
+        match self {
+            Self::Basic => PolicyOption::Basic,
+            Self::Gang(_) => PolicyOption::Gang,
+        }
+    }
+}
+
+/// Parameters of the Gang policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GangSchedulingPolicy {
+    /// `minCount` at a leaf, `minGroupCount` at a composite. Must be set (>= 1) once callbacks have run.
+    pub min_count: Option<i32>,
+}
+
+/// Scheduling constraints (topology).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SchedulingConstraints {
+    /// Topology constraints; the API allows at most one.
+    pub topology: Vec<TopologyConstraint>,
+}
+
+impl SchedulingConstraints {
+    /// Constraints with one topology key.
+    pub fn topology(key: impl Into<String>) -> Self {
+        Self {
+            topology: vec![TopologyConstraint { key: key.into() }],
+        }
+    }
+}
+
+/// The disruption mode: whether the members of a group may be disrupted one by one or only together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DisruptionMode {
+    /// Members can be disrupted independently.
+    Single,
+    /// The whole group (subtree, at a composite) is disrupted together.
+    All,
+}
+
+impl DisruptionMode {
+    /// The allow-list option this mode corresponds to.
+    pub fn option(self) -> DisruptionModeOption {
+        match self {
+            Self::Single => DisruptionModeOption::Single,
+            Self::All => DisruptionModeOption::All,
+        }
+    }
+
+    /// `single` or `all`, as the API spells the union members.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Single => "single",
+            Self::All => "all",
+        }
+    }
+}
+
+/// A dynamic resource claim shared by the pods of a leaf group. Exactly one source must be set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResourceClaim {
+    /// Unique name of the claim inside the group (a DNS label).
+    pub name: String,
+    /// Name of an existing ResourceClaim in the namespace.
+    pub resource_claim_name: Option<String>,
+    /// Name of a ResourceClaimTemplate in the namespace.
+    pub resource_claim_template_name: Option<String>,
+}
+
+/// Scheduling policies a controller may allow (KEP-6089 "Controller Opt-In").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PolicyOption {
+    /// The Basic policy.
+    Basic,
+    /// The Gang policy.
+    Gang,
+}
+
+impl PolicyOption {
+    /// `basic` or `gang`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Basic => "basic",
+            Self::Gang => "gang",
+        }
+    }
+}
+
+/// Disruption modes a controller may allow (KEP-6089 "Controller Opt-In").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DisruptionModeOption {
+    /// The Single mode.
+    Single,
+    /// The All mode.
+    All,
+}
+
+impl DisruptionModeOption {
+    /// `single` or `all`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Single => "single",
+            Self::All => "all",
+        }
+    }
+}
+
+/// The options a controller supports. Anything not listed is rejected, so options added to the API in a
+/// later release stay off until the controller opts in. An empty list allows nothing.
+///
+/// ```
+/// use workloadbuilder::{AllowList, DisruptionModeOption, PolicyOption};
+/// let job = AllowList::new()
+///     .policies([PolicyOption::Basic, PolicyOption::Gang])
+///     .disruption_modes([DisruptionModeOption::Single, DisruptionModeOption::All]);
+/// assert!(job.allows_policy(PolicyOption::Gang));
+/// assert!(!AllowList::new().allows_policy(PolicyOption::Basic));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AllowList {
+    /// Allowed scheduling policies.
+    pub policies: Vec<PolicyOption>,
+    /// Allowed disruption modes.
+    pub disruption_modes: Vec<DisruptionModeOption>,
+}
+
+impl AllowList {
+    /// An allow-list that allows nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// This list with `policies` allowed.
+    pub fn policies(mut self, policies: impl IntoIterator<Item = PolicyOption>) -> Self {
+        self.policies.extend(policies);
+        self
+    }
+
+    /// This list with `modes` allowed.
+    pub fn disruption_modes(mut self, modes: impl IntoIterator<Item = DisruptionModeOption>) -> Self {
+        self.disruption_modes.extend(modes);
+        self
+    }
+
+    /// True when `policy` is allowed.
+    pub fn allows_policy(&self, policy: PolicyOption) -> bool {
+        self.policies.contains(&policy)
+    }
+
+    /// True when `mode` is allowed.
+    pub fn allows_disruption_mode(&self, mode: DisruptionModeOption) -> bool {
+        self.disruption_modes.contains(&mode)
+    }
+}
+
+/// A controller-supplied function run on an item's resolved config after the merge (KEP-6089
+/// `WorkloadItemFunc`). Callbacks are mostly defaulting functions (gang `minCount`), but may do anything.
+pub type Callback = Arc<dyn Fn(&mut SchedulingConfig) + Send + Sync>;
+
+/// One logical component of a workload: the whole JobSet, one replicated job, one standalone Job, ...
+///
+/// No children = a leaf (compiles to a PodGroupTemplate); children = a composite (CompositePodGroupTemplate).
+///
+/// ```
+/// use workloadbuilder::{SchedulingConfig, WorkloadItem};
+///
+/// let job = WorkloadItem::new("train")
+///     .with_default(SchedulingConfig::basic())
+///     .with_user_config(Some(SchedulingConfig::gang(None)))
+///     .with_callback(|cfg| {
+///         cfg.default_gang_min_count(4);
+///     });
+/// assert!(job.is_leaf());
+/// ```
+#[derive(Clone, Default)]
+pub struct WorkloadItem {
+    /// The template name this item compiles to (a DNS label, unique in the tree).
+    pub name: String,
+    /// The controller's complete set of defaults for this item.
+    pub default_config: Option<SchedulingConfig>,
+    /// What the user configured at this level; `None` when the user left the scheduling block unset.
+    pub user_config: Option<SchedulingConfig>,
+    /// Run in order on the resolved config after the merge.
+    pub callbacks: Vec<Callback>,
+    /// Sub-components.
+    pub children: Vec<WorkloadItem>,
+    /// Where this item's scheduling configuration lives in the controller's own API (for example
+    /// `spec.scheduling` of a Job, or `spec.scheduling.replicatedJobPolicies[1]` of a JobSet). When set,
+    /// validation errors about the item's configuration are reported under this path, so users see paths
+    /// of the object they wrote; otherwise under the compiled template's path in the Workload.
+    pub config_path: Option<FieldPath>,
+}
+
+impl WorkloadItem {
+    /// An item with a name and nothing else.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+
+    /// This item with the controller's defaults.
+    pub fn with_default(mut self, config: SchedulingConfig) -> Self {
+        self.default_config = Some(config);
+        self
+    }
+
+    /// This item with the user's configuration (`None`: the user configured nothing here).
+    pub fn with_user_config(mut self, config: Option<SchedulingConfig>) -> Self {
+        self.user_config = config;
+        self
+    }
+
+    /// This item with a callback appended.
+    pub fn with_callback(mut self, f: impl Fn(&mut SchedulingConfig) + Send + Sync + 'static) -> Self {
+        self.callbacks.push(Arc::new(f));
+        self
+    }
+
+    /// This item with a child appended.
+    pub fn with_child(mut self, child: WorkloadItem) -> Self {
+        self.children.push(child);
+        self
+    }
+
+    /// This item with children appended.
+    pub fn with_children(mut self, children: impl IntoIterator<Item = WorkloadItem>) -> Self {
+        self.children.extend(children);
+        self
+    }
+
+    /// This item with the path of its configuration in the controller's API.
+    pub fn with_config_path(mut self, path: impl Into<FieldPath>) -> Self {
+        self.config_path = Some(path.into());
+        self
+    }
+
+    /// True when the item has no children (compiles to a PodGroupTemplate).
+    pub fn is_leaf(&self) -> bool {
+        self.children.is_empty()
+    }
+}
+
+impl fmt::Debug for WorkloadItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkloadItem")
+            .field("name", &self.name)
+            .field("default_config", &self.default_config)
+            .field("user_config", &self.user_config)
+            .field("callbacks", &self.callbacks.len())
+            .field("children", &self.children)
+            .field("config_path", &self.config_path)
+            .finish()
+    }
+}
+
+/// An item after policy resolution: defaults, then the user's overrides, then callbacks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedItem {
+    /// The item's name.
+    pub name: String,
+    /// The resolved configuration.
+    pub config: SchedulingConfig,
+    /// Resolved children, in the item's order.
+    pub children: Vec<ResolvedItem>,
+    /// The item's [`WorkloadItem::config_path`].
+    pub config_path: Option<FieldPath>,
+}
+
+impl ResolvedItem {
+    /// True when the item has no children.
+    pub fn is_leaf(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    /// The item named `name` in this subtree (pre-order, first match).
+    pub fn find(&self, name: &str) -> Option<&ResolvedItem> {
+        if self.name == name {
+            return Some(self);
+        }
+        self.children.iter().find_map(|c| c.find(name))
+    }
+
+    /// Every item of the subtree in pre-order.
+    pub fn iter(&self) -> impl Iterator<Item = &ResolvedItem> {
+        let mut stack = vec![self];
+        std::iter::from_fn(move || {
+            let next = stack.pop()?;
+            stack.extend(next.children.iter().rev());
+            Some(next)
+        })
+    }
+}
