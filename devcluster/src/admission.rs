@@ -738,11 +738,20 @@ fn admit_group(
     scheduling::validate(res, op, old, obj, subresource)
 }
 
-/// scheduling.k8s.io/v1alpha3 validation: the kube-apiserver rules as implemented by workloadbuilder.
+/// scheduling.k8s.io/v1alpha3 validation: kube-apiserver's create, update and status-update rules for
+/// Workloads, PodGroups and CompositePodGroups, as implemented by `workloadbuilder`'s `validate_*`.
 pub mod scheduling {
     use super::*;
+    use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 
-    /// Validates a Workload, PodGroup or CompositePodGroup create, update or status update.
+    fn typed<T: DeserializeOwned>(res: &ResourceInfo, v: &Value) -> Result<T, ApiError> {
+        serde_json::from_value(v.clone()).map_err(|e| {
+            ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", res.kind, res.version, res.kind))
+        })
+    }
+
+    /// Validates a Workload, PodGroup or CompositePodGroup create, update or status update; the errors are
+    /// the 422 `Invalid` Status kube-apiserver returns, with a cause per field.
     pub fn validate(
         res: &ResourceInfo,
         op: Operation,
@@ -750,7 +759,34 @@ pub mod scheduling {
         obj: &Value,
         subresource: Option<&str>,
     ) -> Result<(), ApiError> {
-        let _ = (res, op, old, obj, subresource);
-        Ok(())
+        let status = subresource == Some("status");
+        let errors = match (res.builtin, op, old) {
+            (Some(Builtin::Workload), Operation::Create, _) => workloadbuilder::validate_workload(&typed::<Workload>(res, obj)?),
+            (Some(Builtin::Workload), Operation::Update, Some(old)) => {
+                workloadbuilder::validate_workload_update(&typed::<Workload>(res, obj)?, &typed(res, old)?)
+            }
+            (Some(Builtin::PodGroup), Operation::Create, _) => workloadbuilder::validate_pod_group(&typed::<PodGroup>(res, obj)?),
+            (Some(Builtin::PodGroup), Operation::Update, Some(old)) if status => {
+                workloadbuilder::validate_pod_group_status_update(&typed::<PodGroup>(res, obj)?, &typed(res, old)?)
+            }
+            (Some(Builtin::PodGroup), Operation::Update, Some(old)) => {
+                workloadbuilder::validate_pod_group_update(&typed::<PodGroup>(res, obj)?, &typed(res, old)?)
+            }
+            (Some(Builtin::CompositePodGroup), Operation::Create, _) => {
+                workloadbuilder::validate_composite_pod_group(&typed::<CompositePodGroup>(res, obj)?)
+            }
+            (Some(Builtin::CompositePodGroup), Operation::Update, Some(old)) if status => {
+                workloadbuilder::validate_composite_pod_group_status_update(&typed::<CompositePodGroup>(res, obj)?, &typed(res, old)?)
+            }
+            (Some(Builtin::CompositePodGroup), Operation::Update, Some(old)) => {
+                workloadbuilder::validate_composite_pod_group_update(&typed::<CompositePodGroup>(res, obj)?, &typed(res, old)?)
+            }
+            _ => return Ok(()),
+        };
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::from(errors.to_status(&res.group, &res.kind, meta::name(obj))))
+        }
     }
 }
