@@ -388,8 +388,8 @@ mod tests {
         assert_eq!(
             rendered,
             vec![
-                "spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\"",
                 "spec.mode: Unsupported value: \"medium\": supported values: \"fast\", \"slow\"",
+                "spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\"",
             ]
         );
         let mut missing = json!({});

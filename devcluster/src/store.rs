@@ -58,14 +58,26 @@ pub struct StoredEvent {
     /// The object before the change (for `MODIFIED` and `DELETED`), so selector watches can tell an
     /// object entering or leaving their selection.
     pub prev: Option<Arc<Value>>,
-    /// The serialized `object`, computed once and shared by all watchers that send it unchanged.
-    pub encoded: OnceLock<Arc<str>>,
+    /// The watch line for this event as stored (`{"type":...,"object":...}` and a newline), computed once
+    /// and shared by every watcher that sends it unchanged.
+    pub encoded: OnceLock<bytes::Bytes>,
 }
 
 impl StoredEvent {
-    /// The object as compact JSON, serialized once.
-    pub fn encoded_object(&self) -> Arc<str> {
-        self.encoded.get_or_init(|| Arc::from(serde_json::to_string(&*self.object).unwrap_or_default())).clone()
+    /// The watch line of the event as stored, serialized once.
+    pub fn encoded_line(&self) -> bytes::Bytes {
+        self.encoded
+            .get_or_init(|| {
+                let object = serde_json::to_string(&*self.object).unwrap_or_default();
+                let mut s = String::with_capacity(object.len() + 32);
+                s.push_str("{\"type\":\"");
+                s.push_str(self.kind.as_str());
+                s.push_str("\",\"object\":");
+                s.push_str(&object);
+                s.push_str("}\n");
+                bytes::Bytes::from(s)
+            })
+            .clone()
     }
 }
 
@@ -74,7 +86,8 @@ impl StoredEvent {
 struct Table {
     objects: BTreeMap<(String, String), Arc<Value>>,
     history: VecDeque<Arc<StoredEvent>>,
-    /// Watches may start at any resourceVersion >= this one; older ones get 410 Gone.
+    /// The resourceVersion of the last event dropped from the history (0 if none): watches may start at any
+    /// resourceVersion >= this one; older ones get 410 Gone.
     compacted_rv: u64,
     notify: tokio::sync::watch::Sender<u64>,
 }
@@ -82,7 +95,8 @@ struct Table {
 impl Table {
     fn new(rv: u64) -> Self {
         let (notify, _) = tokio::sync::watch::channel(rv);
-        Table { objects: BTreeMap::new(), history: VecDeque::new(), compacted_rv: rv, notify }
+        // Nothing of a new resource's history was ever dropped: a watch may start anywhere.
+        Table { objects: BTreeMap::new(), history: VecDeque::new(), compacted_rv: 0, notify }
     }
 }
 

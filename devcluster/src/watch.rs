@@ -107,19 +107,24 @@ fn transition<'a>(p: &WatchParams, e: &'a StoredEvent) -> Option<(&'static str, 
     }
 }
 
-fn encode_object(p: &WatchParams, obj: &Value, cached: Option<&StoredEvent>) -> String {
+fn encode_object(p: &WatchParams, obj: &Value) -> String {
     if let Some(include) = p.table {
         let presented = convert::present(&p.res, obj);
         let rv = meta::resource_version(&presented).to_string();
         return table::table(&p.res, &[presented], &rv, None, include).to_string();
     }
     if !convert::needs_conversion(&p.res, obj) {
-        if let Some(e) = cached {
-            return e.encoded_object().to_string();
-        }
         return serde_json::to_string(obj).unwrap_or_default();
     }
     serde_json::to_string(&convert::present(&p.res, obj)).unwrap_or_default()
+}
+
+/// The watch line for one change: the event's shared encoding when this watcher sees it as stored.
+fn event_line(p: &WatchParams, e: &StoredEvent, ty: &str, obj: &Value) -> Bytes {
+    if p.table.is_none() && ty == e.kind.as_str() && !convert::needs_conversion(&p.res, obj) {
+        return e.encoded_line();
+    }
+    line(ty, &encode_object(p, obj))
 }
 
 fn line(ty: &str, object_json: &str) -> Bytes {
@@ -160,7 +165,7 @@ async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
         let (objs, rv) = shared.with(|s| (s.store.list(&gr, p.namespace.as_deref()), s.store.current_rv()));
         last = rv;
         for o in objs {
-            if matches(&p, &o) && tx.send(line("ADDED", &encode_object(&p, &o, None))).await.is_err() {
+            if matches(&p, &o) && tx.send(line("ADDED", &encode_object(&p, &o))).await.is_err() {
                 return;
             }
         }
@@ -202,16 +207,23 @@ async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
             }
             continue;
         }
+        // One chunk per batch: the lines of every event this watcher sees.
+        let mut chunk = bytes::BytesMut::new();
+        let mut dropped = false;
         for e in &events {
             last = e.rv;
             let Some((ty, obj)) = transition(&p, e) else { continue };
-            let cached = std::ptr::eq(obj, &*e.object).then_some(&**e);
-            if tx.send(line(ty, &encode_object(&p, obj, cached))).await.is_err() {
-                return;
-            }
+            chunk.extend_from_slice(&event_line(&p, e, ty, obj));
             if shared.faults.drop_watch(&plural) {
-                return;
+                dropped = true;
+                break;
             }
+        }
+        if !chunk.is_empty() && tx.send(chunk.freeze()).await.is_err() {
+            return;
+        }
+        if dropped {
+            return;
         }
         if tokio::time::Instant::now() >= deadline {
             return;
