@@ -34,7 +34,10 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(run());
 }
 
@@ -43,7 +46,10 @@ async fn run() {
     let writers = env("LOAD_WRITERS", 32);
     let watches = env("LOAD_WATCHES", 100);
     let cluster = DevCluster::start(DevClusterConfig {
-        kubelet: KubeletConfig { enabled: false, ..Default::default() },
+        kubelet: KubeletConfig {
+            enabled: false,
+            ..Default::default()
+        },
         watch_history: 50_000,
         ..Default::default()
     })
@@ -51,7 +57,13 @@ async fn run() {
     .unwrap();
     let client = cluster.client();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    let rv = cms.list(&Default::default()).await.unwrap().metadata.resource_version.unwrap();
+    let rv = cms
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
 
     // Watchers count event lines on the raw stream, so the measurement is the server's, not JSON decoding.
     let received: Arc<Vec<AtomicU64>> = Arc::new((0..watches).map(|_| AtomicU64::new(0)).collect());
@@ -61,9 +73,11 @@ async fn run() {
         let received = received.clone();
         let rv = rv.clone();
         watch_tasks.push(tokio::spawn(async move {
-            let req = axum::http::Request::get(format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=600"))
-                .body(Vec::new())
-                .unwrap();
+            let req = axum::http::Request::get(format!(
+                "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=600"
+            ))
+            .body(Vec::new())
+            .unwrap();
             let mut lines = client.request_stream(req).await.unwrap().lines();
             use futures::StreamExt;
             while let Some(Ok(_)) = lines.next().await {
@@ -87,10 +101,17 @@ async fn run() {
                 let name = format!("cm-{w}-{}", i % owned);
                 let t = Instant::now();
                 if i < owned {
-                    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}, "data": {"v": "0"}})).unwrap();
+                    let cm: ConfigMap =
+                        serde_json::from_value(json!({"metadata": {"name": name}, "data": {"v": "0"}})).unwrap();
                     cms.create(&PostParams::default(), &cm).await.unwrap();
                 } else {
-                    cms.patch(&name, &PatchParams::default(), &Patch::Merge(json!({"data": {"v": i.to_string()}}))).await.unwrap();
+                    cms.patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"data": {"v": i.to_string()}})),
+                    )
+                    .await
+                    .unwrap();
                 }
                 lat.push(t.elapsed());
             }
@@ -111,11 +132,16 @@ async fn run() {
     latencies.sort();
     println!("load: {total} writes by {writers} writers, {watches} watches");
     println!("  writes/s:        {:.0}", total as f64 / elapsed.as_secs_f64());
-    println!("  write latency:   p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+    println!(
+        "  write latency:   p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         percentile(&latencies, 0.50).as_secs_f64() * 1e3,
         percentile(&latencies, 0.99).as_secs_f64() * 1e3,
-        latencies.last().unwrap().as_secs_f64() * 1e3);
-    println!("  watch delivery:  every watch got {min_received}/{total} events; all delivered {:.2} s after the first write", fanout_done.as_secs_f64());
+        latencies.last().unwrap().as_secs_f64() * 1e3
+    );
+    println!(
+        "  watch delivery:  every watch got {min_received}/{total} events; all delivered {:.2} s after the first write",
+        fanout_done.as_secs_f64()
+    );
     assert_eq!(min_received, total as u64, "a watch missed events");
     for t in watch_tasks {
         t.abort();

@@ -77,7 +77,8 @@ const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case a
 pub fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -119,7 +120,9 @@ fn validate_labels(obj: &Value, causes: &mut Vec<FieldCause>) {
         };
         let name_ok = !name.is_empty()
             && name.len() <= 63
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
             && name.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
             && name.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric());
         if !name_ok || prefix.is_some_and(|p| !is_dns_subdomain(p)) {
@@ -130,13 +133,14 @@ fn validate_labels(obj: &Value, causes: &mut Vec<FieldCause>) {
             ));
         }
         let value_ok = v.len() <= 63
-            && v.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
             && (v.is_empty()
                 || (v.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
                     && v.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric())));
         if !value_ok {
             causes.push(FieldCause::invalid(
-                format!("metadata.labels"),
+                "metadata.labels",
                 &json!(v),
                 "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
             ));
@@ -162,19 +166,24 @@ fn decode_builtin(state: &mut State, res: &ResourceInfo, b: Builtin, obj: &mut V
         Builtin::Workload => roundtrip::<api::scheduling::v1alpha3::Workload>(state, res, obj),
         Builtin::PodGroup => roundtrip::<api::scheduling::v1alpha3::PodGroup>(state, res, obj),
         Builtin::CompositePodGroup => roundtrip::<api::scheduling::v1alpha3::CompositePodGroup>(state, res, obj),
-        Builtin::Crd => {
-            roundtrip::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(
-                state, res, obj,
-            )
-        }
+        Builtin::Crd => roundtrip::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >(state, res, obj),
     }
 }
 
 /// Decodes through the typed model and back: wrong types are a 400 like the apiserver's decoding error,
 /// unknown fields are dropped and reported per the request's `fieldValidation`.
-fn roundtrip<T: DeserializeOwned + Serialize>(state: &mut State, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+fn roundtrip<T: DeserializeOwned + Serialize>(
+    state: &mut State,
+    res: &ResourceInfo,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
     let typed: T = serde_json::from_value(obj.clone()).map_err(|e| {
-        ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", res.kind, res.version, res.kind))
+        ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            res.kind, res.version, res.kind
+        ))
     })?;
     let back = serde_json::to_value(&typed).map_err(|e| ApiError::internal(e.to_string()))?;
     let mut unknown = Vec::new();
@@ -182,11 +191,17 @@ fn roundtrip<T: DeserializeOwned + Serialize>(state: &mut State, res: &ResourceI
     if !unknown.is_empty() {
         match state.field_validation {
             FieldValidation::Strict => {
-                let list = unknown.iter().map(|f| format!("unknown field {f:?}")).collect::<Vec<_>>().join(", ");
+                let list = unknown
+                    .iter()
+                    .map(|f| format!("unknown field {f:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 return Err(ApiError::bad_request(format!("strict decoding error: {list}")));
             }
             FieldValidation::Warn => {
-                state.warnings.extend(unknown.iter().map(|f| format!("unknown field {f:?}")));
+                state
+                    .warnings
+                    .extend(unknown.iter().map(|f| format!("unknown field {f:?}")));
             }
             FieldValidation::Ignore => {}
         }
@@ -200,7 +215,11 @@ pub fn unknown_fields(input: &Value, typed: &Value, path: &str, out: &mut Vec<St
     match (input, typed) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in a {
-                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
                 match b.get(k) {
                     None if !v.is_null() && !is_empty_container(v) => out.push(p),
                     Some(tv) => unknown_fields(v, tv, &p, out),
@@ -245,8 +264,14 @@ fn admit_node(obj: &mut Value) {
     }
     let unschedulable = obj.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true);
     let spec = meta::ensure_object(&mut obj["spec"]);
-    let mut taints = spec.get("taints").and_then(Value::as_array).cloned().unwrap_or_default();
-    let has = taints.iter().any(|t| t.get("key").and_then(Value::as_str) == Some(UNSCHEDULABLE_TAINT));
+    let mut taints = spec
+        .get("taints")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let has = taints
+        .iter()
+        .any(|t| t.get("key").and_then(Value::as_str) == Some(UNSCHEDULABLE_TAINT));
     if unschedulable && !has {
         taints.push(json!({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule", "timeAdded": meta::now_rfc3339()}));
     } else if !unschedulable && has {
@@ -274,7 +299,12 @@ fn admit_pod(
     }
     let name = meta::name(obj).to_string();
     let Some(spec) = obj.get_mut("spec") else {
-        return Err(ApiError::invalid("", "Pod", &name, vec![FieldCause::required("spec.containers", "")]));
+        return Err(ApiError::invalid(
+            "",
+            "Pod",
+            &name,
+            vec![FieldCause::required("spec.containers", "")],
+        ));
     };
     default_pod_spec(spec);
     match op {
@@ -326,11 +356,15 @@ pub fn default_pod_spec(spec: &mut Value) {
 
 fn default_container(c: &mut Value) {
     let Some(m) = c.as_object_mut() else { return };
-    m.entry("terminationMessagePath").or_insert(json!("/dev/termination-log"));
+    m.entry("terminationMessagePath")
+        .or_insert(json!("/dev/termination-log"));
     m.entry("terminationMessagePolicy").or_insert(json!("File"));
     if !m.contains_key("imagePullPolicy") {
         let image = m.get("image").and_then(Value::as_str).unwrap_or("");
-        let tag = image.rsplit('/').next().and_then(|last| last.split_once(':').map(|(_, t)| t.to_string()));
+        let tag = image
+            .rsplit('/')
+            .next()
+            .and_then(|last| last.split_once(':').map(|(_, t)| t.to_string()));
         let policy = match tag.as_deref() {
             None | Some("latest") if !image.contains('@') => "Always",
             _ => "IfNotPresent",
@@ -369,7 +403,11 @@ fn validate_pod_spec(spec: &Value, path: &str, causes: &mut Vec<FieldCause>, res
                 if n.is_empty() {
                     causes.push(FieldCause::required(format!("{path}.containers[{i}].name"), ""));
                 } else if !is_dns_label(n) {
-                    causes.push(FieldCause::invalid(format!("{path}.containers[{i}].name"), &json!(n), LABEL_MSG));
+                    causes.push(FieldCause::invalid(
+                        format!("{path}.containers[{i}].name"),
+                        &json!(n),
+                        LABEL_MSG,
+                    ));
                 } else if !seen.insert(n.to_string()) {
                     causes.push(FieldCause::duplicate(format!("{path}.containers[{i}].name"), &json!(n)));
                 }
@@ -382,11 +420,11 @@ fn validate_pod_spec(spec: &Value, path: &str, causes: &mut Vec<FieldCause>, res
     if let Some(rp) = spec.get("restartPolicy").and_then(Value::as_str)
         && !restart.contains(&rp)
     {
-        if restart.len() == 3 {
-            causes.push(FieldCause::not_supported(format!("{path}.restartPolicy"), &json!(rp), restart));
-        } else {
-            causes.push(FieldCause::not_supported(format!("{path}.restartPolicy"), &json!(rp), restart));
-        }
+        causes.push(FieldCause::not_supported(
+            format!("{path}.restartPolicy"),
+            &json!(rp),
+            restart,
+        ));
     }
 }
 
@@ -408,7 +446,11 @@ fn add_default_tolerations(spec: &mut Value) {
 }
 
 fn qos_class(spec: &Value) -> &'static str {
-    let containers = spec.get("containers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let containers = spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut any = false;
     let mut guaranteed = true;
     for c in &containers {
@@ -457,13 +499,29 @@ fn check_pod_spec_update(name: &str, old: &Value, new: &Value) -> Result<(), Api
         }
     }
     let tolerations_ok = {
-        let old_t = old.get("tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
-        let new_t = new.get("tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+        let old_t = old
+            .get("tolerations")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let new_t = new
+            .get("tolerations")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         old_t.iter().all(|t| new_t.contains(t))
     };
     let gates_ok = {
-        let old_g = old.get("schedulingGates").and_then(Value::as_array).cloned().unwrap_or_default();
-        let new_g = new.get("schedulingGates").and_then(Value::as_array).cloned().unwrap_or_default();
+        let old_g = old
+            .get("schedulingGates")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let new_g = new
+            .get("schedulingGates")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         new_g.iter().all(|g| old_g.contains(g))
     };
     if a != b || !tolerations_ok {
@@ -482,7 +540,10 @@ fn check_pod_spec_update(name: &str, old: &Value, new: &Value) -> Result<(), Api
             "",
             "Pod",
             name,
-            vec![FieldCause::forbidden("spec.schedulingGates", "only deletion is allowed, but found new scheduling gate")],
+            vec![FieldCause::forbidden(
+                "spec.schedulingGates",
+                "only deletion is allowed, but found new scheduling gate",
+            )],
         ));
     }
     Ok(())
@@ -501,7 +562,11 @@ fn resolve_priority(
     where_: &str,
 ) -> Result<(), ApiError> {
     let pcs = GroupResource::new("scheduling.k8s.io", "priorityclasses");
-    let class_name = spec.get("priorityClassName").and_then(Value::as_str).unwrap_or("").to_string();
+    let class_name = spec
+        .get("priorityClassName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let (class_name, value, policy) = if class_name.is_empty() {
         let default = state
             .store
@@ -583,12 +648,16 @@ fn admit_priority_class(
     let system = name.starts_with("system-");
     match value {
         None => causes.push(FieldCause::required("value", "")),
-        Some(v) if !system && v > i64::from(kwas_api::names::HIGHEST_USER_DEFINABLE_PRIORITY) => causes.push(
-            FieldCause::forbidden("value", "maximum allowed value of a user defined priority is 1000000000"),
-        ),
+        Some(v) if !system && v > i64::from(kwas_api::names::HIGHEST_USER_DEFINABLE_PRIORITY) => {
+            causes.push(FieldCause::forbidden(
+                "value",
+                "maximum allowed value of a user defined priority is 1000000000",
+            ))
+        }
         _ => {}
     }
-    if system && op == Operation::Create && !matches!(name.as_str(), "system-node-critical" | "system-cluster-critical") {
+    if system && op == Operation::Create && !matches!(name.as_str(), "system-node-critical" | "system-cluster-critical")
+    {
         causes.push(FieldCause::forbidden(
             "metadata.name",
             "priority class names with 'system-' prefix are reserved for system use only",
@@ -597,14 +666,21 @@ fn admit_priority_class(
     if let Some(p) = obj.get("preemptionPolicy").and_then(Value::as_str)
         && !matches!(p, "PreemptLowerPriority" | "Never")
     {
-        causes.push(FieldCause::not_supported("preemptionPolicy", &json!(p), &["Never", "PreemptLowerPriority"]));
+        causes.push(FieldCause::not_supported(
+            "preemptionPolicy",
+            &json!(p),
+            &["Never", "PreemptLowerPriority"],
+        ));
     }
     if let Some(old) = old {
         if old.get("value") != obj.get("value") {
             causes.push(FieldCause::forbidden("value", "may not be changed in an update."));
         }
         if old.get("preemptionPolicy") != obj.get("preemptionPolicy") {
-            causes.push(FieldCause::immutable("preemptionPolicy", obj.get("preemptionPolicy").unwrap_or(&Value::Null)));
+            causes.push(FieldCause::immutable(
+                "preemptionPolicy",
+                obj.get("preemptionPolicy").unwrap_or(&Value::Null),
+            ));
         }
     }
     if !causes.is_empty() {
@@ -622,7 +698,10 @@ fn admit_priority_class(
                 &res.group,
                 &res.plural,
                 &name,
-                &format!("PriorityClass {} is already marked as default. Only one default can exist", meta::name(&other)),
+                &format!(
+                    "PriorityClass {} is already marked as default. Only one default can exist",
+                    meta::name(&other)
+                ),
             ));
         }
     }
@@ -631,7 +710,13 @@ fn admit_priority_class(
 
 // ----- jobs -----
 
-fn admit_job(res: &ResourceInfo, op: Operation, old: Option<&Value>, obj: &mut Value, subresource: Option<&str>) -> Result<(), ApiError> {
+fn admit_job(
+    res: &ResourceInfo,
+    op: Operation,
+    old: Option<&Value>,
+    obj: &mut Value,
+    subresource: Option<&str>,
+) -> Result<(), ApiError> {
     if subresource == Some("status") {
         return Ok(());
     }
@@ -639,7 +724,12 @@ fn admit_job(res: &ResourceInfo, op: Operation, old: Option<&Value>, obj: &mut V
     let uid = meta::uid(obj).to_string();
     let spec = obj.get_mut("spec").map(meta::ensure_object);
     let Some(spec) = spec else {
-        return Err(ApiError::invalid(&res.group, &res.kind, &name, vec![FieldCause::required("spec.template", "")]));
+        return Err(ApiError::invalid(
+            &res.group,
+            &res.kind,
+            &name,
+            vec![FieldCause::required("spec.template", "")],
+        ));
     };
     if op == Operation::Create {
         let has_parallelism = spec.get("parallelism").is_some();
@@ -654,7 +744,11 @@ fn admit_job(res: &ResourceInfo, op: Operation, old: Option<&Value>, obj: &mut V
         }
         spec.entry("completionMode").or_insert(json!("NonIndexed"));
         spec.entry("suspend").or_insert(json!(false));
-        let replacement = if spec.contains_key("podFailurePolicy") { "Failed" } else { "TerminatingOrFailed" };
+        let replacement = if spec.contains_key("podFailurePolicy") {
+            "Failed"
+        } else {
+            "TerminatingOrFailed"
+        };
         spec.entry("podReplacementPolicy").or_insert(json!(replacement));
         spec.entry("manualSelector").or_insert(json!(false));
         let manual = spec.get("manualSelector").and_then(Value::as_bool) == Some(true);
@@ -665,7 +759,10 @@ fn admit_job(res: &ResourceInfo, op: Operation, old: Option<&Value>, obj: &mut V
                 kwas_api::names::labels::LEGACY_CONTROLLER_UID: uid,
                 kwas_api::names::labels::LEGACY_JOB_NAME: name,
             });
-            spec.insert("selector".into(), json!({"matchLabels": {kwas_api::names::labels::CONTROLLER_UID: uid}}));
+            spec.insert(
+                "selector".into(),
+                json!({"matchLabels": {kwas_api::names::labels::CONTROLLER_UID: uid}}),
+            );
             let template = spec.entry("template").or_insert(json!({}));
             let tl = meta::metadata_mut(template).entry("labels").or_insert(json!({}));
             if let (Some(tl), Some(add)) = (tl.as_object_mut(), labels.as_object()) {
@@ -687,19 +784,29 @@ fn admit_job(res: &ResourceInfo, op: Operation, old: Option<&Value>, obj: &mut V
         if let Some(v) = spec.get(f).and_then(Value::as_i64)
             && v < 0
         {
-            causes.push(FieldCause::invalid(format!("spec.{f}"), &json!(v), "must be greater than or equal to 0"));
+            causes.push(FieldCause::invalid(
+                format!("spec.{f}"),
+                &json!(v),
+                "must be greater than or equal to 0",
+            ));
         }
     }
     if let Some(old) = old {
         for f in ["selector", "completionMode", "manualSelector"] {
             if old["spec"].get(f) != spec.get(f) {
-                causes.push(FieldCause::immutable(format!("spec.{f}"), spec.get(f).unwrap_or(&Value::Null)));
+                causes.push(FieldCause::immutable(
+                    format!("spec.{f}"),
+                    spec.get(f).unwrap_or(&Value::Null),
+                ));
             }
         }
         let suspended = old["spec"].get("suspend").and_then(Value::as_bool) == Some(true);
         let started = old.pointer("/status/startTime").is_some();
-        if old["spec"].get("template") != spec.get("template") && !(suspended && !started) {
-            causes.push(FieldCause::immutable("spec.template", spec.get("template").unwrap_or(&Value::Null)));
+        if (started || !suspended) && old["spec"].get("template") != spec.get("template") {
+            causes.push(FieldCause::immutable(
+                "spec.template",
+                spec.get("template").unwrap_or(&Value::Null),
+            ));
         }
     }
     if !causes.is_empty() {
@@ -746,7 +853,10 @@ pub mod scheduling {
 
     fn typed<T: DeserializeOwned>(res: &ResourceInfo, v: &Value) -> Result<T, ApiError> {
         serde_json::from_value(v.clone()).map_err(|e| {
-            ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", res.kind, res.version, res.kind))
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                res.kind, res.version, res.kind
+            ))
         })
     }
 
@@ -761,11 +871,15 @@ pub mod scheduling {
     ) -> Result<(), ApiError> {
         let status = subresource == Some("status");
         let errors = match (res.builtin, op, old) {
-            (Some(Builtin::Workload), Operation::Create, _) => workloadbuilder::validate_workload(&typed::<Workload>(res, obj)?),
+            (Some(Builtin::Workload), Operation::Create, _) => {
+                workloadbuilder::validate_workload(&typed::<Workload>(res, obj)?)
+            }
             (Some(Builtin::Workload), Operation::Update, Some(old)) => {
                 workloadbuilder::validate_workload_update(&typed::<Workload>(res, obj)?, &typed(res, old)?)
             }
-            (Some(Builtin::PodGroup), Operation::Create, _) => workloadbuilder::validate_pod_group(&typed::<PodGroup>(res, obj)?),
+            (Some(Builtin::PodGroup), Operation::Create, _) => {
+                workloadbuilder::validate_pod_group(&typed::<PodGroup>(res, obj)?)
+            }
             (Some(Builtin::PodGroup), Operation::Update, Some(old)) if status => {
                 workloadbuilder::validate_pod_group_status_update(&typed::<PodGroup>(res, obj)?, &typed(res, old)?)
             }
@@ -776,10 +890,16 @@ pub mod scheduling {
                 workloadbuilder::validate_composite_pod_group(&typed::<CompositePodGroup>(res, obj)?)
             }
             (Some(Builtin::CompositePodGroup), Operation::Update, Some(old)) if status => {
-                workloadbuilder::validate_composite_pod_group_status_update(&typed::<CompositePodGroup>(res, obj)?, &typed(res, old)?)
+                workloadbuilder::validate_composite_pod_group_status_update(
+                    &typed::<CompositePodGroup>(res, obj)?,
+                    &typed(res, old)?,
+                )
             }
             (Some(Builtin::CompositePodGroup), Operation::Update, Some(old)) => {
-                workloadbuilder::validate_composite_pod_group_update(&typed::<CompositePodGroup>(res, obj)?, &typed(res, old)?)
+                workloadbuilder::validate_composite_pod_group_update(
+                    &typed::<CompositePodGroup>(res, obj)?,
+                    &typed(res, old)?,
+                )
             }
             _ => return Ok(()),
         };

@@ -54,7 +54,10 @@ pub struct WriteOptions {
 impl WriteOptions {
     /// Options for an in-process component writing as `manager`.
     pub fn manager(manager: &str) -> Self {
-        WriteOptions { field_manager: manager.to_string(), ..Default::default() }
+        WriteOptions {
+            field_manager: manager.to_string(),
+            ..Default::default()
+        }
     }
 }
 
@@ -94,7 +97,11 @@ impl DeleteOptions {
         if let Some(p) = body.get("propagationPolicy").and_then(Value::as_str) {
             o.propagation = Some(parse_propagation(p)?);
         } else if let Some(orphan) = body.get("orphanDependents").and_then(Value::as_bool) {
-            o.propagation = Some(if orphan { Propagation::Orphan } else { Propagation::Background });
+            o.propagation = Some(if orphan {
+                Propagation::Orphan
+            } else {
+                Propagation::Background
+            });
         }
         if let Some(pre) = body.get("preconditions") {
             o.precondition_uid = pre.get("uid").and_then(Value::as_str).map(str::to_string);
@@ -215,7 +222,9 @@ pub struct ApiSettings {
 
 impl Default for ApiSettings {
     fn default() -> Self {
-        ApiSettings { podgroup_protection: true }
+        ApiSettings {
+            podgroup_protection: true,
+        }
     }
 }
 
@@ -259,14 +268,26 @@ impl State {
 
     fn bootstrap(&mut self) {
         let opts = WriteOptions::manager("kube-apiserver");
-        let Some(ns_res) = self.registry.get("", "v1", "namespaces") else { return };
+        let Some(ns_res) = self.registry.get("", "v1", "namespaces") else {
+            return;
+        };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let _ = self.create(&ns_res, "", json!({"metadata": {"name": ns}}), &opts);
         }
-        let Some(pc) = self.registry.get("scheduling.k8s.io", "v1", "priorityclasses") else { return };
+        let Some(pc) = self.registry.get("scheduling.k8s.io", "v1", "priorityclasses") else {
+            return;
+        };
         for (name, value, desc) in [
-            ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node."),
-            ("system-cluster-critical", 2_000_000_000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
+            (
+                "system-node-critical",
+                2_000_001_000,
+                "Used for system critical pods that must not be moved from their current node.",
+            ),
+            (
+                "system-cluster-critical",
+                2_000_000_000,
+                "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+            ),
         ] {
             let _ = self.create(
                 &pc,
@@ -297,7 +318,12 @@ impl State {
     }
 
     /// list, with selectors and limit/continue.
-    pub fn list(&mut self, res: &ResourceInfo, namespace: Option<&str>, opts: &ListOptions) -> Result<ListResult, ApiError> {
+    pub fn list(
+        &mut self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<ListResult, ApiError> {
         let (snapshot_rv, candidates, skip) = match &opts.continue_token {
             Some(token) if !token.is_empty() => {
                 let (id, offset) = parse_continue(token)?;
@@ -311,7 +337,9 @@ impl State {
             }
             _ => {
                 if let (Some(rv), Some("Exact")) = (&opts.resource_version, opts.resource_version_match.as_deref()) {
-                    let want: u64 = rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
+                    let want: u64 = rv
+                        .parse()
+                        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
                     if want != self.store.current_rv() {
                         return Err(ApiError::expired(format!(
                             "too old resource version: {want} ({})",
@@ -330,7 +358,11 @@ impl State {
             }
         };
         let total = candidates.len();
-        let end = if opts.limit > 0 { (skip + opts.limit).min(total) } else { total };
+        let end = if opts.limit > 0 {
+            (skip + opts.limit).min(total)
+        } else {
+            total
+        };
         let items = candidates[skip.min(total)..end].to_vec();
         let (continue_token, remaining) = if end < total {
             let id = match &opts.continue_token {
@@ -339,12 +371,18 @@ impl State {
                     self.continues.next_id += 1;
                     let id = self.continues.next_id;
                     if self.continues.snapshots.len() >= CONTINUE_MAX
-                        && let Some(oldest) =
-                            self.continues.snapshots.iter().min_by_key(|(_, (t, _, _))| *t).map(|(k, _)| *k)
+                        && let Some(oldest) = self
+                            .continues
+                            .snapshots
+                            .iter()
+                            .min_by_key(|(_, (t, _, _))| *t)
+                            .map(|(k, _)| *k)
                     {
                         self.continues.snapshots.remove(&oldest);
                     }
-                    self.continues.snapshots.insert(id, (std::time::Instant::now(), snapshot_rv, candidates));
+                    self.continues
+                        .snapshots
+                        .insert(id, (std::time::Instant::now(), snapshot_rv, candidates));
                     id
                 }
             };
@@ -352,18 +390,31 @@ impl State {
         } else {
             (None, None)
         };
-        Ok(ListResult { items, resource_version: snapshot_rv, continue_token, remaining })
+        Ok(ListResult {
+            items,
+            resource_version: snapshot_rv,
+            continue_token,
+            remaining,
+        })
     }
 
     fn expire_continues(&mut self) {
         let now = std::time::Instant::now();
-        self.continues.snapshots.retain(|_, (t, _, _)| now.duration_since(*t) < CONTINUE_TTL);
+        self.continues
+            .snapshots
+            .retain(|_, (t, _, _)| now.duration_since(*t) < CONTINUE_TTL);
     }
 
     // ----- create -----
 
     /// create.
-    pub fn create(&mut self, res: &ResourceInfo, namespace: &str, body: Value, opts: &WriteOptions) -> Result<Arc<Value>, ApiError> {
+    pub fn create(
+        &mut self,
+        res: &ResourceInfo,
+        namespace: &str,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Arc<Value>, ApiError> {
         let mut obj = body;
         if !obj.is_object() {
             return Err(ApiError::bad_request("the body of the request must be a JSON object"));
@@ -386,7 +437,14 @@ impl State {
             } else {
                 m.remove("namespace");
             }
-            for k in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+            for k in [
+                "uid",
+                "resourceVersion",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "selfLink",
+            ] {
                 m.remove(k);
             }
             m.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
@@ -405,13 +463,17 @@ impl State {
                     &res.group,
                     &res.kind,
                     "",
-                    vec![FieldCause::required("metadata.name", "name or generateName is required")],
+                    vec![FieldCause::required(
+                        "metadata.name",
+                        "name or generateName is required",
+                    )],
                 ));
             }
             let mut candidate;
             loop {
-                let suffix: String =
-                    (0..5).map(|_| GENERATE_ALPHABET[self.name_rng.usize(..GENERATE_ALPHABET.len())] as char).collect();
+                let suffix: String = (0..5)
+                    .map(|_| GENERATE_ALPHABET[self.name_rng.usize(..GENERATE_ALPHABET.len())] as char)
+                    .collect();
                 let base: String = generate.chars().take(58).collect();
                 candidate = format!("{base}{suffix}");
                 if self.store.get(&res.storage, &namespace, &candidate).is_none() {
@@ -424,10 +486,11 @@ impl State {
         if self.store.get(&res.storage, &namespace, &name).is_some() {
             return Err(ApiError::already_exists(&res.group, &res.plural, &name));
         }
-        if res.status_subresource && !matches!(res.builtin, Some(Builtin::Node | Builtin::Namespace | Builtin::Crd)) {
-            if let Some(m) = obj.as_object_mut() {
-                m.remove("status");
-            }
+        if res.status_subresource
+            && !matches!(res.builtin, Some(Builtin::Node | Builtin::Namespace | Builtin::Crd))
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
         }
         admission::admit(self, res, Operation::Create, None, &mut obj, None)?;
         normalize_metadata(&mut obj);
@@ -443,7 +506,9 @@ impl State {
     /// Refuses writes into missing or terminating namespaces.
     fn check_namespace_open(&self, res: &ResourceInfo, namespace: &str, name: &str) -> Result<(), ApiError> {
         if namespace.is_empty() {
-            return Err(ApiError::bad_request("the server could not find the requested resource: a namespace is required"));
+            return Err(ApiError::bad_request(
+                "the server could not find the requested resource: a namespace is required",
+            ));
         }
         let ns_gr = GroupResource::new("", "namespaces");
         match self.store.get(&ns_gr, "", namespace) {
@@ -491,7 +556,10 @@ impl State {
                 &res.group,
                 &res.plural,
                 name,
-                &format!("Precondition failed: UID in precondition: {body_uid}, UID in object meta: {}", meta::uid(&old)),
+                &format!(
+                    "Precondition failed: UID in precondition: {body_uid}, UID in object meta: {}",
+                    meta::uid(&old)
+                ),
             ));
         }
         self.write_update(res, old, body, subresource, opts, "Update")
@@ -520,16 +588,20 @@ impl State {
                 }
                 n
             }
-            Some(other) => return Err(ApiError::method_not_allowed(format!("subresource {other} does not support this verb"))),
+            Some(other) => {
+                return Err(ApiError::method_not_allowed(format!(
+                    "subresource {other} does not support this verb"
+                )));
+            }
             None => {
                 let mut n = body;
-                if res.status_subresource {
-                    if let Some(m) = n.as_object_mut() {
-                        match old.get("status") {
-                            Some(s) => m.insert("status".into(), s.clone()),
-                            None => m.remove("status"),
-                        };
-                    }
+                if res.status_subresource
+                    && let Some(m) = n.as_object_mut()
+                {
+                    match old.get("status") {
+                        Some(s) => m.insert("status".into(), s.clone()),
+                        None => m.remove("status"),
+                    };
                 }
                 n
             }
@@ -538,7 +610,16 @@ impl State {
         {
             let old_meta = meta::metadata(&old).cloned().unwrap_or_default();
             let m = meta::metadata_mut(&mut new);
-            for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace", "name", "generateName"] {
+            for k in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "namespace",
+                "name",
+                "generateName",
+            ] {
                 match old_meta.get(k) {
                     Some(v) => m.insert(k.into(), v.clone()),
                     None => m.remove(k),
@@ -575,13 +656,18 @@ impl State {
                     meta::name(&old),
                     vec![FieldCause::forbidden(
                         "metadata.finalizers",
-                        &format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{added:?}}}"),
+                        &format!(
+                            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{added:?}}}"
+                        ),
                     )],
                 ));
             }
         }
         if has_generation(res) && subresource.is_none() && spec_changed(&old, &new) {
-            let g = meta::metadata(&old).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(1);
+            let g = meta::metadata(&old)
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
             meta::metadata_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
         admission::admit(self, res, Operation::Update, Some(&old), &mut new, subresource)?;
@@ -620,7 +706,9 @@ impl State {
         let existing = self.store.get(&res.storage, ns_of(res, namespace), name);
         if patch_type == PatchType::Apply {
             if opts.field_manager.is_empty() {
-                return Err(ApiError::bad_request("PATCH, application/apply-patch+yaml requires fieldManager to be set"));
+                return Err(ApiError::bad_request(
+                    "PATCH, application/apply-patch+yaml requires fieldManager to be set",
+                ));
             }
             let Some(old) = existing else {
                 if subresource.is_some() {
@@ -635,13 +723,25 @@ impl State {
             let view = crate::convert::present(res, &old);
             let new = apply::apply(res, &view, patch, &opts.field_manager, opts.force, subresource)?;
             let new = crate::convert::to_storage(res, new);
-            return self.write_update(res, old, new, subresource, &WriteOptions { field_manager: String::new(), ..opts.clone() }, "Apply");
+            return self.write_update(
+                res,
+                old,
+                new,
+                subresource,
+                &WriteOptions {
+                    field_manager: String::new(),
+                    ..opts.clone()
+                },
+                "Apply",
+            );
         }
         let Some(old) = existing else {
             return Err(ApiError::not_found(&res.group, &res.plural, name));
         };
         if patch_type == PatchType::Strategic && res.schema.is_some() {
-            return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
+            return Err(ApiError::unsupported_media_type(
+                "application/strategic-merge-patch+json",
+            ));
         }
         let mut view = crate::convert::present(res, &old);
         let result = match patch_type {
@@ -650,7 +750,17 @@ impl State {
             PatchType::Strategic => crate::patch::strategic_merge_patch(&mut view, patch),
             PatchType::Apply => Ok(()),
         };
-        result.map_err(|e| ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {}", e.0), None))?;
+        result.map_err(|e| {
+            ApiError::new(
+                422,
+                "Invalid",
+                format!(
+                    "the server rejected our request due to an error in our request: {}",
+                    e.0
+                ),
+                None,
+            )
+        })?;
         let new = crate::convert::to_storage(res, view);
         check_type(res, &new)?;
         if meta::name(&new) != name {
@@ -669,7 +779,11 @@ impl State {
                 &res.group,
                 &res.plural,
                 name,
-                &format!("Precondition failed: UID in precondition: {}, UID in object meta: {}", meta::uid(&new), meta::uid(&old)),
+                &format!(
+                    "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                    meta::uid(&new),
+                    meta::uid(&old)
+                ),
             ));
         }
         self.write_update(res, old, new, subresource, opts, "Update")
@@ -678,7 +792,13 @@ impl State {
     // ----- delete -----
 
     /// delete, with preconditions, graceful deletion for pods, finalizers and propagation.
-    pub fn delete(&mut self, res: &ResourceInfo, namespace: &str, name: &str, opts: &DeleteOptions) -> Result<Deleted, ApiError> {
+    pub fn delete(
+        &mut self,
+        res: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
         let old = self.get(res, namespace, name)?;
         if let Some(uid) = &opts.precondition_uid
             && uid != meta::uid(&old)
@@ -687,7 +807,10 @@ impl State {
                 &res.group,
                 &res.plural,
                 name,
-                &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", meta::uid(&old)),
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta::uid(&old)
+                ),
             ));
         }
         if let Some(rv) = &opts.precondition_rv
@@ -750,10 +873,18 @@ impl State {
         meta::set_finalizers(&mut obj, finalizers.clone());
 
         // Graceful deletion: bound, non-terminal pods wait for the kubelet.
-        let grace = if res.builtin == Some(Builtin::Pod) { pod_grace_period(&old, opts.grace_period_seconds) } else { 0 };
-        let was_grace = meta::metadata(&old).and_then(|m| m.get("deletionGracePeriodSeconds")).and_then(Value::as_i64);
+        let grace = if res.builtin == Some(Builtin::Pod) {
+            pod_grace_period(&old, opts.grace_period_seconds)
+        } else {
+            0
+        };
+        let was_grace = meta::metadata(&old)
+            .and_then(|m| m.get("deletionGracePeriodSeconds"))
+            .and_then(Value::as_i64);
         if grace == 0 && finalizers.is_empty() {
-            let removed = self.remove_now(res, &ns, name).ok_or_else(|| ApiError::not_found(&res.group, &res.plural, name))?;
+            let removed = self
+                .remove_now(res, &ns, name)
+                .ok_or_else(|| ApiError::not_found(&res.group, &res.plural, name))?;
             return Ok(Deleted::Removed(removed));
         }
         let shorten = was_grace.is_none_or(|g| grace < g);
@@ -790,7 +921,17 @@ impl State {
         list: &ListOptions,
         opts: &DeleteOptions,
     ) -> Result<Vec<Arc<Value>>, ApiError> {
-        let items = self.list(res, namespace, &ListOptions { limit: 0, continue_token: None, ..list.clone() })?.items;
+        let items = self
+            .list(
+                res,
+                namespace,
+                &ListOptions {
+                    limit: 0,
+                    continue_token: None,
+                    ..list.clone()
+                },
+            )?
+            .items;
         let mut out = Vec::new();
         for item in items {
             match self.delete(res, meta::namespace(&item), meta::name(&item), opts) {
@@ -856,7 +997,11 @@ pub fn ns_of<'a>(res: &ResourceInfo, namespace: &'a str) -> &'a str {
 
 /// The reference of a stored object.
 pub fn object_ref(res: &ResourceInfo, obj: &Value) -> ObjectRef {
-    ObjectRef { gr: res.storage.clone(), namespace: meta::namespace(obj).to_string(), name: meta::name(obj).to_string() }
+    ObjectRef {
+        gr: res.storage.clone(),
+        namespace: meta::namespace(obj).to_string(),
+        name: meta::name(obj).to_string(),
+    }
 }
 
 fn parse_continue(token: &str) -> Result<(u64, usize), ApiError> {
@@ -908,7 +1053,14 @@ fn check_type(res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
 fn has_generation(res: &ResourceInfo) -> bool {
     !matches!(
         res.builtin,
-        Some(Builtin::Event | Builtin::EventV1 | Builtin::ConfigMap | Builtin::Secret | Builtin::ServiceAccount | Builtin::Lease)
+        Some(
+            Builtin::Event
+                | Builtin::EventV1
+                | Builtin::ConfigMap
+                | Builtin::Secret
+                | Builtin::ServiceAccount
+                | Builtin::Lease
+        )
     )
 }
 
@@ -916,7 +1068,12 @@ fn has_generation(res: &ResourceInfo) -> bool {
 fn spec_changed(old: &Value, new: &Value) -> bool {
     let strip = |v: &Value| -> Map<String, Value> {
         v.as_object()
-            .map(|m| m.iter().filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")).map(|(k, v)| (k.clone(), v.clone())).collect())
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     strip(old) != strip(new)
@@ -939,13 +1096,23 @@ fn same_ignoring_rv(old: &Value, new: &Value) -> bool {
 }
 
 fn grace_is_zero(obj: &Value) -> bool {
-    meta::metadata(obj).and_then(|m| m.get("deletionGracePeriodSeconds")).and_then(Value::as_i64).unwrap_or(0) == 0
+    meta::metadata(obj)
+        .and_then(|m| m.get("deletionGracePeriodSeconds"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+        == 0
 }
 
 /// Drops empty metadata collections the way the apiserver's serializer omits them.
 fn normalize_metadata(obj: &mut Value) {
     let m = meta::metadata_mut(obj);
-    for k in ["labels", "annotations", "finalizers", "ownerReferences", "managedFields"] {
+    for k in [
+        "labels",
+        "annotations",
+        "finalizers",
+        "ownerReferences",
+        "managedFields",
+    ] {
         let empty = match m.get(k) {
             Some(Value::Object(o)) => o.is_empty(),
             Some(Value::Array(a)) => a.is_empty(),
@@ -961,7 +1128,11 @@ fn normalize_metadata(obj: &mut Value) {
 /// The default propagation of a resource when the request names none: batch/v1 Jobs orphan their pods
 /// (as upstream keeps for compatibility), everything else deletes dependents in the background.
 fn default_propagation(res: &ResourceInfo) -> Propagation {
-    if res.builtin == Some(Builtin::Job) { Propagation::Orphan } else { Propagation::Background }
+    if res.builtin == Some(Builtin::Job) {
+        Propagation::Orphan
+    } else {
+        Propagation::Background
+    }
 }
 
 /// A pod's effective grace period: 0 for unbound or terminal pods, else the request's or the pod's.
@@ -971,7 +1142,10 @@ fn pod_grace_period(pod: &Value, requested: Option<i64>) -> i64 {
     if node.is_empty() || phase == "Succeeded" || phase == "Failed" {
         return 0;
     }
-    let own = pod.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
+    let own = pod
+        .pointer("/spec/terminationGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(30);
     requested.unwrap_or(own).max(0)
 }
 

@@ -42,9 +42,10 @@ fn crd_list_strategy(schema: &Value, names: &[String]) -> Option<ListStrategy> {
         if cur.get("type").and_then(Value::as_str) == Some("array") {
             cur = cur.get("items")?;
         }
-        cur = cur.get("properties").and_then(|p| p.get(n)).or_else(|| {
-            cur.get("additionalProperties").filter(|a| a.is_object())
-        })?;
+        cur = cur
+            .get("properties")
+            .and_then(|p| p.get(n))
+            .or_else(|| cur.get("additionalProperties").filter(|a| a.is_object()))?;
     }
     match cur.get("x-kubernetes-list-type").and_then(Value::as_str) {
         Some("map") => {
@@ -64,7 +65,10 @@ fn collect(res: &ResourceInfo, value: &Value, tokens: &mut Vec<String>, names: &
                 if tokens.is_empty() && matches!(k.as_str(), "apiVersion" | "kind") {
                     continue;
                 }
-                if tokens.len() == 1 && tokens[0] == "f:metadata" && !matches!(k.as_str(), "labels" | "annotations" | "finalizers" | "ownerReferences") {
+                if tokens.len() == 1
+                    && tokens[0] == "f:metadata"
+                    && !matches!(k.as_str(), "labels" | "annotations" | "finalizers" | "ownerReferences")
+                {
                     continue;
                 }
                 tokens.push(format!("f:{k}"));
@@ -116,7 +120,11 @@ pub fn field_set(res: &ResourceInfo, obj: &Value, subresource: Option<&str>) -> 
     let status_only = subresource == Some("status");
     out.retain(|p| {
         let is_status = p.first().is_some_and(|t| t == "f:status");
-        if status_only { is_status } else { !(res.status_subresource && is_status) }
+        if status_only {
+            is_status
+        } else {
+            !(res.status_subresource && is_status)
+        }
     });
     out
 }
@@ -173,7 +181,11 @@ fn read_entries(obj: &Value) -> Vec<Entry> {
                 .filter_map(|e| {
                     Some(Entry {
                         manager: e.get("manager")?.as_str()?.to_string(),
-                        operation: e.get("operation").and_then(Value::as_str).unwrap_or("Update").to_string(),
+                        operation: e
+                            .get("operation")
+                            .and_then(Value::as_str)
+                            .unwrap_or("Update")
+                            .to_string(),
                         subresource: e.get("subresource").and_then(Value::as_str).unwrap_or("").to_string(),
                         api_version: e.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string(),
                         time: e.get("time").and_then(Value::as_str).unwrap_or("").to_string(),
@@ -223,7 +235,9 @@ fn value_at<'a>(obj: &'a Value, path: &[String]) -> Option<&'a Value> {
         } else if let Some(k) = tok.strip_prefix("k:") {
             let key: Value = serde_json::from_str(k).ok()?;
             let km = key.as_object()?;
-            cur.as_array()?.iter().find(|item| km.iter().all(|(kk, kv)| item.get(kk) == Some(kv)))?
+            cur.as_array()?
+                .iter()
+                .find(|item| km.iter().all(|(kk, kv)| item.get(kk) == Some(kv)))?
         } else if let Some(v) = tok.strip_prefix("v:") {
             let val: Value = serde_json::from_str(v).ok()?;
             cur.as_array()?.iter().find(|item| **item == val)?
@@ -243,14 +257,16 @@ fn remove_at(obj: &mut Value, path: &[String]) {
     };
     // `.` removes the element its parent token names.
     if last == "." {
-        if let Some((elem, grand)) = parent_path.split_last() {
-            if let Some(list) = navigate_mut(obj, grand) {
-                remove_element(list, elem);
-            }
+        if let Some((elem, grand)) = parent_path.split_last()
+            && let Some(list) = navigate_mut(obj, grand)
+        {
+            remove_element(list, elem);
         }
         return;
     }
-    let Some(parent) = navigate_mut(obj, parent_path) else { return };
+    let Some(parent) = navigate_mut(obj, parent_path) else {
+        return;
+    };
     if let Some(f) = last.strip_prefix("f:") {
         if let Some(m) = parent.as_object_mut() {
             m.remove(f);
@@ -284,7 +300,9 @@ fn navigate_mut<'a>(obj: &'a mut Value, path: &[&String]) -> Option<&'a mut Valu
         } else if let Some(k) = tok.strip_prefix("k:") {
             let key: Value = serde_json::from_str(k).ok()?;
             let km = key.as_object()?.clone();
-            cur.as_array_mut()?.iter_mut().find(|item| km.iter().all(|(kk, kv)| item.get(kk) == Some(kv)))?
+            cur.as_array_mut()?
+                .iter_mut()
+                .find(|item| km.iter().all(|(kk, kv)| item.get(kk) == Some(kv)))?
         } else {
             return None;
         };
@@ -337,9 +355,10 @@ fn merge_config(res: &ResourceInfo, target: &mut Value, config: &Value, names: &
                                     *entry = json!([]);
                                 }
                                 for item in items {
-                                    let pos = entry
-                                        .as_array()
-                                        .and_then(|a| a.iter().position(|t| t.get(&key).is_some() && t.get(&key) == item.get(&key)));
+                                    let pos = entry.as_array().and_then(|a| {
+                                        a.iter()
+                                            .position(|t| t.get(&key).is_some() && t.get(&key) == item.get(&key))
+                                    });
                                     match (pos, entry.as_array_mut()) {
                                         (Some(p), Some(a)) => merge_config(res, &mut a[p], item, names),
                                         (None, Some(a)) => a.push(item.clone()),
@@ -377,24 +396,39 @@ fn check_config(res: &ResourceInfo, config: &Value, namespace: &str, name: &str)
     let av = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
     if av.is_empty() || kind.is_empty() {
-        return Err(ApiError::bad_request("apiVersion and kind must be set in an applied configuration"));
+        return Err(ApiError::bad_request(
+            "apiVersion and kind must be set in an applied configuration",
+        ));
     }
     if kind != res.kind {
-        return Err(ApiError::bad_request(format!("the kind in the data ({kind}) does not match the expected kind ({})", res.kind)));
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({kind}) does not match the expected kind ({})",
+            res.kind
+        )));
     }
     let cname = meta::name(config);
     if !cname.is_empty() && cname != name {
-        return Err(ApiError::bad_request(format!("the name of the object ({cname}) does not match the name on the URL ({name})")));
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({cname}) does not match the name on the URL ({name})"
+        )));
     }
     let cns = meta::namespace(config);
     if res.namespaced && !cns.is_empty() && cns != namespace {
-        return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
     }
     Ok(())
 }
 
 /// Server-side apply creating the object: the configuration becomes the object, owned by `manager`.
-pub fn apply_create(res: &ResourceInfo, namespace: &str, name: &str, config: &Value, manager: &str) -> Result<Value, ApiError> {
+pub fn apply_create(
+    res: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    config: &Value,
+    manager: &str,
+) -> Result<Value, ApiError> {
     check_config(res, config, namespace, name)?;
     let mut obj = config.clone();
     meta::metadata_mut(&mut obj).insert("name".into(), json!(name));
@@ -428,7 +462,11 @@ pub fn apply(
     let new_set = field_set(res, config, subresource);
     let mut entries = read_entries(live);
     let mine = |e: &Entry| e.manager == manager && e.operation == "Apply" && e.subresource == sub;
-    let old_set = entries.iter().find(|e| mine(e)).map(|e| e.fields.clone()).unwrap_or_default();
+    let old_set = entries
+        .iter()
+        .find(|e| mine(e))
+        .map(|e| e.fields.clone())
+        .unwrap_or_default();
 
     // Conflicts: a value this apply changes that another manager owns.
     let mut conflicts: Vec<(String, Vec<String>)> = Vec::new();
@@ -436,7 +474,9 @@ pub fn apply(
         if path.last().is_some_and(|t| t == ".") {
             continue;
         }
-        let (Some(want), Some(have)) = (value_at(config, path), value_at(live, path)) else { continue };
+        let (Some(want), Some(have)) = (value_at(config, path), value_at(live, path)) else {
+            continue;
+        };
         if want == have {
             continue;
         }
@@ -515,8 +555,11 @@ fn conflict_error(res: &ResourceInfo, name: &str, conflicts: &[(String, Vec<Stri
         let parts: Vec<String> = managers
             .into_iter()
             .map(|m| {
-                let fields: Vec<String> =
-                    conflicts.iter().filter(|(x, _)| x == m).map(|(_, p)| format!("- {}", render_path(p))).collect();
+                let fields: Vec<String> = conflicts
+                    .iter()
+                    .filter(|(x, _)| x == m)
+                    .map(|(_, p)| format!("- {}", render_path(p)))
+                    .collect();
                 format!("conflicts with {m:?} using {api_version}:\n{}", fields.join("\n"))
             })
             .collect();
@@ -533,7 +576,11 @@ fn conflict_error(res: &ResourceInfo, name: &str, conflicts: &[(String, Vec<Stri
         .collect();
     let details = StatusDetails {
         causes: Some(causes),
-        group: if res.group.is_empty() { None } else { Some(res.group.clone()) },
+        group: if res.group.is_empty() {
+            None
+        } else {
+            Some(res.group.clone())
+        },
         kind: Some(res.plural.clone()),
         name: Some(name.to_string()),
         ..Default::default()
@@ -559,7 +606,11 @@ pub fn record_update(
         None => new_set,
         Some(old) => {
             let old_set = field_set(res, old, subresource);
-            new_set.iter().filter(|p| !old_set.contains(*p) || value_at(old, p) != value_at(new, p)).cloned().collect()
+            new_set
+                .iter()
+                .filter(|p| !old_set.contains(*p) || value_at(old, p) != value_at(new, p))
+                .cloned()
+                .collect()
         }
     };
     let sub = subresource.unwrap_or("");
@@ -567,7 +618,8 @@ pub fn record_update(
     // Fields that disappeared are owned by nobody.
     let present = field_set(res, new, subresource);
     for e in entries.iter_mut().filter(|e| e.subresource == sub) {
-        e.fields.retain(|p| present.contains(p) || p.last().is_some_and(|t| t == "."));
+        e.fields
+            .retain(|p| present.contains(p) || p.last().is_some_and(|t| t == "."));
     }
     if changed.is_empty() {
         write_entries(new, entries);
@@ -581,7 +633,10 @@ pub fn record_update(
         }
     }
     let now = meta::now_rfc3339();
-    match entries.iter_mut().find(|e| e.manager == manager && e.operation == "Update" && e.subresource == sub) {
+    match entries
+        .iter_mut()
+        .find(|e| e.manager == manager && e.operation == "Update" && e.subresource == sub)
+    {
         Some(e) => {
             e.fields.extend(changed);
             e.time = now;
@@ -629,13 +684,17 @@ mod tests {
     #[test]
     fn apply_owns_fields_conflicts_and_force_transfers() {
         let res = cm();
-        let cfg_a = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1", "b": "2"}});
+        let cfg_a =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1", "b": "2"}});
         let live = apply_create(&res, "ns", "x", &cfg_a, "alice").unwrap();
         // bob changes a value alice owns: conflict.
         let cfg_b = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "9"}});
         let err = apply(&res, &live, &cfg_b, "bob", false, None).unwrap_err();
         assert_eq!(err.code(), 409);
-        assert_eq!(err.message(), "Apply failed with 1 conflict: conflict with \"alice\" using v1: .data.a");
+        assert_eq!(
+            err.message(),
+            "Apply failed with 1 conflict: conflict with \"alice\" using v1: .data.a"
+        );
         // Same value: shared ownership, no conflict.
         let same = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1"}});
         assert!(apply(&res, &live, &same, "bob", false, None).is_ok());
@@ -658,7 +717,11 @@ mod tests {
         record_update(&res, Some(&live), &mut new, "kubectl-edit", None, "Update");
         let again = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "3"}});
         let err = apply(&res, &new, &again, "alice", false, None).unwrap_err();
-        assert!(err.message().contains("conflict with \"kubectl-edit\""), "{}", err.message());
+        assert!(
+            err.message().contains("conflict with \"kubectl-edit\""),
+            "{}",
+            err.message()
+        );
     }
 
     #[test]

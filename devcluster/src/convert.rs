@@ -21,7 +21,10 @@ const EVENT_FIELDS: &[(&str, &str)] = &[
 /// Whether serving `obj` through `res` needs a conversion.
 pub fn needs_conversion(res: &ResourceInfo, obj: &Value) -> bool {
     res.builtin == Some(Builtin::EventV1)
-        || obj.get("apiVersion").and_then(Value::as_str).is_none_or(|v| v != res.api_version())
+        || obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .is_none_or(|v| v != res.api_version())
         || obj.get("kind").and_then(Value::as_str).is_none_or(|k| k != res.kind)
 }
 
@@ -62,7 +65,10 @@ fn rename(obj: &Value, pairs: impl Iterator<Item = (&'static str, &'static str)>
     let mut out = Map::new();
     let pairs: Vec<_> = pairs.collect();
     for (k, v) in m {
-        let key = pairs.iter().find(|(from, _)| from == k).map_or(k.as_str(), |(_, to)| to);
+        let key = pairs
+            .iter()
+            .find(|(from, _)| from == k)
+            .map_or(k.as_str(), |(_, to)| to);
         out.insert(key.to_string(), v.clone());
     }
     Value::Object(out)

@@ -14,20 +14,38 @@ use crate::meta;
 use crate::resources::{GroupResource, PrinterColumn, ResourceInfo};
 
 /// Validates a CRD and fills its status (names accepted, established, stored versions).
-pub fn admit(_state: &State, res: &ResourceInfo, op: Operation, old: Option<&Value>, obj: &mut Value) -> Result<(), ApiError> {
+pub fn admit(
+    _state: &State,
+    res: &ResourceInfo,
+    op: Operation,
+    old: Option<&Value>,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
     let name = meta::name(obj).to_string();
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
     let group = spec.get("group").and_then(Value::as_str).unwrap_or("");
     let plural = spec.pointer("/names/plural").and_then(Value::as_str).unwrap_or("");
     let kind = spec.pointer("/names/kind").and_then(Value::as_str).unwrap_or("");
     let scope = spec.get("scope").and_then(Value::as_str).unwrap_or("");
-    let versions = spec.get("versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut causes = Vec::new();
     if name != format!("{plural}.{group}") {
-        causes.push(FieldCause::invalid("metadata.name", &json!(name), &format!("must be spec.names.plural+\".\"+spec.group")));
+        causes.push(FieldCause::invalid(
+            "metadata.name",
+            &json!(name),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
     }
     if !group.contains('.') {
-        causes.push(FieldCause::invalid("spec.group", &json!(group), "should be a domain with at least one dot"));
+        causes.push(FieldCause::invalid(
+            "spec.group",
+            &json!(group),
+            "should be a domain with at least one dot",
+        ));
     }
     if plural.is_empty() {
         causes.push(FieldCause::required("spec.names.plural", ""));
@@ -36,23 +54,43 @@ pub fn admit(_state: &State, res: &ResourceInfo, op: Operation, old: Option<&Val
         causes.push(FieldCause::required("spec.names.kind", ""));
     }
     if !matches!(scope, "Namespaced" | "Cluster") {
-        causes.push(FieldCause::not_supported("spec.scope", &json!(scope), &["Cluster", "Namespaced"]));
+        causes.push(FieldCause::not_supported(
+            "spec.scope",
+            &json!(scope),
+            &["Cluster", "Namespaced"],
+        ));
     }
     if versions.is_empty() {
-        causes.push(FieldCause::required("spec.versions", "must have exactly one version marked as storage version"));
+        causes.push(FieldCause::required(
+            "spec.versions",
+            "must have exactly one version marked as storage version",
+        ));
     }
-    let storage: Vec<&Value> = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).collect();
+    let storage: Vec<&Value> = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .collect();
     if !versions.is_empty() && storage.len() != 1 {
-        causes.push(FieldCause::invalid("spec.versions", &json!(versions.len()), "must have exactly one version marked as storage version"));
+        causes.push(FieldCause::invalid(
+            "spec.versions",
+            &json!(versions.len()),
+            "must have exactly one version marked as storage version",
+        ));
     }
     if let Some(old) = old {
         for f in ["group"] {
             if old["spec"].get(f) != spec.get(f) {
-                causes.push(FieldCause::immutable(format!("spec.{f}"), spec.get(f).unwrap_or(&Value::Null)));
+                causes.push(FieldCause::immutable(
+                    format!("spec.{f}"),
+                    spec.get(f).unwrap_or(&Value::Null),
+                ));
             }
         }
         if old.pointer("/spec/names/plural") != spec.pointer("/names/plural") {
-            causes.push(FieldCause::immutable("spec.names.plural", spec.pointer("/names/plural").unwrap_or(&Value::Null)));
+            causes.push(FieldCause::immutable(
+                "spec.names.plural",
+                spec.pointer("/names/plural").unwrap_or(&Value::Null),
+            ));
         }
     }
     if !causes.is_empty() {
@@ -64,9 +102,17 @@ pub fn admit(_state: &State, res: &ResourceInfo, op: Operation, old: Option<&Val
         names.entry("singular").or_insert(json!(kind.to_lowercase()));
         names.entry("listKind").or_insert(json!(format!("{kind}List")));
     }
-    let storage_version = storage.first().and_then(|v| v.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+    let storage_version = storage
+        .first()
+        .and_then(|v| v.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let now = meta::now_rfc3339();
-    let mut stored = old.and_then(|o| o.pointer("/status/storedVersions")).map(|v| meta::string_list(Some(v))).unwrap_or_default();
+    let mut stored = old
+        .and_then(|o| o.pointer("/status/storedVersions"))
+        .map(|v| meta::string_list(Some(v)))
+        .unwrap_or_default();
     if !stored.contains(&storage_version) {
         stored.push(storage_version);
     }
@@ -74,7 +120,10 @@ pub fn admit(_state: &State, res: &ResourceInfo, op: Operation, old: Option<&Val
     let transition = if op == Operation::Create {
         now.clone()
     } else {
-        old.and_then(|o| o.pointer("/status/conditions/0/lastTransitionTime")).and_then(Value::as_str).unwrap_or(&now).to_string()
+        old.and_then(|o| o.pointer("/status/conditions/0/lastTransitionTime"))
+            .and_then(Value::as_str)
+            .unwrap_or(&now)
+            .to_string()
     };
     obj["status"] = json!({
         "acceptedNames": names,
@@ -94,11 +143,19 @@ pub fn register(state: &mut State, crd: &Value) {
     let names = &spec["names"];
     let plural = names.get("plural").and_then(Value::as_str).unwrap_or("").to_string();
     let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
-    let singular = names.get("singular").and_then(Value::as_str).map_or_else(|| kind.to_lowercase(), str::to_string);
+    let singular = names
+        .get("singular")
+        .and_then(Value::as_str)
+        .map_or_else(|| kind.to_lowercase(), str::to_string);
     let namespaced = spec.get("scope").and_then(Value::as_str) == Some("Namespaced");
     let mut infos = Vec::new();
     let mut storage_version = None;
-    for v in spec.get("versions").and_then(Value::as_array).cloned().unwrap_or_default() {
+    for v in spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+    {
         let version = v.get("name").and_then(Value::as_str).unwrap_or("").to_string();
         if v.get("storage").and_then(Value::as_bool) == Some(true) {
             storage_version = Some(version.clone());
@@ -124,7 +181,12 @@ pub fn register(state: &mut State, crd: &Value) {
         let selectable_fields = v
             .get("selectableFields")
             .and_then(Value::as_array)
-            .map(|f| f.iter().filter_map(|x| x.get("jsonPath").and_then(Value::as_str)).map(|p| p.trim_start_matches('.').to_string()).collect())
+            .map(|f| {
+                f.iter()
+                    .filter_map(|x| x.get("jsonPath").and_then(Value::as_str))
+                    .map(|p| p.trim_start_matches('.').to_string())
+                    .collect()
+            })
             .unwrap_or_default();
         infos.push(ResourceInfo {
             group: group.clone(),
@@ -138,35 +200,61 @@ pub fn register(state: &mut State, crd: &Value) {
             status_subresource: v.pointer("/subresources/status").is_some(),
             builtin: None,
             storage: GroupResource::new(&group, &plural),
-            schema: Some(v.pointer("/schema/openAPIV3Schema").cloned().unwrap_or(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}))),
+            schema: Some(
+                v.pointer("/schema/openAPIV3Schema")
+                    .cloned()
+                    .unwrap_or(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})),
+            ),
             printer_columns,
             selectable_fields,
         });
     }
-    state.registry.set_custom(&group, &plural, infos, storage_version.as_deref());
+    state
+        .registry
+        .set_custom(&group, &plural, infos, storage_version.as_deref());
 }
 
 /// Stops serving a removed CRD's resources and drops its objects.
 pub fn unregister(state: &mut State, crd: &Value) {
-    let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or("").to_string();
-    let plural = crd.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or("").to_string();
+    let group = crd
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let plural = crd
+        .pointer("/spec/names/plural")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     state.registry.set_custom(&group, &plural, Vec::new(), None);
     state.store.drop_resource(&GroupResource::new(&group, &plural));
 }
 
 /// The name of the CRD that defines a custom resource.
 pub fn owning_crd_name(_state: &State, res: &ResourceInfo) -> Option<String> {
-    if res.builtin.is_some() { None } else { Some(format!("{}.{}", res.plural, res.group)) }
+    if res.builtin.is_some() {
+        None
+    } else {
+        Some(format!("{}.{}", res.plural, res.group))
+    }
 }
 
 /// Admits a custom object: prunes, defaults and validates it against its version's schema.
-pub fn admit_custom(_state: &mut State, res: &ResourceInfo, obj: &mut Value, subresource: Option<&str>) -> Result<(), ApiError> {
+pub fn admit_custom(
+    _state: &mut State,
+    res: &ResourceInfo,
+    obj: &mut Value,
+    subresource: Option<&str>,
+) -> Result<(), ApiError> {
     let _ = subresource;
     let Some(schema) = &res.schema else { return Ok(()) };
     let mut causes = Vec::new();
     if let Some(m) = obj.as_object_mut() {
         let props = schema.get("properties").and_then(Value::as_object);
-        let preserve = schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
+        let preserve = schema
+            .get("x-kubernetes-preserve-unknown-fields")
+            .and_then(Value::as_bool)
+            == Some(true);
         let keys: Vec<String> = m.keys().cloned().collect();
         for k in keys {
             if matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
@@ -202,7 +290,11 @@ pub fn admit_custom(_state: &mut State, res: &ResourceInfo, obj: &mut Value, sub
             }
         }
     }
-    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes)) }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
+    }
 }
 
 fn type_matches(v: &Value, ty: &str, schema: &Value) -> bool {
@@ -223,7 +315,14 @@ fn type_matches(v: &Value, ty: &str, schema: &Value) -> bool {
 fn walk(v: &mut Value, schema: &Value, path: &str, causes: &mut Vec<FieldCause>) {
     if v.is_null() {
         if schema.get("nullable").and_then(Value::as_bool) != Some(true) {
-            causes.push(FieldCause::invalid(path, v, &format!("{path} in body must be of type {}: \"null\"", schema.get("type").and_then(Value::as_str).unwrap_or("object"))));
+            causes.push(FieldCause::invalid(
+                path,
+                v,
+                &format!(
+                    "{path} in body must be of type {}: \"null\"",
+                    schema.get("type").and_then(Value::as_str).unwrap_or("object")
+                ),
+            ));
         }
         return;
     }
@@ -239,13 +338,20 @@ fn walk(v: &mut Value, schema: &Value, path: &str, causes: &mut Vec<FieldCause>)
             Value::Object(_) => "object",
             Value::Null => "null",
         };
-        causes.push(FieldCause::invalid(path, &json!(got), &format!("{path} in body must be of type {ty}: {got:?}")));
+        causes.push(FieldCause::invalid(
+            path,
+            &json!(got),
+            &format!("{path} in body must be of type {ty}: {got:?}"),
+        ));
         return;
     }
     if let Some(e) = schema.get("enum").and_then(Value::as_array)
         && !e.contains(v)
     {
-        let allowed: Vec<String> = e.iter().map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string)).collect();
+        let allowed: Vec<String> = e
+            .iter()
+            .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+            .collect();
         let refs: Vec<&str> = allowed.iter().map(String::as_str).collect();
         causes.push(FieldCause::not_supported(path, v, &refs));
     }
@@ -253,12 +359,20 @@ fn walk(v: &mut Value, schema: &Value, path: &str, causes: &mut Vec<FieldCause>)
         if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
             && n < min
         {
-            causes.push(FieldCause::invalid(path, v, &format!("{path} in body should be greater than or equal to {min}")));
+            causes.push(FieldCause::invalid(
+                path,
+                v,
+                &format!("{path} in body should be greater than or equal to {min}"),
+            ));
         }
         if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
             && n > max
         {
-            causes.push(FieldCause::invalid(path, v, &format!("{path} in body should be less than or equal to {max}")));
+            causes.push(FieldCause::invalid(
+                path,
+                v,
+                &format!("{path} in body should be less than or equal to {max}"),
+            ));
         }
     }
     if let Some(s) = v.as_str() {
@@ -266,19 +380,30 @@ fn walk(v: &mut Value, schema: &Value, path: &str, causes: &mut Vec<FieldCause>)
         if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
             && len < min
         {
-            causes.push(FieldCause::invalid(path, v, &format!("{path} in body should be at least {min} chars long")));
+            causes.push(FieldCause::invalid(
+                path,
+                v,
+                &format!("{path} in body should be at least {min} chars long"),
+            ));
         }
         if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
             && len > max
         {
-            causes.push(FieldCause::invalid(path, v, &format!("{path} in body may not be more than {max} bytes")));
+            causes.push(FieldCause::invalid(
+                path,
+                v,
+                &format!("{path} in body may not be more than {max} bytes"),
+            ));
         }
     }
     match v {
         Value::Object(m) => {
             let props = schema.get("properties").and_then(Value::as_object);
             let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            let preserve = schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true)
+            let preserve = schema
+                .get("x-kubernetes-preserve-unknown-fields")
+                .and_then(Value::as_bool)
+                == Some(true)
                 || schema.get("x-kubernetes-embedded-resource").and_then(Value::as_bool) == Some(true);
             let keys: Vec<String> = m.keys().cloned().collect();
             for k in keys {
@@ -317,7 +442,11 @@ fn walk(v: &mut Value, schema: &Value, path: &str, causes: &mut Vec<FieldCause>)
             if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
                 && (items.len() as u64) < min
             {
-                causes.push(FieldCause::invalid(path, &json!(items.len()), &format!("{path} in body should have at least {min} items")));
+                causes.push(FieldCause::invalid(
+                    path,
+                    &json!(items.len()),
+                    &format!("{path} in body should have at least {min} items"),
+                ));
             }
             if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
                 && (items.len() as u64) > max
@@ -337,7 +466,11 @@ fn walk(v: &mut Value, schema: &Value, path: &str, causes: &mut Vec<FieldCause>)
 impl FieldCause {
     /// `<field>: Too many: <n>: must have at most <max> items`.
     fn new_too_many(path: &str, n: usize, max: u64) -> FieldCause {
-        FieldCause { field: path.to_string(), reason: "FieldValueTooMany", message: format!("Too many: {n}: must have at most {max} items") }
+        FieldCause {
+            field: path.to_string(),
+            reason: "FieldValueTooMany",
+            message: format!("Too many: {n}: must have at most {max} items"),
+        }
     }
 }
 
@@ -377,9 +510,17 @@ mod tests {
         let mut obj = json!({"apiVersion": "x.dev/v1", "kind": "Thing", "metadata": {"name": "t"},
             "spec": {"size": 2, "junk": 1, "extra": {"anything": [1]}}, "top": 1});
         let mut causes = Vec::new();
-        walk(obj.get_mut("spec").unwrap(), &schema["properties"]["spec"], "spec", &mut causes);
+        walk(
+            obj.get_mut("spec").unwrap(),
+            &schema["properties"]["spec"],
+            "spec",
+            &mut causes,
+        );
         assert!(causes.is_empty(), "{causes:?}");
-        assert_eq!(obj["spec"], json!({"size": 2, "mode": "fast", "extra": {"anything": [1]}}));
+        assert_eq!(
+            obj["spec"],
+            json!({"size": 2, "mode": "fast", "extra": {"anything": [1]}})
+        );
 
         let mut bad = json!({"size": "big", "mode": "medium"});
         let mut causes = Vec::new();

@@ -40,7 +40,10 @@ pub fn core_versions(server_address: &str) -> Value {
 
 fn group_doc(registry: &Registry, group: &str) -> Value {
     let (versions, preferred) = registry.group_versions(group);
-    let vs: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v})).collect();
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
     let pref = preferred.unwrap_or_else(|| versions.first().cloned().unwrap_or_default());
     json!({
         "name": group,
@@ -51,7 +54,12 @@ fn group_doc(registry: &Registry, group: &str) -> Value {
 
 /// `/apis`.
 pub fn group_list(registry: &Registry) -> Value {
-    let groups: Vec<Value> = registry.groups().iter().filter(|g| !g.is_empty()).map(|g| group_doc(registry, g)).collect();
+    let groups: Vec<Value> = registry
+        .groups()
+        .iter()
+        .filter(|g| !g.is_empty())
+        .map(|g| group_doc(registry, g))
+        .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
@@ -67,7 +75,15 @@ pub fn group(registry: &Registry, group: &str) -> Option<Value> {
 }
 
 /// The subresources a resource serves: (name, kind, group, version, verbs).
-fn subresources(r: &ResourceInfo) -> Vec<(&'static str, &'static str, &'static str, &'static str, Vec<&'static str>)> {
+fn subresources(
+    r: &ResourceInfo,
+) -> Vec<(
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Vec<&'static str>,
+)> {
     let mut out = Vec::new();
     if r.status_subresource {
         out.push(("status", "", "", "", vec!["get", "patch", "update"]));
@@ -98,7 +114,11 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     if !registry.serves_group_version(group, version) {
         return None;
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
     let mut resources = Vec::new();
     for r in registry.resources_in(group, version) {
         let mut doc = json!({
@@ -209,8 +229,21 @@ mod tests {
     fn core_resource_list_has_pods_with_subresources() {
         let reg = Registry::new();
         let doc = resource_list(&reg, "", "v1").unwrap();
-        let names: Vec<&str> = doc["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
-        for n in ["pods", "pods/status", "pods/binding", "pods/eviction", "nodes", "namespaces", "events"] {
+        let names: Vec<&str> = doc["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        for n in [
+            "pods",
+            "pods/status",
+            "pods/binding",
+            "pods/eviction",
+            "nodes",
+            "namespaces",
+            "events",
+        ] {
             assert!(names.contains(&n), "{n} missing from {names:?}");
         }
         let pods = &doc["resources"].as_array().unwrap()[names.iter().position(|n| *n == "pods").unwrap()];
@@ -222,12 +255,23 @@ mod tests {
     fn groups_list_scheduling_with_both_versions() {
         let reg = Registry::new();
         let doc = group(&reg, "scheduling.k8s.io").unwrap();
-        let versions: Vec<&str> = doc["versions"].as_array().unwrap().iter().map(|v| v["version"].as_str().unwrap()).collect();
+        let versions: Vec<&str> = doc["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["version"].as_str().unwrap())
+            .collect();
         assert_eq!(versions, vec!["v1", "v1alpha3"]);
         assert_eq!(doc["preferredVersion"]["version"], "v1");
         assert!(resource_list(&reg, "scheduling.k8s.io", "v1alpha3").is_some());
         assert!(resource_list(&reg, "scheduling.k8s.io", "v9").is_none());
         let agg = aggregated(&reg, false);
-        assert!(agg["items"].as_array().unwrap().iter().any(|g| g["metadata"]["name"] == "batch"));
+        assert!(
+            agg["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["metadata"]["name"] == "batch")
+        );
     }
 }

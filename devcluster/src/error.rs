@@ -37,26 +37,49 @@ pub struct FieldCause {
 impl FieldCause {
     /// `<field>: Required value[: detail]`.
     pub fn required(field: impl Into<String>, detail: &str) -> Self {
-        let message = if detail.is_empty() { "Required value".to_string() } else { format!("Required value: {detail}") };
-        FieldCause { field: field.into(), reason: "FieldValueRequired", message }
+        let message = if detail.is_empty() {
+            "Required value".to_string()
+        } else {
+            format!("Required value: {detail}")
+        };
+        FieldCause {
+            field: field.into(),
+            reason: "FieldValueRequired",
+            message,
+        }
     }
 
     /// `<field>: Invalid value: <value>: detail`.
     pub fn invalid(field: impl Into<String>, value: &serde_json::Value, detail: &str) -> Self {
         let value = render_value(value);
-        let message =
-            if detail.is_empty() { format!("Invalid value: {value}") } else { format!("Invalid value: {value}: {detail}") };
-        FieldCause { field: field.into(), reason: "FieldValueInvalid", message }
+        let message = if detail.is_empty() {
+            format!("Invalid value: {value}")
+        } else {
+            format!("Invalid value: {value}: {detail}")
+        };
+        FieldCause {
+            field: field.into(),
+            reason: "FieldValueInvalid",
+            message,
+        }
     }
 
     /// `<field>: Forbidden: detail`.
     pub fn forbidden(field: impl Into<String>, detail: &str) -> Self {
-        FieldCause { field: field.into(), reason: "FieldValueForbidden", message: format!("Forbidden: {detail}") }
+        FieldCause {
+            field: field.into(),
+            reason: "FieldValueForbidden",
+            message: format!("Forbidden: {detail}"),
+        }
     }
 
     /// `<field>: Unsupported value: <value>: supported values: "a", "b"`.
     pub fn not_supported(field: impl Into<String>, value: &serde_json::Value, supported: &[&str]) -> Self {
-        let list = supported.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
+        let list = supported
+            .iter()
+            .map(|s| format!("{s:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
         FieldCause {
             field: field.into(),
             reason: "FieldValueNotSupported",
@@ -97,7 +120,11 @@ impl ApiError {
             details,
             message: Some(message.into()),
             metadata: Default::default(),
-            reason: if reason.is_empty() { None } else { Some(reason.to_string()) },
+            reason: if reason.is_empty() {
+                None
+            } else {
+                Some(reason.to_string())
+            },
             status: Some("Failure".to_string()),
         }))
     }
@@ -119,7 +146,11 @@ impl ApiError {
 
     fn details(group: &str, kind: &str, name: &str) -> Option<StatusDetails> {
         Some(StatusDetails {
-            group: if group.is_empty() { None } else { Some(group.to_string()) },
+            group: if group.is_empty() {
+                None
+            } else {
+                Some(group.to_string())
+            },
             kind: Some(kind.to_string()),
             name: if name.is_empty() { None } else { Some(name.to_string()) },
             ..Default::default()
@@ -151,7 +182,10 @@ impl ApiError {
         ApiError::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} \"{name}\": {detail}", qualified(group, plural)),
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {detail}",
+                qualified(group, plural)
+            ),
             Self::details(group, plural, name),
         )
     }
@@ -170,13 +204,21 @@ impl ApiError {
     /// `field.ErrorList`.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<FieldCause>) -> Self {
         let rendered: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
-        let body = if rendered.len() == 1 { rendered[0].clone() } else { format!("[{}]", rendered.join(", ")) };
+        let body = if rendered.len() == 1 {
+            rendered[0].clone()
+        } else {
+            format!("[{}]", rendered.join(", "))
+        };
         let message = format!("{} \"{name}\" is invalid: {body}", qualified(group, kind));
         let mut details = Self::details(group, kind, name).unwrap_or_default();
         details.causes = Some(
             causes
                 .into_iter()
-                .map(|c| StatusCause { field: Some(c.field), message: Some(c.message), reason: Some(c.reason.into()) })
+                .map(|c| StatusCause {
+                    field: Some(c.field),
+                    message: Some(c.message),
+                    reason: Some(c.reason.into()),
+                })
                 .collect(),
         );
         ApiError::new(422, "Invalid", message, Some(details))
@@ -184,8 +226,17 @@ impl ApiError {
 
     /// `pods "x" is forbidden: detail` (403 Forbidden).
     pub fn forbidden(group: &str, plural: &str, name: &str, detail: &str) -> Self {
-        let subject = if name.is_empty() { qualified(group, plural) } else { format!("{} \"{name}\"", qualified(group, plural)) };
-        ApiError::new(403, "Forbidden", format!("{subject} is forbidden: {detail}"), Self::details(group, plural, name))
+        let subject = if name.is_empty() {
+            qualified(group, plural)
+        } else {
+            format!("{} \"{name}\"", qualified(group, plural))
+        };
+        ApiError::new(
+            403,
+            "Forbidden",
+            format!("{subject} is forbidden: {detail}"),
+            Self::details(group, plural, name),
+        )
     }
 
     /// 400 BadRequest.
@@ -203,7 +254,9 @@ impl ApiError {
         ApiError::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (got {content_type:?})"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (got {content_type:?})"
+            ),
             None,
         )
     }
@@ -215,7 +268,12 @@ impl ApiError {
 
     /// 404 for a path no resource is served at.
     pub fn path_not_found() -> Self {
-        ApiError::new(404, "NotFound", "the server could not find the requested resource", None)
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+            None,
+        )
     }
 
     /// 500 InternalError.
@@ -229,12 +287,20 @@ impl ApiError {
             }]),
             ..Default::default()
         };
-        ApiError::new(500, "InternalError", format!("Internal error occurred: {message}"), Some(details))
+        ApiError::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {message}"),
+            Some(details),
+        )
     }
 
     /// 429 TooManyRequests with a retry hint.
     pub fn too_many_requests(message: impl Into<String>) -> Self {
-        let details = StatusDetails { retry_after_seconds: Some(1), ..Default::default() };
+        let details = StatusDetails {
+            retry_after_seconds: Some(1),
+            ..Default::default()
+        };
         ApiError::new(429, "TooManyRequests", message, Some(details))
     }
 
@@ -246,7 +312,11 @@ impl ApiError {
 
 /// `resource.group`, or `resource` for the core group.
 pub fn qualified(group: &str, resource: &str) -> String {
-    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
 }
 
 /// Errors of the library's own entry points.

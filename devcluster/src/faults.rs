@@ -118,7 +118,9 @@ impl Faults {
     /// An injector with a configuration.
     pub fn new(config: FaultConfig) -> Self {
         let rng = fastrand::Rng::with_seed(config.seed);
-        Faults { inner: Mutex::new((config, rng)) }
+        Faults {
+            inner: Mutex::new((config, rng)),
+        }
     }
 
     /// Replaces the configuration and restarts the decision sequence from its seed.
@@ -141,8 +143,13 @@ impl Faults {
     pub fn decide(&self, resource: &str, verb: Verb) -> Decision {
         let mut guard = self.inner.lock();
         let (config, rng) = &mut *guard;
-        let Some(rule) = config.rules.iter().find(|r| r.matches(resource, verb)) else { return Decision::default() };
-        let mut d = Decision { latency: rule.latency, error: None };
+        let Some(rule) = config.rules.iter().find(|r| r.matches(resource, verb)) else {
+            return Decision::default();
+        };
+        let mut d = Decision {
+            latency: rule.latency,
+            error: None,
+        };
         if rule.error_rate > 0.0 && rng.f64() < rule.error_rate {
             let msg = format!("injected fault for {verb:?} {resource}").to_lowercase();
             d.error = Some(match rule.error_code {
@@ -187,7 +194,9 @@ mod tests {
     fn decisions_are_deterministic_by_seed() {
         let run = |seed| {
             let f = Faults::new(config(seed));
-            (0..64).map(|_| f.decide("pods", Verb::Create).error.is_some()).collect::<Vec<_>>()
+            (0..64)
+                .map(|_| f.decide("pods", Verb::Create).error.is_some())
+                .collect::<Vec<_>>()
         };
         assert_eq!(run(7), run(7));
         assert_ne!(run(7), run(8));
@@ -197,7 +206,13 @@ mod tests {
 
     #[test]
     fn rules_match_resource_and_verb() {
-        let f = Faults::new(FaultConfig { rules: vec![FaultRule { error_rate: 1.0, ..config(1).rules[0].clone() }], seed: 1 });
+        let f = Faults::new(FaultConfig {
+            rules: vec![FaultRule {
+                error_rate: 1.0,
+                ..config(1).rules[0].clone()
+            }],
+            seed: 1,
+        });
         let e = f.decide("pods", Verb::Create).error.unwrap();
         assert_eq!(e.code(), 429);
         assert!(f.decide("pods", Verb::Get).error.is_none());

@@ -35,7 +35,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
 fn json_response(code: StatusCode, body: String, warnings: &[String]) -> Response {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = code;
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     for w in warnings {
         let v = format!("299 - {}", serde_json::to_string(w).unwrap_or_default());
         if let Ok(h) = HeaderValue::from_str(&v) {
@@ -61,11 +62,15 @@ fn error_response(e: &ApiError) -> Response {
 }
 
 fn parse_query(q: Option<&str>) -> HashMap<String, String> {
-    q.map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default()
+    q.map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default()
 }
 
 fn accepts_table(headers: &HeaderMap) -> bool {
-    headers.get_all(header::ACCEPT).iter().any(|v| v.to_str().is_ok_and(|s| s.contains("as=Table")))
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|s| s.contains("as=Table")))
 }
 
 fn accepts_aggregated(headers: &HeaderMap) -> bool {
@@ -89,7 +94,14 @@ enum Target {
     OpenApiV2,
     OpenApiV3Index,
     OpenApiV3(String),
-    Resource { group: String, version: String, namespace: Option<String>, plural: String, name: Option<String>, sub: Option<String> },
+    Resource {
+        group: String,
+        version: String,
+        namespace: Option<String>,
+        plural: String,
+        name: Option<String>,
+        sub: Option<String>,
+    },
     Unknown,
 }
 
@@ -120,23 +132,60 @@ fn parse_path(path: &str) -> Target {
                 [n, sub] => (s(n), s(sub)),
                 _ => return Target::Unknown,
             };
-            Target::Resource { group, version, namespace: s(ns), plural: (*plural).to_string(), name, sub }
+            Target::Resource {
+                group,
+                version,
+                namespace: s(ns),
+                plural: (*plural).to_string(),
+                name,
+                sub,
+            }
         }
-        [plural] => Target::Resource { group, version, namespace: None, plural: (*plural).to_string(), name: None, sub: None },
-        [plural, name] => Target::Resource { group, version, namespace: None, plural: (*plural).to_string(), name: s(name), sub: None },
-        [plural, name, sub] => Target::Resource { group, version, namespace: None, plural: (*plural).to_string(), name: s(name), sub: s(sub) },
+        [plural] => Target::Resource {
+            group,
+            version,
+            namespace: None,
+            plural: (*plural).to_string(),
+            name: None,
+            sub: None,
+        },
+        [plural, name] => Target::Resource {
+            group,
+            version,
+            namespace: None,
+            plural: (*plural).to_string(),
+            name: s(name),
+            sub: None,
+        },
+        [plural, name, sub] => Target::Resource {
+            group,
+            version,
+            namespace: None,
+            plural: (*plural).to_string(),
+            name: s(name),
+            sub: s(sub),
+        },
         _ => Target::Unknown,
     }
 }
 
-async fn dispatch(AxState(shared): AxState<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn dispatch(
+    AxState(shared): AxState<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let target = parse_path(uri.path());
     let query = parse_query(uri.query());
     match target {
         Target::Version => value_response(StatusCode::OK, &discovery::version()),
         Target::Health => {
             let mut r = Response::new(Body::from("ok"));
-            r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
             r
         }
         Target::Api => {
@@ -163,8 +212,20 @@ async fn dispatch(AxState(shared): AxState<Arc<Shared>>, method: Method, uri: Ur
             None => error_response(&ApiError::path_not_found()),
         },
         Target::OpenApiV2 | Target::OpenApiV3Index | Target::OpenApiV3(_) => openapi(&shared, target, &headers),
-        Target::Resource { group, version, namespace, plural, name, sub } => {
-            let req = Request { method, query, headers, body };
+        Target::Resource {
+            group,
+            version,
+            namespace,
+            plural,
+            name,
+            sub,
+        } => {
+            let req = Request {
+                method,
+                query,
+                headers,
+                body,
+            };
             match resource(shared, &req, &group, &version, namespace, &plural, name, sub).await {
                 Ok(r) => r,
                 Err(e) => error_response(&e),
@@ -176,7 +237,8 @@ async fn dispatch(AxState(shared): AxState<Arc<Shared>>, method: Method, uri: Ur
 
 fn aggregated_response(doc: &Value) -> Response {
     let mut r = Response::new(Body::from(doc.to_string()));
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(AGGREGATED));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(AGGREGATED));
     r
 }
 
@@ -207,14 +269,22 @@ impl Request {
     }
 
     fn content_type(&self) -> String {
-        self.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json").to_string()
+        self.headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("application/json")
+            .to_string()
     }
 
     fn field_manager(&self) -> String {
         if let Some(m) = self.q("fieldManager") {
             return m.to_string();
         }
-        let ua = self.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let ua = self
+            .headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
         ua.split('/').next().unwrap_or("").chars().take(128).collect()
     }
 
@@ -250,9 +320,12 @@ impl Request {
             Ok(v) => Ok(v),
             Err(json_err) if ct.contains("yaml") => {
                 let text = std::str::from_utf8(&self.body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-                serde_saphyr::from_str::<Value>(text).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e} (as JSON: {json_err})")))
+                serde_saphyr::from_str::<Value>(text)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e} (as JSON: {json_err})")))
             }
-            Err(e) => Err(ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))),
+            Err(e) => Err(ApiError::bad_request(format!(
+                "couldn't get version/kind; json parse error: {e}"
+            ))),
         }
     }
 
@@ -261,7 +334,9 @@ impl Request {
         let field_selector = FieldSelector::parse(self.q("fieldSelector").unwrap_or(""))?;
         field_selector.check_supported(|f| supported_field(res, f))?;
         let limit = match self.q("limit") {
-            Some(l) if !l.is_empty() => l.parse().map_err(|_| ApiError::bad_request(format!("invalid limit: {l}")))?,
+            Some(l) if !l.is_empty() => l
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid limit: {l}")))?,
             _ => 0,
         };
         Ok(ListOptions {
@@ -295,11 +370,11 @@ fn supported_field(res: &ResourceInfo, field: &str) -> bool {
                 | "spec.schedulingGroup.podGroupName"
         ),
         Some(Builtin::Event) => {
-            field.starts_with("involvedObject.")
-                || matches!(field, "reason" | "reportingComponent" | "source" | "type")
+            field.starts_with("involvedObject.") || matches!(field, "reason" | "reportingComponent" | "source" | "type")
         }
         Some(Builtin::EventV1) => {
-            field.starts_with("regarding.") || matches!(field, "reason" | "reportingController" | "type" | "deprecatedSource")
+            field.starts_with("regarding.")
+                || matches!(field, "reason" | "reportingController" | "type" | "deprecatedSource")
         }
         Some(Builtin::Node) => field == "spec.unschedulable",
         Some(Builtin::Namespace) => field == "status.phase",
@@ -346,7 +421,9 @@ async fn resource(
     name: Option<String>,
     sub: Option<String>,
 ) -> Result<Response, ApiError> {
-    let res = shared.with(|s| s.resource(group, version, plural)).ok_or_else(ApiError::path_not_found)?;
+    let res = shared
+        .with(|s| s.resource(group, version, plural))
+        .ok_or_else(ApiError::path_not_found)?;
     if namespace.is_some() && !res.namespaced {
         return Err(ApiError::path_not_found());
     }
@@ -364,7 +441,11 @@ async fn resource(
     match (req.method.as_str(), name, sub.as_deref()) {
         ("GET", None, None) if watch => {
             let opts = req.list_options(&res)?;
-            let timeout = req.q("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).map(Duration::from_secs).unwrap_or(shared.settings.watch_timeout);
+            let timeout = req
+                .q("timeoutSeconds")
+                .and_then(|t| t.parse::<u64>().ok())
+                .map(Duration::from_secs)
+                .unwrap_or(shared.settings.watch_timeout);
             let p = WatchParams {
                 res: res.clone(),
                 namespace: namespace.filter(|_| res.namespaced),
@@ -378,8 +459,10 @@ async fn resource(
             };
             let body = watch::start(shared.clone(), p)?;
             let mut r = Response::new(body);
-            r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            r.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
             Ok(r)
         }
         ("GET", None, None) => {
@@ -388,7 +471,13 @@ async fn resource(
             let result = shared.with(|s| s.list(&res, ns_filter, &opts))?;
             if table {
                 let objs: Vec<Value> = result.items.iter().map(|o| convert::present(&res, o)).collect();
-                let t = table::table(&res, &objs, &result.resource_version.to_string(), result.continue_token.as_deref(), IncludeObject::parse(req.q("includeObject")));
+                let t = table::table(
+                    &res,
+                    &objs,
+                    &result.resource_version.to_string(),
+                    result.continue_token.as_deref(),
+                    IncludeObject::parse(req.q("includeObject")),
+                );
                 return Ok(value_response(StatusCode::OK, &t));
             }
             let mut md = json!({"resourceVersion": result.resource_version.to_string()});
@@ -418,7 +507,13 @@ async fn resource(
         ("GET", Some(n), None | Some("status")) => {
             let obj = shared.with(|s| s.get(&res, &ns, &n))?;
             if table {
-                let t = table::table(&res, &[convert::present(&res, &obj)], meta::resource_version(&obj), None, IncludeObject::parse(req.q("includeObject")));
+                let t = table::table(
+                    &res,
+                    &[convert::present(&res, &obj)],
+                    meta::resource_version(&obj),
+                    None,
+                    IncludeObject::parse(req.q("includeObject")),
+                );
                 return Ok(value_response(StatusCode::OK, &t));
             }
             Ok(json_response(StatusCode::OK, encode(&res, &obj), &[]))
@@ -433,12 +528,18 @@ async fn resource(
         ("POST", Some(n), Some("binding")) if res.builtin == Some(Builtin::Pod) => {
             let body = req.body_value()?;
             shared.with(|s| crate::pods::bind(s, &res, &ns, &n, &body))?;
-            Ok(value_response(StatusCode::CREATED, &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
+            Ok(value_response(
+                StatusCode::CREATED,
+                &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+            ))
         }
         ("POST", Some(n), Some("eviction")) if res.builtin == Some(Builtin::Pod) => {
             let body = req.body_value()?;
             shared.with(|s| crate::pods::evict(s, &res, &ns, &n, &body))?;
-            Ok(value_response(StatusCode::CREATED, &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
+            Ok(value_response(
+                StatusCode::CREATED,
+                &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+            ))
         }
         ("PUT", Some(n), None | Some("status")) => {
             let opts = req.write_options()?;
@@ -447,7 +548,9 @@ async fn resource(
             if sub.is_some() && subresource.is_none() {
                 return Err(ApiError::path_not_found());
             }
-            let (out, warnings) = shared.request(opts.field_validation, |s| s.update(&res, &ns, &n, body, subresource, &opts));
+            let (out, warnings) = shared.request(opts.field_validation, |s| {
+                s.update(&res, &ns, &n, body, subresource, &opts)
+            });
             let obj = out?;
             Ok(json_response(StatusCode::OK, encode(&res, &obj), &warnings))
         }
@@ -475,7 +578,9 @@ async fn resource(
                 return Err(ApiError::path_not_found());
             }
             let patch = req.body_value()?;
-            let (out, warnings) = shared.request(opts.field_validation, |s| s.patch(&res, &ns, &n, patch_type, &patch, subresource, &opts));
+            let (out, warnings) = shared.request(opts.field_validation, |s| {
+                s.patch(&res, &ns, &n, patch_type, &patch, subresource, &opts)
+            });
             let obj = out?;
             Ok(json_response(StatusCode::OK, encode(&res, &obj), &warnings))
         }
@@ -512,7 +617,11 @@ async fn resource(
 
 fn delete_options(req: &Request) -> Result<DeleteOptions, ApiError> {
     let body = req.body_value()?;
-    let mut opts = if body.is_object() { DeleteOptions::from_body(&body)? } else { DeleteOptions::default() };
+    let mut opts = if body.is_object() {
+        DeleteOptions::from_body(&body)?
+    } else {
+        DeleteOptions::default()
+    };
     if let Some(g) = req.q("gracePeriodSeconds").and_then(|g| g.parse().ok()) {
         opts.grace_period_seconds = Some(g);
     }
@@ -520,7 +629,11 @@ fn delete_options(req: &Request) -> Result<DeleteOptions, ApiError> {
         opts.propagation = Some(api::parse_propagation(p)?);
     }
     if let Some(o) = req.q("orphanDependents") {
-        opts.propagation = Some(if o == "true" { api::Propagation::Orphan } else { api::Propagation::Background });
+        opts.propagation = Some(if o == "true" {
+            api::Propagation::Orphan
+        } else {
+            api::Propagation::Background
+        });
     }
     if req.q("dryRun") == Some("All") {
         opts.dry_run = true;
@@ -548,18 +661,49 @@ mod tests {
             name: n.map(Into::into),
             sub: s.map(Into::into),
         };
-        assert_eq!(parse_path("/api/v1/namespaces"), r("", "v1", None, "namespaces", None, None));
-        assert_eq!(parse_path("/api/v1/namespaces/x"), r("", "v1", None, "namespaces", Some("x"), None));
-        assert_eq!(parse_path("/api/v1/namespaces/x/status"), r("", "v1", None, "namespaces", Some("x"), Some("status")));
-        assert_eq!(parse_path("/api/v1/namespaces/x/finalize"), r("", "v1", None, "namespaces", Some("x"), Some("finalize")));
-        assert_eq!(parse_path("/api/v1/namespaces/x/pods"), r("", "v1", Some("x"), "pods", None, None));
-        assert_eq!(parse_path("/api/v1/namespaces/x/pods/p/binding"), r("", "v1", Some("x"), "pods", Some("p"), Some("binding")));
+        assert_eq!(
+            parse_path("/api/v1/namespaces"),
+            r("", "v1", None, "namespaces", None, None)
+        );
+        assert_eq!(
+            parse_path("/api/v1/namespaces/x"),
+            r("", "v1", None, "namespaces", Some("x"), None)
+        );
+        assert_eq!(
+            parse_path("/api/v1/namespaces/x/status"),
+            r("", "v1", None, "namespaces", Some("x"), Some("status"))
+        );
+        assert_eq!(
+            parse_path("/api/v1/namespaces/x/finalize"),
+            r("", "v1", None, "namespaces", Some("x"), Some("finalize"))
+        );
+        assert_eq!(
+            parse_path("/api/v1/namespaces/x/pods"),
+            r("", "v1", Some("x"), "pods", None, None)
+        );
+        assert_eq!(
+            parse_path("/api/v1/namespaces/x/pods/p/binding"),
+            r("", "v1", Some("x"), "pods", Some("p"), Some("binding"))
+        );
         assert_eq!(
             parse_path("/apis/scheduling.k8s.io/v1alpha3/namespaces/d/podgroups/g/status"),
-            r("scheduling.k8s.io", "v1alpha3", Some("d"), "podgroups", Some("g"), Some("status"))
+            r(
+                "scheduling.k8s.io",
+                "v1alpha3",
+                Some("d"),
+                "podgroups",
+                Some("g"),
+                Some("status")
+            )
         );
-        assert_eq!(parse_path("/apis/batch/v1/jobs"), r("batch", "v1", None, "jobs", None, None));
-        assert_eq!(parse_path("/apis/batch/v1"), Target::GroupVersion("batch".into(), "v1".into()));
+        assert_eq!(
+            parse_path("/apis/batch/v1/jobs"),
+            r("batch", "v1", None, "jobs", None, None)
+        );
+        assert_eq!(
+            parse_path("/apis/batch/v1"),
+            Target::GroupVersion("batch".into(), "v1".into())
+        );
         assert_eq!(parse_path("/apis"), Target::Apis);
         assert_eq!(parse_path("/nope"), Target::Unknown);
     }

@@ -34,7 +34,10 @@ preferences: {{}}
 
 /// Writes the kubeconfig file (creating parent directories).
 pub fn write(path: &Path, server: &str) -> Result<()> {
-    let io = |source| Error::Io { path: path.display().to_string(), source };
+    let io = |source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    };
     if let Some(parent) = path.parent()
         && !parent.as_os_str().is_empty()
     {

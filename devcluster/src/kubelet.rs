@@ -48,7 +48,10 @@ pub struct KubeletConfig {
 
 impl Default for KubeletConfig {
     fn default() -> Self {
-        KubeletConfig { enabled: true, start_delay: Duration::from_millis(100) }
+        KubeletConfig {
+            enabled: true,
+            start_delay: Duration::from_millis(100),
+        }
     }
 }
 
@@ -70,7 +73,9 @@ pub fn parse_go_duration(s: &str) -> Option<Duration> {
         }
         let n: f64 = rest[..num_end].parse().ok()?;
         rest = &rest[num_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let factor = match &rest[..unit_end] {
             "h" => 3600.0,
             "m" => 60.0,
@@ -133,7 +138,14 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                 for e in &events {
                     idle = false;
                     last_pod = e.rv;
-                    handle_pod(&shared, &cfg, &mut tracked, &mut ips, &e.object, e.kind == EventType::Deleted);
+                    handle_pod(
+                        &shared,
+                        &cfg,
+                        &mut tracked,
+                        &mut ips,
+                        &e.object,
+                        e.kind == EventType::Deleted,
+                    );
                 }
             }
             Err(_) => {
@@ -156,17 +168,32 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
     }
 }
 
-fn handle_pod(shared: &Arc<Shared>, cfg: &KubeletConfig, tracked: &mut HashMap<String, Track>, ips: &mut u32, pod: &Value, deleted: bool) {
+fn handle_pod(
+    shared: &Arc<Shared>,
+    cfg: &KubeletConfig,
+    tracked: &mut HashMap<String, Track>,
+    ips: &mut u32,
+    pod: &Value,
+    deleted: bool,
+) {
     let uid = meta::uid(pod).to_string();
     if deleted {
         tracked.remove(&uid);
         return;
     }
-    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("").to_string();
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if node.is_empty() {
         return;
     }
-    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending").to_string();
+    let phase = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("Pending")
+        .to_string();
     let node_exists = shared.with(|s| s.store.get(&GroupResource::new("", "nodes"), "", &node).is_some());
     let track = tracked.entry(uid.clone()).or_default();
     let ns = meta::namespace(pod).to_string();
@@ -176,10 +203,21 @@ fn handle_pod(shared: &Arc<Shared>, cfg: &KubeletConfig, tracked: &mut HashMap<S
             return;
         }
         track.terminating = true;
-        let grace = meta::metadata(pod).and_then(|m| m.get("deletionGracePeriodSeconds")).and_then(Value::as_i64).unwrap_or(0);
+        let grace = meta::metadata(pod)
+            .and_then(|m| m.get("deletionGracePeriodSeconds"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         let grace = Duration::from_secs(grace.max(0).unsigned_abs());
-        let wanted = meta::annotation(pod, SIM_SHUTDOWN_DURATION).and_then(parse_go_duration).unwrap_or(Duration::ZERO);
-        let (delay, killed) = if !node_exists { (Duration::ZERO, true) } else if wanted > grace { (grace, true) } else { (wanted, false) };
+        let wanted = meta::annotation(pod, SIM_SHUTDOWN_DURATION)
+            .and_then(parse_go_duration)
+            .unwrap_or(Duration::ZERO);
+        let (delay, killed) = if !node_exists {
+            (Duration::ZERO, true)
+        } else if wanted > grace {
+            (grace, true)
+        } else {
+            (wanted, false)
+        };
         let shared = shared.clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
@@ -255,15 +293,28 @@ fn write_status(s: &mut State, pod: Value) {
 }
 
 fn start(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, pod_ip: &str) -> bool {
-    let Some(mut pod) = current(s, ns, name, uid) else { return false };
-    if meta::is_deleting(&pod) || pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending") != "Pending" {
+    let Some(mut pod) = current(s, ns, name, uid) else {
+        return false;
+    };
+    if meta::is_deleting(&pod)
+        || pod
+            .pointer("/status/phase")
+            .and_then(Value::as_str)
+            .unwrap_or("Pending")
+            != "Pending"
+    {
         return false;
     }
-    let Some(node_obj) = s.store.get(&GroupResource::new("", "nodes"), "", node) else { return false };
+    let Some(node_obj) = s.store.get(&GroupResource::new("", "nodes"), "", node) else {
+        return false;
+    };
     let host_ip = node_obj
         .pointer("/status/addresses")
         .and_then(Value::as_array)
-        .and_then(|a| a.iter().find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP")))
+        .and_then(|a| {
+            a.iter()
+                .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
+        })
         .and_then(|x| x.get("address"))
         .and_then(Value::as_str)
         .unwrap_or("10.0.0.1")
@@ -280,7 +331,13 @@ fn start(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, pod_ip: &st
         st.insert("startTime".into(), json!(now));
         st.insert("containerStatuses".into(), json!(statuses));
     }
-    for c in ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"] {
+    for c in [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+    ] {
         set_condition(&mut pod, c, "True", "", "");
     }
     write_status(s, pod);
@@ -293,16 +350,28 @@ fn exit(s: &mut State, ns: &str, name: &str, uid: &str, restarts: i64, fail: boo
     if meta::is_deleting(&pod) || pod.pointer("/status/phase").and_then(Value::as_str) != Some("Running") {
         return None;
     }
-    let seen = pod.pointer("/status/containerStatuses/0/restartCount").and_then(Value::as_i64).unwrap_or(0);
+    let seen = pod
+        .pointer("/status/containerStatuses/0/restartCount")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     if seen != restarts {
         return None;
     }
-    let policy = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
+    let policy = pod
+        .pointer("/spec/restartPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("Always")
+        .to_string();
     let restart = policy == "Always" || (policy == "OnFailure" && fail);
-    let started = pod.pointer("/status/containerStatuses/0/state/running/startedAt").and_then(Value::as_str).unwrap_or("").to_string();
+    let started = pod
+        .pointer("/status/containerStatuses/0/state/running/startedAt")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let now = meta::now_rfc3339();
     let (code, reason) = if fail { (1, "Error") } else { (0, "Completed") };
-    let terminated = json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now}});
+    let terminated =
+        json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now}});
     if restart {
         let next = restarts + 1;
         let mut statuses = container_statuses(&pod, |_, _| json!({"running": {"startedAt": now}}), true, next);
@@ -328,13 +397,26 @@ fn exit(s: &mut State, ns: &str, name: &str, uid: &str, restarts: i64, fail: boo
 
 /// Stops a deleted pod's containers and removes it (grace period 0).
 fn terminate(s: &mut State, ns: &str, name: &str, uid: &str, killed: bool) {
-    let Some(mut pod) = current(s, ns, name, uid) else { return };
-    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending").to_string();
+    let Some(mut pod) = current(s, ns, name, uid) else {
+        return;
+    };
+    let phase = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("Pending")
+        .to_string();
     if phase != "Succeeded" && phase != "Failed" {
         let now = meta::now_rfc3339();
-        let started = pod.pointer("/status/startTime").and_then(Value::as_str).unwrap_or(&now).to_string();
+        let started = pod
+            .pointer("/status/startTime")
+            .and_then(Value::as_str)
+            .unwrap_or(&now)
+            .to_string();
         let (code, reason) = if killed { (137, "Error") } else { (0, "Completed") };
-        let restarts = pod.pointer("/status/containerStatuses/0/restartCount").and_then(Value::as_i64).unwrap_or(0);
+        let restarts = pod
+            .pointer("/status/containerStatuses/0/restartCount")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         let statuses = container_statuses(
             &pod,
             |_, _| json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now}}),
@@ -349,7 +431,11 @@ fn terminate(s: &mut State, ns: &str, name: &str, uid: &str, killed: bool) {
         write_status(s, pod);
     }
     let Some(res) = pods_res(s) else { return };
-    let opts = DeleteOptions { grace_period_seconds: Some(0), precondition_uid: Some(uid.to_string()), ..Default::default() };
+    let opts = DeleteOptions {
+        grace_period_seconds: Some(0),
+        precondition_uid: Some(uid.to_string()),
+        ..Default::default()
+    };
     let _ = s.delete(&res, ns, name, &opts);
 }
 
@@ -366,7 +452,10 @@ pub fn fail_pods_on_lost_node(s: &mut State, node: &str) {
         let ns = meta::namespace(&p).to_string();
         let name = meta::name(&p).to_string();
         if meta::is_deleting(&p) {
-            let opts = DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
+            let opts = DeleteOptions {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            };
             let _ = s.delete(&res, &ns, &name, &opts);
             continue;
         }
@@ -376,7 +465,10 @@ pub fn fail_pods_on_lost_node(s: &mut State, node: &str) {
         }
         let mut pod = (*p).clone();
         let now = meta::now_rfc3339();
-        let restarts = pod.pointer("/status/containerStatuses/0/restartCount").and_then(Value::as_i64).unwrap_or(0);
+        let restarts = pod
+            .pointer("/status/containerStatuses/0/restartCount")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         let statuses = container_statuses(
             &pod,
             |_, _| json!({"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": now}}),
@@ -390,7 +482,13 @@ pub fn fail_pods_on_lost_node(s: &mut State, node: &str) {
         for c in ["Ready", "ContainersReady"] {
             set_condition(&mut pod, c, "False", "PodFailed", "");
         }
-        set_condition(&mut pod, kwas_api::names::conditions::DISRUPTION_TARGET, "True", "DeletionByPodGC", &format!("PodGC: node {node} no longer exists"));
+        set_condition(
+            &mut pod,
+            kwas_api::names::conditions::DISRUPTION_TARGET,
+            "True",
+            "DeletionByPodGC",
+            &format!("PodGC: node {node} no longer exists"),
+        );
         write_status(s, pod);
     }
 }

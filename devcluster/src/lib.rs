@@ -38,6 +38,8 @@
 //!
 //! See the crate README for what is emulated and what is not.
 
+#![warn(missing_docs)]
+
 pub mod admission;
 pub mod api;
 pub mod apply;
@@ -136,12 +138,30 @@ impl DevCluster {
     pub async fn start(config: DevClusterConfig) -> Result<DevCluster> {
         config.topology.validate()?;
         let addr = format!("{}:{}", config.host, config.port);
-        let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|source| Error::Bind { addr: addr.clone(), source })?;
-        let local = listener.local_addr().map_err(|source| Error::Bind { addr: addr.clone(), source })?;
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: addr.clone(),
+                source,
+            })?;
+        let local = listener.local_addr().map_err(|source| Error::Bind {
+            addr: addr.clone(),
+            source,
+        })?;
         let server_address = local.to_string();
         let base_url = format!("http://{server_address}");
-        let state = State::new(config.watch_history, ApiSettings { podgroup_protection: config.podgroup_protection });
-        let shared = Arc::new(Shared::new(state, Faults::new(config.faults.clone()), config.server.clone(), server_address));
+        let state = State::new(
+            config.watch_history,
+            ApiSettings {
+                podgroup_protection: config.podgroup_protection,
+            },
+        );
+        let shared = Arc::new(Shared::new(
+            state,
+            Faults::new(config.faults.clone()),
+            config.server.clone(),
+            server_address,
+        ));
 
         let mut tasks = Vec::new();
         let app = http::router(shared.clone());
@@ -165,17 +185,30 @@ impl DevCluster {
                 let dir = tempfile::Builder::new()
                     .prefix("kwas-devcluster-")
                     .tempdir()
-                    .map_err(|source| Error::Io { path: "temporary directory".into(), source })?;
+                    .map_err(|source| Error::Io {
+                        path: "temporary directory".into(),
+                        source,
+                    })?;
                 (dir.path().join("kubeconfig"), Some(dir))
             }
         };
         kubeconfig::write(&kubeconfig_path, &base_url)?;
-        let uri: http_uri::Uri = base_url.parse().map_err(|e: http_uri::InvalidUri| Error::Client(e.to_string()))?;
+        let uri: http_uri::Uri = base_url
+            .parse()
+            .map_err(|e: http_uri::InvalidUri| Error::Client(e.to_string()))?;
         let mut kcfg = kube::Config::new(uri);
         kcfg.default_namespace = "default".into();
         let client = kube::Client::try_from(kcfg).map_err(|e| Error::Client(e.to_string()))?;
 
-        let cluster = DevCluster { shared, base_url, kubeconfig_path, client, tasks, node_index: AtomicUsize::new(0), _tempdir: tempdir };
+        let cluster = DevCluster {
+            shared,
+            base_url,
+            kubeconfig_path,
+            client,
+            tasks,
+            node_index: AtomicUsize::new(0),
+            _tempdir: tempdir,
+        };
         for spec in config.topology.nodes() {
             cluster.add_node(spec)?;
         }
@@ -217,7 +250,16 @@ impl DevCluster {
     pub fn remove_node(&self, name: &str) -> Result<()> {
         self.shared.with(|s| {
             let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
-            s.delete(&res, "", name, &DeleteOptions { grace_period_seconds: Some(0), ..Default::default() }).map(|_| ())
+            s.delete(
+                &res,
+                "",
+                name,
+                &DeleteOptions {
+                    grace_period_seconds: Some(0),
+                    ..Default::default()
+                },
+            )
+            .map(|_| ())
         })?;
         Ok(())
     }
@@ -237,7 +279,16 @@ impl DevCluster {
         self.shared.with(|s| {
             let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
             let patch = json!({"spec": {"unschedulable": if value { Value::Bool(true) } else { Value::Null }}});
-            s.patch(&res, "", name, api::PatchType::Merge, &patch, None, &WriteOptions::manager(MANAGER)).map(|_| ())
+            s.patch(
+                &res,
+                "",
+                name,
+                api::PatchType::Merge,
+                &patch,
+                None,
+                &WriteOptions::manager(MANAGER),
+            )
+            .map(|_| ())
         })?;
         Ok(())
     }
@@ -245,7 +296,11 @@ impl DevCluster {
     /// Names of the current nodes.
     pub fn node_names(&self) -> Vec<String> {
         self.shared.with(|s| {
-            s.store.list(&resources::GroupResource::new("", "nodes"), None).iter().map(|n| meta::name(n).to_string()).collect()
+            s.store
+                .list(&resources::GroupResource::new("", "nodes"), None)
+                .iter()
+                .map(|n| meta::name(n).to_string())
+                .collect()
         })
     }
 
@@ -265,7 +320,10 @@ impl DevCluster {
 
 impl std::fmt::Debug for DevCluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DevCluster").field("base_url", &self.base_url).field("kubeconfig_path", &self.kubeconfig_path).finish()
+        f.debug_struct("DevCluster")
+            .field("base_url", &self.base_url)
+            .field("kubeconfig_path", &self.kubeconfig_path)
+            .finish()
     }
 }
 

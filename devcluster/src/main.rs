@@ -38,7 +38,8 @@ struct Args {
 }
 
 fn duration(s: &str, what: &str) -> anyhow::Result<Duration> {
-    kwas_devcluster::kubelet::parse_go_duration(s).with_context(|| format!("--{what}: {s:?} is not a duration such as 500ms, 30s or 1m"))
+    kwas_devcluster::kubelet::parse_go_duration(s)
+        .with_context(|| format!("--{what}: {s:?} is not a duration such as 500ms, 30s or 1m"))
 }
 
 #[tokio::main]
@@ -67,7 +68,10 @@ async fn main() -> anyhow::Result<()> {
         port: args.port,
         kubeconfig_path: Some(args.kubeconfig.clone()),
         topology,
-        kubelet: KubeletConfig { start_delay: duration(&args.pod_start_delay, "pod-start-delay")?, ..Default::default() },
+        kubelet: KubeletConfig {
+            start_delay: duration(&args.pod_start_delay, "pod-start-delay")?,
+            ..Default::default()
+        },
         faults,
         ..Default::default()
     };

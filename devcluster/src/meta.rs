@@ -90,7 +90,10 @@ pub fn set_finalizers(obj: &mut Value, finalizers: Vec<String>) {
     if finalizers.is_empty() {
         m.remove("finalizers");
     } else {
-        m.insert("finalizers".into(), Value::Array(finalizers.into_iter().map(Value::String).collect()));
+        m.insert(
+            "finalizers".into(),
+            Value::Array(finalizers.into_iter().map(Value::String).collect()),
+        );
     }
 }
 
@@ -99,18 +102,28 @@ pub fn string_map(obj: &Value, field: &str) -> Vec<(String, String)> {
     metadata(obj)
         .and_then(|m| m.get(field))
         .and_then(Value::as_object)
-        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// One label.
 pub fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
-    metadata(obj).and_then(|m| m.get("labels")).and_then(|l| l.get(key)).and_then(Value::as_str)
+    metadata(obj)
+        .and_then(|m| m.get("labels"))
+        .and_then(|l| l.get(key))
+        .and_then(Value::as_str)
 }
 
 /// One annotation.
 pub fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
-    metadata(obj).and_then(|m| m.get("annotations")).and_then(|l| l.get(key)).and_then(Value::as_str)
+    metadata(obj)
+        .and_then(|m| m.get("annotations"))
+        .and_then(|l| l.get(key))
+        .and_then(Value::as_str)
 }
 
 /// A list of strings (non-strings skipped).
@@ -179,7 +192,11 @@ pub fn field_string(obj: &Value, path: &str) -> String {
 /// Reads a simple JSONPath (`.spec.replicas`, `.status.conditions[0].type`,
 /// `.status.conditions[?(@.type=="Ready")].status`) used by printer columns.
 pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    let path = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('.');
+    let path = path
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim_start_matches('.');
     let mut cur = obj;
     for raw in split_json_path(path) {
         let (field, selector) = match raw.find('[') {
@@ -238,12 +255,22 @@ pub fn human_duration(d: std::time::Duration) -> String {
     } else if s < 3 * 3600 {
         let m = s / 60;
         let h = m / 60;
-        if h == 0 { format!("{m}m") } else if m % 60 == 0 { format!("{h}h") } else { format!("{h}h{}m", m % 60) }
+        if h == 0 {
+            format!("{m}m")
+        } else if m.is_multiple_of(60) {
+            format!("{h}h")
+        } else {
+            format!("{h}h{}m", m % 60)
+        }
     } else if s < 48 * 3600 {
         format!("{}h", s / 3600)
     } else if s < 8 * 86400 {
         let h = s / 3600;
-        if h % 24 == 0 { format!("{}d", h / 24) } else { format!("{}d{}h", h / 24, h % 24) }
+        if h.is_multiple_of(24) {
+            format!("{}d", h / 24)
+        } else {
+            format!("{}d{}h", h / 24, h % 24)
+        }
     } else {
         format!("{}d", s / 86400)
     }
@@ -271,7 +298,10 @@ mod tests {
             {"type": "Ready", "status": "False"}, {"type": "Complete", "status": "True"}]}});
         assert_eq!(json_path(&obj, ".spec.replicas"), Some(&json!(3)));
         assert_eq!(json_path(&obj, ".status.conditions[1].type"), Some(&json!("Complete")));
-        assert_eq!(json_path(&obj, ".status.conditions[?(@.type==\"Complete\")].status"), Some(&json!("True")));
+        assert_eq!(
+            json_path(&obj, ".status.conditions[?(@.type==\"Complete\")].status"),
+            Some(&json!("True"))
+        );
         assert_eq!(json_path(&obj, ".spec.missing"), None);
     }
 

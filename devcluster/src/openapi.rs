@@ -21,7 +21,11 @@ fn gv_paths(registry: &Registry) -> Vec<(String, String, String)> {
     for g in registry.groups() {
         let (versions, _) = registry.group_versions(&g);
         for v in versions {
-            let path = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
+            let path = if g.is_empty() {
+                format!("api/{v}")
+            } else {
+                format!("apis/{g}/{v}")
+            };
             out.push((path, g.clone(), v));
         }
     }
@@ -42,7 +46,10 @@ pub fn v3_index(registry: &Registry) -> Option<Value> {
     let mut paths = Map::new();
     for (path, g, v) in gv_paths(registry) {
         let doc = document(registry, &g, &v);
-        paths.insert(path.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={}", hash_of(&doc))}));
+        paths.insert(
+            path.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={}", hash_of(&doc))}),
+        );
     }
     Some(json!({"paths": paths}))
 }
@@ -76,33 +83,61 @@ fn operation(r: &ResourceInfo, action: &str, params: Vec<Value>, body: Option<Ve
         "x-kubernetes-group-version-kind": gvk,
     });
     if let Some(types) = body {
-        let content: Map<String, Value> = types.into_iter().map(|t| (t.to_string(), json!({"schema": {"type": "object"}}))).collect();
+        let content: Map<String, Value> = types
+            .into_iter()
+            .map(|t| (t.to_string(), json!({"schema": {"type": "object"}})))
+            .collect();
         op["requestBody"] = json!({"content": content, "required": true});
     }
     op
 }
 
 fn schema_name(r: &ResourceInfo) -> String {
-    let group = if r.group.is_empty() { "core".to_string() } else { r.group.clone() };
+    let group = if r.group.is_empty() {
+        "core".to_string()
+    } else {
+        r.group.clone()
+    };
     format!("{group}.{}.{}", r.version, r.kind)
 }
 
 fn document(registry: &Registry, group: &str, version: &str) -> Value {
     let write = || {
         vec![
-            param("dryRun", "When present, indicates that modifications should not be persisted."),
-            param("fieldManager", "fieldManager is a name associated with the actor or entity that is making these changes."),
-            param("fieldValidation", "fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields: Ignore, Warn (default) or Strict."),
+            param(
+                "dryRun",
+                "When present, indicates that modifications should not be persisted.",
+            ),
+            param(
+                "fieldManager",
+                "fieldManager is a name associated with the actor or entity that is making these changes.",
+            ),
+            param(
+                "fieldValidation",
+                "fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields: Ignore, Warn (default) or Strict.",
+            ),
         ]
     };
     let mut paths = Map::new();
     let mut schemas = Map::new();
-    let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let prefix = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
     for r in registry.resources_in(group, version) {
-        let base = if r.namespaced { format!("{prefix}/namespaces/{{namespace}}/{}", r.plural) } else { format!("{prefix}/{}", r.plural) };
+        let base = if r.namespaced {
+            format!("{prefix}/namespaces/{{namespace}}/{}", r.plural)
+        } else {
+            format!("{prefix}/{}", r.plural)
+        };
         let mut patch_params = write();
         patch_params.push(param("force", "Force is going to \"force\" Apply requests."));
-        let patch_types = vec!["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
+        let patch_types = vec![
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ];
         paths.insert(
             base.clone(),
             json!({
@@ -156,12 +191,27 @@ mod tests {
     fn patch_operations_advertise_field_validation_without_strategic_merge() {
         let reg = Registry::new();
         let index = v3_index(&reg).unwrap();
-        assert!(index["paths"]["apis/scheduling.k8s.io/v1alpha3"]["serverRelativeURL"].as_str().unwrap().starts_with("/openapi/v3/apis/scheduling.k8s.io/v1alpha3?hash="));
+        assert!(
+            index["paths"]["apis/scheduling.k8s.io/v1alpha3"]["serverRelativeURL"]
+                .as_str()
+                .unwrap()
+                .starts_with("/openapi/v3/apis/scheduling.k8s.io/v1alpha3?hash=")
+        );
         let doc = v3_document(&reg, "api/v1").unwrap();
         let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
         assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "Pod");
-        assert!(patch["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation"));
-        assert!(patch["requestBody"]["content"].get("application/strategic-merge-patch+json").is_none());
+        assert!(
+            patch["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "fieldValidation")
+        );
+        assert!(
+            patch["requestBody"]["content"]
+                .get("application/strategic-merge-patch+json")
+                .is_none()
+        );
         assert!(v3_document(&reg, "apis/nope/v1").is_none());
     }
 }

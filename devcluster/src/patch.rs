@@ -22,7 +22,11 @@ pub enum ListStrategy {
 /// for the built-in kinds. `None` means the list is replaced whole.
 pub fn list_strategy(path: &[String]) -> Option<ListStrategy> {
     let last = path.last()?.as_str();
-    let parent = if path.len() >= 2 { path[path.len() - 2].as_str() } else { "" };
+    let parent = if path.len() >= 2 {
+        path[path.len() - 2].as_str()
+    } else {
+        ""
+    };
     let key = |k: &str| Some(ListStrategy::MergeKey(k.to_string()));
     match (parent, last) {
         ("metadata", "ownerReferences") => key("uid"),
@@ -160,7 +164,10 @@ fn order_directives_hint(pmap: &Map<String, Value>, field: &str) -> Option<ListS
 }
 
 fn strip_directives(m: &Map<String, Value>) -> Map<String, Value> {
-    m.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), v.clone())).collect()
+    m.iter()
+        .filter(|(k, _)| !k.starts_with('$'))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 fn merge_list(
@@ -170,11 +177,17 @@ fn merge_list(
     path: &mut Vec<String>,
 ) -> Result<Value, PatchError> {
     // A `{"$patch": "replace"}` element replaces the whole list with the other elements.
-    if items.iter().any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace")) {
+    if items
+        .iter()
+        .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"))
+    {
         let rest = items
             .iter()
             .filter(|i| i.get("$patch").is_none())
-            .map(|i| i.as_object().map_or_else(|| i.clone(), |m| Value::Object(strip_directives(m))))
+            .map(|i| {
+                i.as_object()
+                    .map_or_else(|| i.clone(), |m| Value::Object(strip_directives(m)))
+            })
             .collect();
         return Ok(Value::Array(rest));
     }
@@ -195,7 +208,9 @@ fn merge_list(
         Some(ListStrategy::MergeKey(key)) => {
             for item in items {
                 let Some(kv) = item.get(key) else {
-                    return Err(PatchError(format!("map: {item} does not contain declared merge key: {key}")));
+                    return Err(PatchError(format!(
+                        "map: {item} does not contain declared merge key: {key}"
+                    )));
                 };
                 let pos = list.iter().position(|t| t.get(key) == Some(kv));
                 let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
@@ -220,9 +235,12 @@ fn merge_list(
 /// Removes directives from a value placed verbatim.
 fn clean(v: &Value) -> Value {
     match v {
-        Value::Object(m) => {
-            Value::Object(m.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), clean(v))).collect())
-        }
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('$'))
+                .map(|(k, v)| (k.clone(), clean(v)))
+                .collect(),
+        ),
         Value::Array(a) => Value::Array(a.iter().map(clean).collect()),
         other => other.clone(),
     }
@@ -273,7 +291,11 @@ mod tests {
             p["spec"]["containers"],
             json!([{"name": "c1", "image": "i1"}, {"name": "c2", "image": "new"}, {"name": "c3", "image": "i3"}])
         );
-        assert_eq!(p["spec"]["tolerations"], json!([{"key": "t2"}]), "lists without a merge key are replaced");
+        assert_eq!(
+            p["spec"]["tolerations"],
+            json!([{"key": "t2"}]),
+            "lists without a merge key are replaced"
+        );
     }
 
     #[test]
@@ -287,11 +309,22 @@ mod tests {
                 "metadata": {"$deleteFromPrimitiveList/finalizers": ["x"]}}),
         )
         .unwrap();
-        assert_eq!(p["spec"]["containers"], json!([{"name": "c2", "image": "i2"}, {"name": "c1", "image": "z"}]));
+        assert_eq!(
+            p["spec"]["containers"],
+            json!([{"name": "c2", "image": "i2"}, {"name": "c1", "image": "z"}])
+        );
         assert_eq!(p["metadata"].get("finalizers"), Some(&json!([])));
-        strategic_merge_patch(&mut p, &json!({"spec": {"containers": [{"name": "c1", "$patch": "delete"}]}})).unwrap();
+        strategic_merge_patch(
+            &mut p,
+            &json!({"spec": {"containers": [{"name": "c1", "$patch": "delete"}]}}),
+        )
+        .unwrap();
         assert_eq!(p["spec"]["containers"], json!([{"name": "c2", "image": "i2"}]));
-        strategic_merge_patch(&mut p, &json!({"metadata": {"labels": {"$patch": "replace", "only": "1"}}})).unwrap();
+        strategic_merge_patch(
+            &mut p,
+            &json!({"metadata": {"labels": {"$patch": "replace", "only": "1"}}}),
+        )
+        .unwrap();
         assert_eq!(p["metadata"]["labels"], json!({"only": "1"}));
     }
 
@@ -311,7 +344,11 @@ mod tests {
         let mut p = pod();
         merge_patch(&mut p, &json!({"spec": {"containers": [{"name": "only"}]}})).unwrap();
         assert_eq!(p["spec"]["containers"], json!([{"name": "only"}]));
-        json_patch(&mut p, &json!([{"op": "replace", "path": "/metadata/name", "value": "q"}])).unwrap();
+        json_patch(
+            &mut p,
+            &json!([{"op": "replace", "path": "/metadata/name", "value": "q"}]),
+        )
+        .unwrap();
         assert_eq!(p["metadata"]["name"], "q");
         let err = json_patch(&mut p, &json!([{"op": "test", "path": "/metadata/name", "value": "z"}])).unwrap_err();
         assert!(!err.0.is_empty());

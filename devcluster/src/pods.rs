@@ -25,7 +25,10 @@ pub fn set_condition(obj: &mut Value, ty: &str, status: &str, reason: &str, mess
     if !message.is_empty() {
         c["message"] = json!(message);
     }
-    match list.iter_mut().find(|x| x.get("type").and_then(Value::as_str) == Some(ty)) {
+    match list
+        .iter_mut()
+        .find(|x| x.get("type").and_then(Value::as_str) == Some(ty))
+    {
         Some(existing) => {
             if existing.get("status").and_then(Value::as_str) == Some(status)
                 && let Some(t) = existing.get("lastTransitionTime").cloned()
@@ -40,18 +43,36 @@ pub fn set_condition(obj: &mut Value, ty: &str, status: &str, reason: &str, mess
 
 /// `POST pods/<name>/binding`: assigns the pod to the target node. A pod that is already bound is a
 /// 409 Conflict, as in kube-apiserver.
-pub fn bind(state: &mut State, res: &ResourceInfo, namespace: &str, name: &str, body: &Value) -> Result<Arc<Value>, ApiError> {
+pub fn bind(
+    state: &mut State,
+    res: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    body: &Value,
+) -> Result<Arc<Value>, ApiError> {
     let target = body.pointer("/target/name").and_then(Value::as_str).unwrap_or("");
     if target.is_empty() {
-        return Err(ApiError::invalid("", "Binding", name, vec![crate::error::FieldCause::required("target.name", "")]));
+        return Err(ApiError::invalid(
+            "",
+            "Binding",
+            name,
+            vec![crate::error::FieldCause::required("target.name", "")],
+        ));
     }
     let body_name = meta::name(body);
     if !body_name.is_empty() && body_name != name {
-        return Err(ApiError::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({name})")));
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
     }
     let pod = state.get(res, namespace, name)?;
     if meta::is_deleting(&pod) {
-        return Err(ApiError::conflict("", "pods/binding", name, "pod is being deleted, cannot be assigned to a host"));
+        return Err(ApiError::conflict(
+            "",
+            "pods/binding",
+            name,
+            "pod is being deleted, cannot be assigned to a host",
+        ));
     }
     let current = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
     if !current.is_empty() {
@@ -88,8 +109,21 @@ pub fn evict(state: &mut State, res: &ResourceInfo, namespace: &str, name: &str,
     };
     if !meta::is_deleting(&pod) {
         let mut new = (*pod).clone();
-        set_condition(&mut new, kwas_api::names::conditions::DISRUPTION_TARGET, "True", "EvictionByEvictionAPI", "Eviction API: evicting");
-        state.update(res, namespace, name, new, Some("status"), &WriteOptions::manager("kube-apiserver"))?;
+        set_condition(
+            &mut new,
+            kwas_api::names::conditions::DISRUPTION_TARGET,
+            "True",
+            "EvictionByEvictionAPI",
+            "Eviction API: evicting",
+        );
+        state.update(
+            res,
+            namespace,
+            name,
+            new,
+            Some("status"),
+            &WriteOptions::manager("kube-apiserver"),
+        )?;
     }
     state.delete(res, namespace, name, &opts)?;
     Ok(())
@@ -97,13 +131,23 @@ pub fn evict(state: &mut State, res: &ResourceInfo, namespace: &str, name: &str,
 
 /// `PUT namespaces/<name>/finalize`: replaces `spec.finalizers`, removing a deleting namespace whose
 /// finalizers are all gone.
-pub fn finalize_namespace(state: &mut State, res: &ResourceInfo, name: &str, body: &Value) -> Result<Arc<Value>, ApiError> {
+pub fn finalize_namespace(
+    state: &mut State,
+    res: &ResourceInfo,
+    name: &str,
+    body: &Value,
+) -> Result<Arc<Value>, ApiError> {
     let ns = state.get(res, "", name)?;
     let mut new = (*ns).clone();
     new["spec"]["finalizers"] = body.pointer("/spec/finalizers").cloned().unwrap_or(json!([]));
-    let empty = new.pointer("/spec/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    let empty = new
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
     if empty && meta::is_deleting(&new) && meta::finalizers(&new).is_empty() {
-        return state.remove_now(res, "", name).ok_or_else(|| ApiError::not_found("", "namespaces", name));
+        return state
+            .remove_now(res, "", name)
+            .ok_or_else(|| ApiError::not_found("", "namespaces", name));
     }
     Ok(state.store.put(&res.storage, new))
 }

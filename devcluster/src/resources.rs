@@ -19,7 +19,10 @@ pub struct GroupResource {
 impl GroupResource {
     /// Builds a group resource.
     pub fn new(group: &str, resource: &str) -> Self {
-        GroupResource { group: group.to_string(), resource: resource.to_string() }
+        GroupResource {
+            group: group.to_string(),
+            resource: resource.to_string(),
+        }
     }
 }
 
@@ -115,7 +118,11 @@ pub struct ResourceInfo {
 impl ResourceInfo {
     /// `group/version`, or `version` for core.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 
     /// The stored group resource.
@@ -125,7 +132,16 @@ impl ResourceInfo {
 
     /// The verbs the main resource supports.
     pub fn verbs(&self) -> Vec<&'static str> {
-        vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+        vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
     }
 
     /// Whether this resource is one of kwas' scheduling kinds.
@@ -166,22 +182,102 @@ fn builtin(
 
 /// The built-in resources, in discovery order.
 pub fn builtin_resources() -> Vec<ResourceInfo> {
-    let mut events_v1 = builtin("events.k8s.io", "v1", "Event", "events", true, &["ev"], &[], false, Builtin::EventV1);
+    let mut events_v1 = builtin(
+        "events.k8s.io",
+        "v1",
+        "Event",
+        "events",
+        true,
+        &["ev"],
+        &[],
+        false,
+        Builtin::EventV1,
+    );
     events_v1.storage = GroupResource::new("", "events");
     vec![
-        builtin("", "v1", "Namespace", "namespaces", false, &["ns"], &[], true, Builtin::Namespace),
+        builtin(
+            "",
+            "v1",
+            "Namespace",
+            "namespaces",
+            false,
+            &["ns"],
+            &[],
+            true,
+            Builtin::Namespace,
+        ),
         builtin("", "v1", "Node", "nodes", false, &["no"], &[], true, Builtin::Node),
         builtin("", "v1", "Pod", "pods", true, &["po"], &["all"], true, Builtin::Pod),
         builtin("", "v1", "Event", "events", true, &["ev"], &[], false, Builtin::Event),
-        builtin("", "v1", "ConfigMap", "configmaps", true, &["cm"], &[], false, Builtin::ConfigMap),
+        builtin(
+            "",
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            true,
+            &["cm"],
+            &[],
+            false,
+            Builtin::ConfigMap,
+        ),
         builtin("", "v1", "Secret", "secrets", true, &[], &[], false, Builtin::Secret),
-        builtin("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"], &[], false, Builtin::ServiceAccount),
+        builtin(
+            "",
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            true,
+            &["sa"],
+            &[],
+            false,
+            Builtin::ServiceAccount,
+        ),
         events_v1,
-        builtin("coordination.k8s.io", "v1", "Lease", "leases", true, &[], &[], false, Builtin::Lease),
+        builtin(
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "leases",
+            true,
+            &[],
+            &[],
+            false,
+            Builtin::Lease,
+        ),
         builtin("batch", "v1", "Job", "jobs", true, &[], &["all"], true, Builtin::Job),
-        builtin("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false, &["pc"], &[], false, Builtin::PriorityClass),
-        builtin("scheduling.k8s.io", "v1alpha3", "Workload", "workloads", true, &[], &[], false, Builtin::Workload),
-        builtin("scheduling.k8s.io", "v1alpha3", "PodGroup", "podgroups", true, &[], &[], true, Builtin::PodGroup),
+        builtin(
+            "scheduling.k8s.io",
+            "v1",
+            "PriorityClass",
+            "priorityclasses",
+            false,
+            &["pc"],
+            &[],
+            false,
+            Builtin::PriorityClass,
+        ),
+        builtin(
+            "scheduling.k8s.io",
+            "v1alpha3",
+            "Workload",
+            "workloads",
+            true,
+            &[],
+            &[],
+            false,
+            Builtin::Workload,
+        ),
+        builtin(
+            "scheduling.k8s.io",
+            "v1alpha3",
+            "PodGroup",
+            "podgroups",
+            true,
+            &[],
+            &[],
+            true,
+            Builtin::PodGroup,
+        ),
         builtin(
             "scheduling.k8s.io",
             "v1alpha3",
@@ -252,18 +348,26 @@ impl Registry {
         if preferred || !self.preferred.contains_key(&info.group) {
             self.preferred.insert(info.group.clone(), info.version.clone());
         }
-        self.by_gvr.insert((info.group.clone(), info.version.clone(), info.plural.clone()), Arc::new(info));
+        self.by_gvr.insert(
+            (info.group.clone(), info.version.clone(), info.plural.clone()),
+            Arc::new(info),
+        );
     }
 
     /// Looks a resource up by group, version and plural.
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
-        self.by_gvr.get(&(group.to_string(), version.to_string(), plural.to_string())).cloned()
+        self.by_gvr
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
     }
 
     /// Looks a resource up by apiVersion and kind (ownerReferences, SSA bodies).
     pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceInfo>> {
         let (group, version) = split_api_version(api_version);
-        self.by_gvr.values().find(|r| r.group == group && r.version == version && r.kind == kind).cloned()
+        self.by_gvr
+            .values()
+            .find(|r| r.group == group && r.version == version && r.kind == kind)
+            .cloned()
     }
 
     /// Any served version of a stored group resource (the preferred one first).
@@ -274,7 +378,10 @@ impl Registry {
         {
             return Some(r);
         }
-        self.by_gvr.values().find(|r| r.group == gr.group && r.plural == gr.resource).cloned()
+        self.by_gvr
+            .values()
+            .find(|r| r.group == gr.group && r.plural == gr.resource)
+            .cloned()
     }
 
     /// Every stored group resource (one entry per storage, not per version).
@@ -291,19 +398,30 @@ impl Registry {
 
     /// Groups in discovery order.
     pub fn groups(&self) -> Vec<String> {
-        self.group_order.iter().filter(|g| self.versions.get(*g).is_some_and(|v| !v.is_empty())).cloned().collect()
+        self.group_order
+            .iter()
+            .filter(|g| self.versions.get(*g).is_some_and(|v| !v.is_empty()))
+            .cloned()
+            .collect()
     }
 
     /// A group's versions in discovery order, and its preferred version.
     pub fn group_versions(&self, group: &str) -> (Vec<String>, Option<String>) {
-        (self.versions.get(group).cloned().unwrap_or_default(), self.preferred.get(group).cloned())
+        (
+            self.versions.get(group).cloned().unwrap_or_default(),
+            self.preferred.get(group).cloned(),
+        )
     }
 
     /// Resources served in one group version.
     pub fn resources_in(&self, group: &str, version: &str) -> Vec<Arc<ResourceInfo>> {
         let builtin_order: Vec<String> = builtin_resources().into_iter().map(|r| r.plural).collect();
-        let mut out: Vec<_> =
-            self.by_gvr.values().filter(|r| r.group == group && r.version == version).cloned().collect();
+        let mut out: Vec<_> = self
+            .by_gvr
+            .values()
+            .filter(|r| r.group == group && r.version == version)
+            .cloned()
+            .collect();
         out.sort_by_key(|r| builtin_order.iter().position(|p| *p == r.plural).unwrap_or(usize::MAX));
         out
     }
@@ -316,7 +434,12 @@ impl Registry {
     /// Replaces the resources a CRD serves with `infos` (empty to remove them).
     pub fn set_custom(&mut self, group: &str, plural: &str, infos: Vec<ResourceInfo>, preferred_version: Option<&str>) {
         self.by_gvr.retain(|(g, _, p), _| !(g == group && p == plural));
-        let remaining: Vec<String> = self.by_gvr.keys().filter(|(g, _, _)| g == group).map(|(_, v, _)| v.clone()).collect();
+        let remaining: Vec<String> = self
+            .by_gvr
+            .keys()
+            .filter(|(g, _, _)| g == group)
+            .map(|(_, v, _)| v.clone())
+            .collect();
         if let Some(vs) = self.versions.get_mut(group) {
             vs.retain(|v| remaining.contains(v));
         }
@@ -345,14 +468,11 @@ impl Registry {
             .values()
             .filter(|r| group.as_ref().is_none_or(|g| &r.group == g))
             .filter(|r| {
-                r.plural == base
-                    || r.singular == base
-                    || r.kind.to_lowercase() == base
-                    || r.short_names.iter().any(|s| *s == base)
+                r.plural == base || r.singular == base || r.kind.to_lowercase() == base || r.short_names.contains(&base)
             })
             .cloned()
             .collect();
-        candidates.sort_by_key(|r| (self.preferred.get(&r.group) != Some(&r.version), r.group != ""));
+        candidates.sort_by_key(|r| (self.preferred.get(&r.group) != Some(&r.version), !r.group.is_empty()));
         candidates.into_iter().next()
     }
 }

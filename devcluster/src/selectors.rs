@@ -50,17 +50,24 @@ fn split_top_level(s: &str) -> Vec<String> {
         }
     }
     out.push(cur);
-    out.into_iter().map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect()
+    out.into_iter()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect()
 }
 
 fn valid_label_key(key: &str) -> bool {
     !key.is_empty()
         && key.len() <= 317
-        && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
 }
 
 fn valid_label_value(v: &str) -> bool {
-    v.len() <= 63 && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    v.len() <= 63
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 impl LabelSelector {
@@ -91,7 +98,9 @@ impl LabelSelector {
             let (key, values): (&str, Vec<&str>) = match &req {
                 LabelRequirement::Exists(k) | LabelRequirement::DoesNotExist(k) => (k, vec![]),
                 LabelRequirement::Equals(k, v) | LabelRequirement::NotEquals(k, v) => (k, vec![v.as_str()]),
-                LabelRequirement::In(k, vs) | LabelRequirement::NotIn(k, vs) => (k, vs.iter().map(String::as_str).collect()),
+                LabelRequirement::In(k, vs) | LabelRequirement::NotIn(k, vs) => {
+                    (k, vs.iter().map(String::as_str).collect())
+                }
                 LabelRequirement::Gt(k, _) | LabelRequirement::Lt(k, _) => (k, vec![]),
             };
             if !valid_label_key(key) {
@@ -126,7 +135,10 @@ impl LabelSelector {
             return true;
         }
         let empty = serde_json::Map::new();
-        let labels = meta::metadata(obj).and_then(|m| m.get("labels")).and_then(Value::as_object).unwrap_or(&empty);
+        let labels = meta::metadata(obj)
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
         self.matches_labels(labels)
     }
 
@@ -135,7 +147,10 @@ impl LabelSelector {
         let mut reqs = Vec::new();
         if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object) {
             for (k, v) in ml {
-                reqs.push(LabelRequirement::Equals(k.clone(), v.as_str().unwrap_or("").to_string()));
+                reqs.push(LabelRequirement::Equals(
+                    k.clone(),
+                    v.as_str().unwrap_or("").to_string(),
+                ));
             }
         }
         if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
@@ -163,7 +178,13 @@ fn split_set_op(part: &str, op: &str) -> Option<(String, String)> {
 
 fn parse_set(s: &str) -> Option<Vec<String>> {
     let inner = s.trim().strip_prefix('(')?.strip_suffix(')')?;
-    Some(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+    Some(
+        inner
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect(),
+    )
 }
 
 /// One field requirement.
@@ -196,9 +217,15 @@ impl FieldSelector {
             } else if let Some((f, v)) = split_unescaped(&part, "=") {
                 (f, v, false)
             } else {
-                return Err(ApiError::bad_request(format!("invalid selector: '{s}'; can't understand '{part}'")));
+                return Err(ApiError::bad_request(format!(
+                    "invalid selector: '{s}'; can't understand '{part}'"
+                )));
             };
-            reqs.push(FieldRequirement { field: field.trim().to_string(), value: unescape(&value), negated });
+            reqs.push(FieldRequirement {
+                field: field.trim().to_string(),
+                value: unescape(&value),
+                negated,
+            });
         }
         Ok(FieldSelector(reqs))
     }
@@ -216,12 +243,17 @@ impl FieldSelector {
 
     /// Whether the object satisfies every requirement (fields read from the object's JSON form).
     pub fn matches(&self, obj: &Value) -> bool {
-        self.0.iter().all(|r| (meta::field_string(obj, &r.field) == r.value) != r.negated)
+        self.0
+            .iter()
+            .all(|r| (meta::field_string(obj, &r.field) == r.value) != r.negated)
     }
 
     /// The exact `metadata.name` the selector pins, if it pins one.
     pub fn pinned_name(&self) -> Option<&str> {
-        self.0.iter().find(|r| r.field == "metadata.name" && !r.negated).map(|r| r.value.as_str())
+        self.0
+            .iter()
+            .find(|r| r.field == "metadata.name" && !r.negated)
+            .map(|r| r.value.as_str())
     }
 }
 
@@ -332,7 +364,10 @@ mod tests {
             assert_eq!(FieldSelector::parse(sel).unwrap().matches(&o), want, "{sel}");
         }
         assert_eq!(FieldSelector::parse("metadata.name=a\\,b").unwrap().0[0].value, "a,b");
-        assert_eq!(FieldSelector::parse("metadata.name=p").unwrap().pinned_name(), Some("p"));
+        assert_eq!(
+            FieldSelector::parse("metadata.name=p").unwrap().pinned_name(),
+            Some("p")
+        );
     }
 
     #[test]

@@ -54,7 +54,14 @@ impl Shared {
     /// Creates the shared state.
     pub fn new(state: State, faults: Faults, settings: ServerSettings, server_address: String) -> Self {
         let (shutdown, _) = watch::channel(false);
-        Shared { state: Mutex::new(state), gc_notify: Notify::new(), faults, settings, server_address, shutdown }
+        Shared {
+            state: Mutex::new(state),
+            gc_notify: Notify::new(),
+            faults,
+            settings,
+            server_address,
+            shutdown,
+        }
     }
 
     /// Runs `f` under the state lock, then wakes the garbage collector if it queued work.

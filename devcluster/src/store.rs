@@ -96,7 +96,12 @@ impl Table {
     fn new(rv: u64) -> Self {
         let (notify, _) = tokio::sync::watch::channel(rv);
         // Nothing of a new resource's history was ever dropped: a watch may start anywhere.
-        Table { objects: BTreeMap::new(), history: VecDeque::new(), compacted_rv: 0, notify }
+        Table {
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            compacted_rv: 0,
+            notify,
+        }
     }
 }
 
@@ -122,7 +127,13 @@ pub struct Store {
 impl Store {
     /// An empty store keeping at most `history_limit` events per resource for watches.
     pub fn new(history_limit: usize) -> Self {
-        Store { rv: 1, tables: HashMap::new(), uids: HashMap::new(), dependents: HashMap::new(), history_limit }
+        Store {
+            rv: 1,
+            tables: HashMap::new(),
+            uids: HashMap::new(),
+            dependents: HashMap::new(),
+            history_limit,
+        }
     }
 
     /// The latest resourceVersion.
@@ -137,7 +148,10 @@ impl Store {
 
     /// One object.
     pub fn get(&self, gr: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
-        self.tables.get(gr).and_then(|t| t.objects.get(&(namespace.to_string(), name.to_string()))).cloned()
+        self.tables
+            .get(gr)
+            .and_then(|t| t.objects.get(&(namespace.to_string(), name.to_string())))
+            .cloned()
     }
 
     /// The object with this uid, wherever it is stored.
@@ -148,7 +162,9 @@ impl Store {
 
     /// The objects of a resource, in one namespace or all, ordered by namespace then name.
     pub fn list(&self, gr: &GroupResource, namespace: Option<&str>) -> Vec<Arc<Value>> {
-        let Some(t) = self.tables.get(gr) else { return Vec::new() };
+        let Some(t) = self.tables.get(gr) else {
+            return Vec::new();
+        };
         match namespace {
             Some(ns) => t
                 .objects
@@ -168,7 +184,10 @@ impl Store {
     /// Whether any object of the resource lives in the namespace.
     pub fn any_in_namespace(&self, gr: &GroupResource, namespace: &str) -> bool {
         self.tables.get(gr).is_some_and(|t| {
-            t.objects.range((namespace.to_string(), String::new())..).next().is_some_and(|((n, _), _)| n == namespace)
+            t.objects
+                .range((namespace.to_string(), String::new())..)
+                .next()
+                .is_some_and(|((n, _), _)| n == namespace)
         })
     }
 
@@ -179,7 +198,10 @@ impl Store {
 
     /// The objects that name `owner_uid` in their ownerReferences.
     pub fn dependents_of(&self, owner_uid: &str) -> Vec<ObjectRef> {
-        self.dependents.get(owner_uid).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+        self.dependents
+            .get(owner_uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Writes an object (create or replace), stamping the next resourceVersion. Returns the stored object.
@@ -189,22 +211,46 @@ impl Store {
         meta::metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
         let namespace = meta::namespace(&obj).to_string();
         let name = meta::name(&obj).to_string();
-        let key = ObjectRef { gr: gr.clone(), namespace: namespace.clone(), name: name.clone() };
+        let key = ObjectRef {
+            gr: gr.clone(),
+            namespace: namespace.clone(),
+            name: name.clone(),
+        };
         let obj = Arc::new(obj);
         let prev = self.table(gr).objects.insert((namespace, name), obj.clone());
         if let Some(p) = &prev {
             self.unindex(&key, p);
         }
         self.index(&key, &obj);
-        let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
-        self.record(gr, StoredEvent { rv, kind, object: obj.clone(), prev, encoded: OnceLock::new() });
+        let kind = if prev.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.record(
+            gr,
+            StoredEvent {
+                rv,
+                kind,
+                object: obj.clone(),
+                prev,
+                encoded: OnceLock::new(),
+            },
+        );
         obj
     }
 
     /// Removes an object, recording a `DELETED` event whose object carries the deletion's resourceVersion.
     pub fn remove(&mut self, gr: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
-        let prev = self.table(gr).objects.remove(&(namespace.to_string(), name.to_string()))?;
-        let key = ObjectRef { gr: gr.clone(), namespace: namespace.to_string(), name: name.to_string() };
+        let prev = self
+            .table(gr)
+            .objects
+            .remove(&(namespace.to_string(), name.to_string()))?;
+        let key = ObjectRef {
+            gr: gr.clone(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        };
         self.unindex(&key, &prev);
         self.rv += 1;
         let rv = self.rv;
@@ -213,15 +259,27 @@ impl Store {
         let last = Arc::new(last);
         self.record(
             gr,
-            StoredEvent { rv, kind: EventType::Deleted, object: last.clone(), prev: Some(prev), encoded: OnceLock::new() },
+            StoredEvent {
+                rv,
+                kind: EventType::Deleted,
+                object: last.clone(),
+                prev: Some(prev),
+                encoded: OnceLock::new(),
+            },
         );
         Some(last)
     }
 
     /// Drops a whole resource (a deleted CRD's objects), recording their deletions.
     pub fn drop_resource(&mut self, gr: &GroupResource) -> Vec<Arc<Value>> {
-        let keys: Vec<(String, String)> = self.tables.get(gr).map(|t| t.objects.keys().cloned().collect()).unwrap_or_default();
-        keys.into_iter().filter_map(|(ns, name)| self.remove(gr, &ns, &name)).collect()
+        let keys: Vec<(String, String)> = self
+            .tables
+            .get(gr)
+            .map(|t| t.objects.keys().cloned().collect())
+            .unwrap_or_default();
+        keys.into_iter()
+            .filter_map(|(ns, name)| self.remove(gr, &ns, &name))
+            .collect()
     }
 
     fn index(&mut self, key: &ObjectRef, obj: &Value) {
@@ -268,10 +326,18 @@ impl Store {
     }
 
     /// The events of a resource with resourceVersion greater than `since`, at most `max` of them.
-    pub fn events_since(&mut self, gr: &GroupResource, since: u64, max: usize) -> Result<Vec<Arc<StoredEvent>>, Expired> {
+    pub fn events_since(
+        &mut self,
+        gr: &GroupResource,
+        since: u64,
+        max: usize,
+    ) -> Result<Vec<Arc<StoredEvent>>, Expired> {
         let table = self.table(gr);
         if since < table.compacted_rv {
-            return Err(Expired { requested: since, oldest: table.compacted_rv });
+            return Err(Expired {
+                requested: since,
+                oldest: table.compacted_rv,
+            });
         }
         let start = table.history.partition_point(|e| e.rv <= since);
         Ok(table.history.iter().skip(start).take(max).cloned().collect())
@@ -295,13 +361,22 @@ mod tests {
     #[test]
     fn every_write_takes_the_next_resource_version_and_is_recorded() {
         let mut s = Store::new(100);
-        let a = s.put(&gr(), json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u1"}}));
-        let b = s.put(&gr(), json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u1"}, "data": {"k": "v"}}));
+        let a = s.put(
+            &gr(),
+            json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u1"}}),
+        );
+        let b = s.put(
+            &gr(),
+            json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u1"}, "data": {"k": "v"}}),
+        );
         let rv_a: u64 = meta::resource_version(&a).parse().unwrap();
         let rv_b: u64 = meta::resource_version(&b).parse().unwrap();
         assert_eq!(rv_b, rv_a + 1);
         let events = s.events_since(&gr(), rv_a - 1, 10).unwrap();
-        assert_eq!(events.iter().map(|e| e.kind).collect::<Vec<_>>(), vec![EventType::Added, EventType::Modified]);
+        assert_eq!(
+            events.iter().map(|e| e.kind).collect::<Vec<_>>(),
+            vec![EventType::Added, EventType::Modified]
+        );
         assert!(events[1].prev.is_some());
         let gone = s.remove(&gr(), "ns", "a").unwrap();
         assert_eq!(meta::resource_version(&gone), (rv_b + 1).to_string());
@@ -329,7 +404,10 @@ mod tests {
             "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "p", "uid": "p1"}]}});
         s.put(&gr(), child);
         assert_eq!(s.dependents_of("p1").len(), 1);
-        s.put(&gr(), json!({"metadata": {"name": "c", "namespace": "ns", "uid": "c1"}}));
+        s.put(
+            &gr(),
+            json!({"metadata": {"name": "c", "namespace": "ns", "uid": "c1"}}),
+        );
         assert!(s.dependents_of("p1").is_empty());
     }
 
@@ -339,7 +417,11 @@ mod tests {
         for (ns, n) in [("a", "x"), ("b", "y"), ("a", "z"), ("ab", "w")] {
             s.put(&gr(), json!({"metadata": {"name": n, "namespace": ns}}));
         }
-        let names: Vec<_> = s.list(&gr(), Some("a")).iter().map(|o| meta::name(o).to_string()).collect();
+        let names: Vec<_> = s
+            .list(&gr(), Some("a"))
+            .iter()
+            .map(|o| meta::name(o).to_string())
+            .collect();
         assert_eq!(names, vec!["x", "z"]);
         assert_eq!(s.list(&gr(), None).len(), 4);
         assert!(s.any_in_namespace(&gr(), "ab"));

@@ -36,17 +36,42 @@ fn col(name: &str, ty: &str, priority: i64, description: &str) -> Value {
 /// The column definitions for a resource.
 pub fn columns(res: &ResourceInfo) -> Vec<Value> {
     let name = col("Name", "string", 0, "Name must be unique within a namespace.");
-    let age = col("Age", "string", 0, "CreationTimestamp is a timestamp representing the server time when this object was created.");
+    let age = col(
+        "Age",
+        "string",
+        0,
+        "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    );
     match res.builtin {
         Some(Builtin::Pod) => vec![
             name,
-            col("Ready", "string", 0, "The aggregate readiness state of this pod for accepting traffic."),
-            col("Status", "string", 0, "The aggregate status of the containers in this pod."),
-            col("Restarts", "string", 0, "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+            col(
+                "Ready",
+                "string",
+                0,
+                "The aggregate readiness state of this pod for accepting traffic.",
+            ),
+            col(
+                "Status",
+                "string",
+                0,
+                "The aggregate status of the containers in this pod.",
+            ),
+            col(
+                "Restarts",
+                "string",
+                0,
+                "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+            ),
             age,
             col("IP", "string", 1, "IP address allocated to the pod."),
             col("Node", "string", 1, "Name of the Node this pod is scheduled on."),
-            col("Nominated Node", "string", 1, "Name of the node this pod is nominated to."),
+            col(
+                "Nominated Node",
+                "string",
+                1,
+                "Name of the node this pod is nominated to.",
+            ),
             col("Readiness Gates", "string", 1, "Pod readiness gates."),
         ],
         Some(Builtin::Node) => vec![
@@ -60,18 +85,48 @@ pub fn columns(res: &ResourceInfo) -> Vec<Value> {
         ],
         Some(Builtin::Namespace) => vec![name, col("Status", "string", 0, "The status of the namespace"), age],
         Some(Builtin::Event) => vec![
-            col("Last Seen", "string", 0, "Time when last event from this source was observed."),
+            col(
+                "Last Seen",
+                "string",
+                0,
+                "Time when last event from this source was observed.",
+            ),
             col("Type", "string", 0, "Type of this event."),
-            col("Reason", "string", 0, "Short, machine understandable string that describes the reason for the event."),
+            col(
+                "Reason",
+                "string",
+                0,
+                "Short, machine understandable string that describes the reason for the event.",
+            ),
             col("Object", "string", 0, "Object this event is about."),
-            col("Message", "string", 0, "A human-readable description of the status of this operation."),
+            col(
+                "Message",
+                "string",
+                0,
+                "A human-readable description of the status of this operation.",
+            ),
         ],
         Some(Builtin::EventV1) => vec![
-            col("Last Seen", "string", 0, "Time when last event from this source was observed."),
+            col(
+                "Last Seen",
+                "string",
+                0,
+                "Time when last event from this source was observed.",
+            ),
             col("Type", "string", 0, "Type of this event."),
-            col("Reason", "string", 0, "Short, machine understandable string that describes the reason for the event."),
+            col(
+                "Reason",
+                "string",
+                0,
+                "Short, machine understandable string that describes the reason for the event.",
+            ),
             col("Object", "string", 0, "Object this event is about."),
-            col("Message", "string", 0, "A human-readable description of the status of this operation."),
+            col(
+                "Message",
+                "string",
+                0,
+                "A human-readable description of the status of this operation.",
+            ),
         ],
         Some(Builtin::Lease) => vec![name, col("Holder", "string", 0, "The holder of the lease."), age],
         Some(Builtin::Job) => vec![
@@ -81,19 +136,39 @@ pub fn columns(res: &ResourceInfo) -> Vec<Value> {
             col("Duration", "string", 0, "Time required to complete the job."),
             age,
             col("Containers", "string", 1, "Names of each container in the template."),
-            col("Images", "string", 1, "Images referenced by each container in the template."),
+            col(
+                "Images",
+                "string",
+                1,
+                "Images referenced by each container in the template.",
+            ),
             col("Selector", "string", 1, "Label selector of the job."),
         ],
         Some(Builtin::PriorityClass) => vec![
             name,
             col("Value", "integer", 0, "The value of this priority class."),
-            col("Global-Default", "boolean", 0, "Whether this is the default priority class."),
+            col(
+                "Global-Default",
+                "boolean",
+                0,
+                "Whether this is the default priority class.",
+            ),
             age,
-            col("PreemptionPolicy", "string", 0, "Preemption policy of pods with this priority class."),
+            col(
+                "PreemptionPolicy",
+                "string",
+                0,
+                "Preemption policy of pods with this priority class.",
+            ),
         ],
         Some(Builtin::ConfigMap) => vec![name, col("Data", "string", 0, "Number of keys."), age],
         Some(Builtin::Secret) => {
-            vec![name, col("Type", "string", 0, "The type of the secret."), col("Data", "string", 0, "Number of keys."), age]
+            vec![
+                name,
+                col("Type", "string", 0, "The type of the secret."),
+                col("Data", "string", 0, "Number of keys."),
+                age,
+            ]
         }
         Some(Builtin::Crd) => vec![name, col("Created At", "date", 0, "The time the CRD was created.")],
         Some(Builtin::PodGroup) => vec![
@@ -107,7 +182,12 @@ pub fn columns(res: &ResourceInfo) -> Vec<Value> {
         Some(Builtin::CompositePodGroup) => vec![
             name,
             col("Policy", "string", 0, "The scheduling policy."),
-            col("Scheduled", "string", 0, "The CompositePodGroupInitiallyScheduled condition."),
+            col(
+                "Scheduled",
+                "string",
+                0,
+                "The CompositePodGroupInitiallyScheduled condition.",
+            ),
             age,
             col("Workload", "string", 1, "The Workload this group was created from."),
             col("Parent", "string", 1, "The parent CompositePodGroup."),
@@ -156,13 +236,33 @@ pub fn cells(res: &ResourceInfo, obj: &Value) -> Vec<Value> {
     let str_at = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or("<none>").to_string();
     match res.builtin {
         Some(Builtin::Pod) => {
-            let statuses = obj.pointer("/status/containerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
-            let total = obj.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
-            let ready = statuses.iter().filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true)).count();
-            let restarts: i64 = statuses.iter().filter_map(|c| c.get("restartCount").and_then(Value::as_i64)).sum();
-            let mut status = obj.pointer("/status/reason").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| {
-                obj.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending").to_string()
-            });
+            let statuses = obj
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let total = obj
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let ready = statuses
+                .iter()
+                .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+                .count();
+            let restarts: i64 = statuses
+                .iter()
+                .filter_map(|c| c.get("restartCount").and_then(Value::as_i64))
+                .sum();
+            let mut status = obj
+                .pointer("/status/reason")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| {
+                    obj.pointer("/status/phase")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Pending")
+                        .to_string()
+                });
             for c in &statuses {
                 if let Some(r) = c.pointer("/state/waiting/reason").and_then(Value::as_str) {
                     status = r.to_string();
@@ -176,7 +276,10 @@ pub fn cells(res: &ResourceInfo, obj: &Value) -> Vec<Value> {
             if meta::is_deleting(obj) {
                 status = "Terminating".into();
             }
-            let node = obj.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("<none>");
+            let node = obj
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("<none>");
             vec![
                 name,
                 s(format!("{ready}/{total}")),
@@ -205,14 +308,21 @@ pub fn cells(res: &ResourceInfo, obj: &Value) -> Vec<Value> {
             let ip = obj
                 .pointer("/status/addresses")
                 .and_then(Value::as_array)
-                .and_then(|a| a.iter().find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP")))
+                .and_then(|a| {
+                    a.iter()
+                        .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
+                })
                 .and_then(|x| x.get("address"))
                 .and_then(Value::as_str)
                 .unwrap_or("<none>");
             vec![
                 name,
                 s(status),
-                s(if roles.is_empty() { "<none>".to_string() } else { roles.join(",") }),
+                s(if roles.is_empty() {
+                    "<none>".to_string()
+                } else {
+                    roles.join(",")
+                }),
                 age,
                 s(str_at("/status/nodeInfo/kubeletVersion")),
                 s(ip),
@@ -231,8 +341,15 @@ pub fn cells(res: &ResourceInfo, obj: &Value) -> Vec<Value> {
                 .and_then(Value::as_str)
                 .or_else(|| obj.get("eventTime").and_then(Value::as_str))
                 .or_else(|| meta::meta_str(obj, "creationTimestamp"));
-            let kind = obj.pointer(&format!("/{inv}/kind")).and_then(Value::as_str).unwrap_or("").to_lowercase();
-            let oname = obj.pointer(&format!("/{inv}/name")).and_then(Value::as_str).unwrap_or("");
+            let kind = obj
+                .pointer(&format!("/{inv}/kind"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_lowercase();
+            let oname = obj
+                .pointer(&format!("/{inv}/name"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
             vec![
                 s(meta::age_of(last_seen)),
                 s(obj.get("type").and_then(Value::as_str).unwrap_or("")),
@@ -259,33 +376,65 @@ pub fn cells(res: &ResourceInfo, obj: &Value) -> Vec<Value> {
             let succeeded = obj.pointer("/status/succeeded").and_then(Value::as_i64).unwrap_or(0);
             let completions = match obj.pointer("/spec/completions").and_then(Value::as_i64) {
                 Some(c) => format!("{succeeded}/{c}"),
-                None => format!("{succeeded}/1 of {}", obj.pointer("/spec/parallelism").and_then(Value::as_i64).unwrap_or(1)),
+                None => format!(
+                    "{succeeded}/1 of {}",
+                    obj.pointer("/spec/parallelism").and_then(Value::as_i64).unwrap_or(1)
+                ),
             };
-            let start = obj.pointer("/status/startTime").and_then(Value::as_str).and_then(meta::parse_time);
+            let start = obj
+                .pointer("/status/startTime")
+                .and_then(Value::as_str)
+                .and_then(meta::parse_time);
             let end = obj
                 .pointer("/status/completionTime")
                 .and_then(Value::as_str)
                 .and_then(meta::parse_time)
                 .unwrap_or_else(jiff::Timestamp::now);
             let duration = start
-                .map(|st| meta::human_duration(std::time::Duration::from_secs((end.as_second() - st.as_second()).max(0).unsigned_abs())))
+                .map(|st| {
+                    meta::human_duration(std::time::Duration::from_secs(
+                        (end.as_second() - st.as_second()).max(0).unsigned_abs(),
+                    ))
+                })
                 .unwrap_or_default();
             let containers: Vec<&str> = obj
                 .pointer("/spec/template/spec/containers")
                 .and_then(Value::as_array)
-                .map(|cs| cs.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).collect())
+                .map(|cs| {
+                    cs.iter()
+                        .filter_map(|c| c.get("name").and_then(Value::as_str))
+                        .collect()
+                })
                 .unwrap_or_default();
             let images: Vec<&str> = obj
                 .pointer("/spec/template/spec/containers")
                 .and_then(Value::as_array)
-                .map(|cs| cs.iter().filter_map(|c| c.get("image").and_then(Value::as_str)).collect())
+                .map(|cs| {
+                    cs.iter()
+                        .filter_map(|c| c.get("image").and_then(Value::as_str))
+                        .collect()
+                })
                 .unwrap_or_default();
             let selector = obj
                 .pointer("/spec/selector/matchLabels")
                 .and_then(Value::as_object)
-                .map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(","))
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
                 .unwrap_or_default();
-            vec![name, s(status), s(completions), s(duration), age, s(containers.join(",")), s(images.join(",")), s(selector)]
+            vec![
+                name,
+                s(status),
+                s(completions),
+                s(duration),
+                age,
+                s(containers.join(",")),
+                s(images.join(",")),
+                s(selector),
+            ]
         }
         Some(Builtin::PriorityClass) => vec![
             name,
@@ -294,7 +443,11 @@ pub fn cells(res: &ResourceInfo, obj: &Value) -> Vec<Value> {
             age,
             s(obj.get("preemptionPolicy").and_then(Value::as_str).unwrap_or("")),
         ],
-        Some(Builtin::ConfigMap) => vec![name, json!(obj.get("data").and_then(Value::as_object).map_or(0, |m| m.len())), age],
+        Some(Builtin::ConfigMap) => vec![
+            name,
+            json!(obj.get("data").and_then(Value::as_object).map_or(0, |m| m.len())),
+            age,
+        ],
         Some(Builtin::Secret) => vec![
             name,
             s(obj.get("type").and_then(Value::as_str).unwrap_or("Opaque")),
@@ -368,7 +521,13 @@ pub fn row(res: &ResourceInfo, obj: &Value, include: IncludeObject) -> Value {
 }
 
 /// A Table of objects (already in the client's version).
-pub fn table(res: &ResourceInfo, objs: &[Value], resource_version: &str, continue_token: Option<&str>, include: IncludeObject) -> Value {
+pub fn table(
+    res: &ResourceInfo,
+    objs: &[Value],
+    resource_version: &str,
+    continue_token: Option<&str>,
+    include: IncludeObject,
+) -> Value {
     let mut md = json!({"resourceVersion": resource_version});
     if let Some(c) = continue_token {
         md["continue"] = json!(c);

@@ -41,7 +41,12 @@ pub struct Capacity {
 
 impl Default for Capacity {
     fn default() -> Self {
-        Capacity { cpu: "32".into(), memory: "256Gi".into(), pods: "110".into(), gpus: 0 }
+        Capacity {
+            cpu: "32".into(),
+            memory: "256Gi".into(),
+            pods: "110".into(),
+            gpus: 0,
+        }
     }
 }
 
@@ -60,9 +65,15 @@ pub struct Taint {
 impl Taint {
     /// Parses `key[=value]:Effect`.
     pub fn parse(s: &str) -> Result<Taint> {
-        let (kv, effect) = s.rsplit_once(':').ok_or_else(|| Error::Config(format!("taint {s:?}: expected key[=value]:Effect")))?;
+        let (kv, effect) = s
+            .rsplit_once(':')
+            .ok_or_else(|| Error::Config(format!("taint {s:?}: expected key[=value]:Effect")))?;
         let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
-        let t = Taint { key: key.into(), value: value.into(), effect: effect.into() };
+        let t = Taint {
+            key: key.into(),
+            value: value.into(),
+            effect: effect.into(),
+        };
         t.validate()?;
         Ok(t)
     }
@@ -144,14 +155,27 @@ impl NodeSpec {
     pub fn new(name: &str) -> Self {
         let mut labels = BTreeMap::new();
         labels.insert(kwas_api::names::labels::HOSTNAME.to_string(), name.to_string());
-        NodeSpec { name: name.to_string(), labels, capacity: Capacity::default(), taints: Vec::new() }
+        NodeSpec {
+            name: name.to_string(),
+            labels,
+            capacity: Capacity::default(),
+            taints: Vec::new(),
+        }
     }
 }
 
 impl Topology {
     /// One pool of `blocks x racks x nodes`.
     pub fn grid(blocks: u32, racks_per_block: u32, nodes_per_rack: u32, capacity: Capacity) -> Self {
-        Topology { pools: vec![NodePool { blocks, racks_per_block, nodes_per_rack, capacity, ..Default::default() }] }
+        Topology {
+            pools: vec![NodePool {
+                blocks,
+                racks_per_block,
+                nodes_per_rack,
+                capacity,
+                ..Default::default()
+            }],
+        }
     }
 
     /// Parses a YAML topology.
@@ -170,9 +194,16 @@ impl Topology {
             for t in &p.taints {
                 t.validate()?;
             }
-            for (q, what) in [(&p.capacity.cpu, "cpu"), (&p.capacity.memory, "memory"), (&p.capacity.pods, "pods")] {
+            for (q, what) in [
+                (&p.capacity.cpu, "cpu"),
+                (&p.capacity.memory, "memory"),
+                (&p.capacity.pods, "pods"),
+            ] {
                 if q.is_empty() || !q.chars().next().is_some_and(|c| c.is_ascii_digit()) {
-                    return Err(Error::Config(format!("pool {}: {what} capacity {q:?} is not a quantity", p.prefix)));
+                    return Err(Error::Config(format!(
+                        "pool {}: {what} capacity {q:?} is not a quantity",
+                        p.prefix
+                    )));
                 }
             }
         }
@@ -198,7 +229,12 @@ impl Topology {
                         l.insert(labels::ZONE.into(), zone.clone());
                         l.insert(labels::BLOCK.into(), format!("{}-b{b}", p.prefix));
                         l.insert(labels::RACK.into(), format!("{}-b{b}-r{r}", p.prefix));
-                        out.push(NodeSpec { name, labels: l, capacity: p.capacity.clone(), taints: p.taints.clone() });
+                        out.push(NodeSpec {
+                            name,
+                            labels: l,
+                            capacity: p.capacity.clone(),
+                            taints: p.taints.clone(),
+                        });
                     }
                 }
             }
@@ -244,16 +280,27 @@ impl NodePoolArgs {
     pub fn topology(&self) -> Result<Topology> {
         let mut labels = BTreeMap::new();
         for l in &self.labels {
-            let (k, v) = l.split_once('=').ok_or_else(|| Error::Config(format!("node label {l:?}: expected key=value")))?;
+            let (k, v) = l
+                .split_once('=')
+                .ok_or_else(|| Error::Config(format!("node label {l:?}: expected key=value")))?;
             labels.insert(k.to_string(), v.to_string());
         }
-        let taints = self.taints.iter().map(|t| Taint::parse(t)).collect::<Result<Vec<_>>>()?;
+        let taints = self
+            .taints
+            .iter()
+            .map(|t| Taint::parse(t))
+            .collect::<Result<Vec<_>>>()?;
         let t = Topology {
             pools: vec![NodePool {
                 blocks: self.blocks,
                 racks_per_block: self.racks_per_block,
                 nodes_per_rack: self.nodes_per_rack,
-                capacity: Capacity { cpu: self.cpu.clone(), memory: self.memory.clone(), pods: self.pods.clone(), gpus: self.gpus },
+                capacity: Capacity {
+                    cpu: self.cpu.clone(),
+                    memory: self.memory.clone(),
+                    pods: self.pods.clone(),
+                    gpus: self.gpus,
+                },
                 labels,
                 taints,
                 ..Default::default()
@@ -277,13 +324,17 @@ pub fn node_object(spec: &NodeSpec, index: usize) -> Value {
         capacity["nvidia.com/gpu"] = json!(spec.capacity.gpus.to_string());
     }
     let mut labels = spec.labels.clone();
-    labels.entry("kubernetes.io/os".into()).or_insert_with(|| "linux".into());
-    labels.entry("kubernetes.io/arch".into()).or_insert_with(|| "amd64".into());
-    labels.entry(kwas_api::names::labels::HOSTNAME.into()).or_insert_with(|| spec.name.clone());
+    labels
+        .entry("kubernetes.io/os".into())
+        .or_insert_with(|| "linux".into());
+    labels
+        .entry("kubernetes.io/arch".into())
+        .or_insert_with(|| "amd64".into());
+    labels
+        .entry(kwas_api::names::labels::HOSTNAME.into())
+        .or_insert_with(|| spec.name.clone());
     let ip = format!("10.{}.{}.{}", 64 + (index >> 16) % 64, (index >> 8) % 256, index % 256);
-    let condition = |ty: &str, status: &str, reason: &str, message: &str| {
-        json!({"type": ty, "status": status, "reason": reason, "message": message, "lastHeartbeatTime": now, "lastTransitionTime": now})
-    };
+    let condition = |ty: &str, status: &str, reason: &str, message: &str| json!({"type": ty, "status": status, "reason": reason, "message": message, "lastHeartbeatTime": now, "lastTransitionTime": now});
     let taints: Vec<Value> = spec
         .taints
         .iter()
@@ -337,7 +388,15 @@ mod tests {
 
     #[test]
     fn grid_names_and_labels_nodes() {
-        let t = Topology::grid(2, 2, 2, Capacity { gpus: 8, ..Default::default() });
+        let t = Topology::grid(
+            2,
+            2,
+            2,
+            Capacity {
+                gpus: 8,
+                ..Default::default()
+            },
+        );
         let nodes = t.nodes();
         assert_eq!(nodes.len(), 8);
         let n = &nodes[7];
@@ -357,7 +416,13 @@ mod tests {
         )
         .unwrap();
         let nodes = t.nodes();
-        assert_eq!(nodes.iter().map(|n| n.labels["topology.kubernetes.io/zone"].as_str()).collect::<Vec<_>>(), vec!["a", "b", "a"]);
+        assert_eq!(
+            nodes
+                .iter()
+                .map(|n| n.labels["topology.kubernetes.io/zone"].as_str())
+                .collect::<Vec<_>>(),
+            vec!["a", "b", "a"]
+        );
         assert_eq!(nodes[0].taints[0].effect, "NoSchedule");
         assert!(Topology::from_yaml("pools:\n- taints: [{key: k, effect: Sometimes}]\n").is_err());
         assert!(Taint::parse("dedicated=gpu:NoSchedule").is_ok());

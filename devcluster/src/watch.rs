@@ -59,12 +59,17 @@ pub fn start(shared: Arc<Shared>, p: WatchParams) -> Result<Body, ApiError> {
             "meta.k8s.io",
             "ListOptions",
             "",
-            vec![crate::error::FieldCause::forbidden("allowWatchBookmarks", "allowWatchBookmarks required when sendInitialEvents is provided")],
+            vec![crate::error::FieldCause::forbidden(
+                "allowWatchBookmarks",
+                "allowWatchBookmarks required when sendInitialEvents is provided",
+            )],
         ));
     }
     let (tx, rx) = mpsc::channel::<Bytes>(256);
     tokio::spawn(run(shared, p, tx));
-    let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(b), rx)) });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+    });
     Ok(Body::from_stream(stream))
 }
 
@@ -158,7 +163,11 @@ async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
     let mut sub = shared.with(|s| s.store.subscribe(&gr));
     sub.borrow_and_update();
 
-    let requested: Option<u64> = p.resource_version.as_deref().filter(|rv| !rv.is_empty()).and_then(|rv| rv.parse().ok());
+    let requested: Option<u64> = p
+        .resource_version
+        .as_deref()
+        .filter(|rv| !rv.is_empty())
+        .and_then(|rv| rv.parse().ok());
     let initial = p.send_initial_events || requested.is_none_or(|rv| rv == 0);
     let mut last: u64;
     if initial {
@@ -179,11 +188,18 @@ async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
     let mut next_bookmark = tokio::time::Instant::now() + shared.settings.bookmark_interval;
     loop {
         sub.borrow_and_update();
-        let batch = shared.with(|s| s.store.events_since(&gr, last, BATCH).map(|ev| (ev, s.store.current_rv())));
+        let batch = shared.with(|s| {
+            s.store
+                .events_since(&gr, last, BATCH)
+                .map(|ev| (ev, s.store.current_rv()))
+        });
         let (events, current) = match batch {
             Ok(b) => b,
             Err(expired) => {
-                let err = ApiError::expired(format!("too old resource version: {} ({})", expired.requested, expired.oldest));
+                let err = ApiError::expired(format!(
+                    "too old resource version: {} ({})",
+                    expired.requested, expired.oldest
+                ));
                 let _ = tx.send(error_event(&err)).await;
                 return;
             }

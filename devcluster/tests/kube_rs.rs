@@ -27,7 +27,10 @@ const T: Duration = Duration::from_secs(10);
 
 fn cm(name: &str) -> ConfigMap {
     ConfigMap {
-        metadata: kube::api::ObjectMeta { name: Some(name.into()), ..Default::default() },
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
         data: Some(BTreeMap::from([("k".to_string(), "v".to_string())])),
         ..Default::default()
     }
@@ -61,13 +64,21 @@ async fn typed_crud_with_conflicts_and_not_found() {
     // The first copy is stale now.
     let stale = api_err(cms.replace("a", &PostParams::default(), &created).await.unwrap_err());
     assert_eq!((stale.code, stale.reason.as_str()), (409, "Conflict"));
-    assert!(stale.message.contains("the object has been modified"), "{}", stale.message);
+    assert!(
+        stale.message.contains("the object has been modified"),
+        "{}",
+        stale.message
+    );
 
     let mut gen_cm = cm("");
     gen_cm.metadata.name = None;
     gen_cm.metadata.generate_name = Some("gen-".into());
     let g = cms.create(&PostParams::default(), &gen_cm).await.unwrap();
-    assert!(g.name_any().starts_with("gen-") && g.name_any().len() == 9, "{}", g.name_any());
+    assert!(
+        g.name_any().starts_with("gen-") && g.name_any().len() == 9,
+        "{}",
+        g.name_any()
+    );
 
     let list = cms.list(&ListParams::default()).await.unwrap();
     let names: Vec<String> = list.items.iter().map(|i| i.name_any()).collect();
@@ -81,7 +92,13 @@ async fn typed_crud_with_conflicts_and_not_found() {
 }
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]
-#[kube(group = "test.kwas.dev", version = "v1", kind = "Widget", namespaced, status = "WidgetStatus")]
+#[kube(
+    group = "test.kwas.dev",
+    version = "v1",
+    kind = "Widget",
+    namespaced,
+    status = "WidgetStatus"
+)]
 #[kube(printcolumn = r#"{"name":"Size","type":"integer","jsonPath":".spec.size"}"#)]
 pub struct WidgetSpec {
     size: i32,
@@ -97,9 +114,13 @@ pub struct WidgetStatus {
 async fn install_widget_crd(c: &kwas_devcluster::DevCluster) {
     let crds: Api<CustomResourceDefinition> = Api::all(c.client());
     crds.create(&PostParams::default(), &Widget::crd()).await.unwrap();
-    kube::runtime::wait::await_condition(crds, "widgets.test.kwas.dev", kube::runtime::conditions::is_crd_established())
-        .await
-        .unwrap();
+    kube::runtime::wait::await_condition(
+        crds,
+        "widgets.test.kwas.dev",
+        kube::runtime::conditions::is_crd_established(),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -124,14 +145,22 @@ async fn dynamic_api_on_a_crd_honors_the_status_subresource_and_schema() {
 
     // Status writes do not touch spec or generation; spec writes do not touch status.
     let st = api
-        .patch_status("w", &PatchParams::default(), &Patch::Merge(json!({"status": {"ready": true}, "spec": {"size": 99}})))
+        .patch_status(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"ready": true}, "spec": {"size": 99}})),
+        )
         .await
         .unwrap();
     assert_eq!(st.data["status"]["ready"], true);
     assert_eq!(st.data["spec"]["size"], 3);
     assert_eq!(st.metadata.generation, Some(1));
     let sp = api
-        .patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"size": 4}, "status": {"ready": false}})))
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 4}, "status": {"ready": false}})),
+        )
         .await
         .unwrap();
     assert_eq!(sp.data["spec"]["size"], 4);
@@ -140,12 +169,20 @@ async fn dynamic_api_on_a_crd_honors_the_status_subresource_and_schema() {
 
     // Schema types are enforced with the apiserver's message.
     let bad = api
-        .patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"size": "big"}})))
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": "big"}})),
+        )
         .await
         .unwrap_err();
     let bad = api_err(bad);
     assert_eq!(bad.code, 422);
-    assert!(bad.message.contains("spec.size in body must be of type integer"), "{}", bad.message);
+    assert!(
+        bad.message.contains("spec.size in body must be of type integer"),
+        "{}",
+        bad.message
+    );
 
     // Typed access through the derived type works too.
     let widgets: Api<Widget> = Api::default_namespaced(c.client());
@@ -161,14 +198,22 @@ async fn watcher_and_reflector_track_changes() {
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     cms.create(&PostParams::default(), &cm("before")).await.unwrap();
     let (reader, writer) = reflector::store::<ConfigMap>();
-    let stream = reflector(writer, watcher(cms.clone(), watcher::Config::default().any_semantic())).applied_objects().boxed();
+    let stream = reflector(writer, watcher(cms.clone(), watcher::Config::default().any_semantic()))
+        .applied_objects()
+        .boxed();
     let handle = tokio::spawn(async move {
         let mut stream = stream;
         while stream.try_next().await.is_ok_and(|x| x.is_some()) {}
     });
     reader.wait_until_ready().await.unwrap();
     cms.create(&PostParams::default(), &cm("after")).await.unwrap();
-    cms.patch("before", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "changed"}}))).await.unwrap();
+    cms.patch(
+        "before",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "changed"}})),
+    )
+    .await
+    .unwrap();
     common::eventually(T, "reflector sees both objects with the change", || {
         let reader = reader.clone();
         async move {
@@ -200,7 +245,12 @@ async fn reconcile(w: Arc<Widget>, ctx: Arc<Ctx>) -> Result<Action, kube::Error>
     let mut child = cm(&format!("{}-config", w.name_any()));
     child.metadata.owner_references = Some(vec![w.controller_owner_ref(&()).unwrap()]);
     child.data = Some(BTreeMap::from([("size".to_string(), w.spec.size.to_string())]));
-    cms.patch(&child.name_any(), &PatchParams::apply("widget-controller").force(), &Patch::Apply(&child)).await?;
+    cms.patch(
+        &child.name_any(),
+        &PatchParams::apply("widget-controller").force(),
+        &Patch::Apply(&child),
+    )
+    .await?;
     Ok(Action::await_change())
 }
 
@@ -215,14 +265,23 @@ async fn controller_with_owns_reconciles_children_and_gc_removes_them() {
     let client = c.client();
     let widgets: Api<Widget> = Api::default_namespaced(client.clone());
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    let ctx = Arc::new(Ctx { client: client.clone(), reconciles: Default::default() });
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        reconciles: Default::default(),
+    });
     let controller = Controller::new(widgets.clone(), watcher::Config::default())
         .owns(cms.clone(), watcher::Config::default())
         .run(reconcile, error_policy, ctx.clone())
         .for_each(|_| futures::future::ready(()));
     let handle = tokio::spawn(controller);
 
-    widgets.create(&PostParams::default(), &Widget::new("w1", WidgetSpec { size: 2, color: None })).await.unwrap();
+    widgets
+        .create(
+            &PostParams::default(),
+            &Widget::new("w1", WidgetSpec { size: 2, color: None }),
+        )
+        .await
+        .unwrap();
     common::eventually(T, "the child ConfigMap", || {
         let cms = cms.clone();
         async move { cms.get_opt("w1-config").await.ok().flatten() }
@@ -236,7 +295,9 @@ async fn controller_with_owns_reconciles_children_and_gc_removes_them() {
         let ctx = ctx.clone();
         async move {
             let again = cms.get_opt("w1-config").await.ok().flatten()?;
-            (ctx.reconciles.load(std::sync::atomic::Ordering::SeqCst) > before && again.metadata.deletion_timestamp.is_none()).then_some(())
+            (ctx.reconciles.load(std::sync::atomic::Ordering::SeqCst) > before
+                && again.metadata.deletion_timestamp.is_none())
+            .then_some(())
         }
     })
     .await;
@@ -257,9 +318,21 @@ async fn recorder_events_show_in_both_event_apis() {
     let client = c.client();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let obj = cms.create(&PostParams::default(), &cm("evented")).await.unwrap();
-    let recorder = Recorder::new(client.clone(), Reporter { controller: "kwas-test".into(), instance: None });
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "kwas-test".into(),
+            instance: None,
+        },
+    );
     let reference = obj.object_ref(&());
-    let ev = KEvent { type_: EventType::Normal, reason: "Tested".into(), note: Some("hello".into()), action: "Test".into(), secondary: None };
+    let ev = KEvent {
+        type_: EventType::Normal,
+        reason: "Tested".into(),
+        note: Some("hello".into()),
+        action: "Test".into(),
+        secondary: None,
+    };
     recorder.publish(&ev, &reference).await.unwrap();
     recorder.publish(&ev, &reference).await.unwrap();
     let v1: Api<k8s_openapi::api::events::v1::Event> = Api::default_namespaced(client.clone());
@@ -290,14 +363,21 @@ async fn try_acquire(leases: &Api<Lease>, me: &str, lease_secs: i32) -> bool {
     };
     match leases.get_opt("leader").await.unwrap() {
         None => {
-            let lease = Lease { metadata: kube::api::ObjectMeta { name: Some("leader".into()), ..Default::default() }, spec: Some(spec(0)) };
+            let lease = Lease {
+                metadata: kube::api::ObjectMeta {
+                    name: Some("leader".into()),
+                    ..Default::default()
+                },
+                spec: Some(spec(0)),
+            };
             leases.create(&PostParams::default(), &lease).await.is_ok()
         }
         Some(mut current) => {
             let s = current.spec.clone().unwrap_or_default();
             let holder = s.holder_identity.clone().unwrap_or_default();
             let renewed = s.renew_time.map(|t| t.0).unwrap_or(now);
-            let expired = renewed + jiff::SignedDuration::from_secs(i64::from(s.lease_duration_seconds.unwrap_or(0))) < now;
+            let expired =
+                renewed + jiff::SignedDuration::from_secs(i64::from(s.lease_duration_seconds.unwrap_or(0))) < now;
             if holder != me && !expired {
                 return false;
             }
@@ -317,9 +397,15 @@ async fn lease_based_leader_election_has_one_leader_and_fails_over() {
     assert!(a ^ b, "exactly one contender wins the race (a={a}, b={b})");
     let (leader, other) = if a { ("a", "b") } else { ("b", "a") };
     assert!(try_acquire(&leases, leader, 1).await, "the leader renews");
-    assert!(!try_acquire(&leases, other, 1).await, "the other cannot take a live lease");
+    assert!(
+        !try_acquire(&leases, other, 1).await,
+        "the other cannot take a live lease"
+    );
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    assert!(try_acquire(&leases, other, 1).await, "the other takes the expired lease");
+    assert!(
+        try_acquire(&leases, other, 1).await,
+        "the other takes the expired lease"
+    );
     let lease = leases.get("leader").await.unwrap();
     assert_eq!(lease.spec.as_ref().unwrap().holder_identity.as_deref(), Some(other));
     assert_eq!(lease.spec.as_ref().unwrap().lease_transitions, Some(1));
@@ -330,28 +416,75 @@ async fn lease_based_leader_election_has_one_leader_and_fails_over() {
 async fn server_side_apply_tracks_managers_and_conflicts() {
     let c = common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
-    let applied = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "1", "b": "2"}});
-    let obj = cms.patch("ssa", &PatchParams::apply("alice"), &Patch::Apply(&applied)).await.unwrap();
-    let managers: Vec<_> = obj.managed_fields().iter().map(|m| (m.manager.clone().unwrap(), m.operation.clone().unwrap())).collect();
+    let applied =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "1", "b": "2"}});
+    let obj = cms
+        .patch("ssa", &PatchParams::apply("alice"), &Patch::Apply(&applied))
+        .await
+        .unwrap();
+    let managers: Vec<_> = obj
+        .managed_fields()
+        .iter()
+        .map(|m| (m.manager.clone().unwrap(), m.operation.clone().unwrap()))
+        .collect();
     assert_eq!(managers, vec![("alice".to_string(), "Apply".to_string())]);
 
     let bob = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "9"}});
-    let err = api_err(cms.patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(&bob)).await.unwrap_err());
+    let err = api_err(
+        cms.patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(&bob))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(err.code, 409);
-    assert_eq!(err.message, "Apply failed with 1 conflict: conflict with \"alice\" using v1: .data.a");
-    let forced = cms.patch("ssa", &PatchParams::apply("bob").force(), &Patch::Apply(&bob)).await.unwrap();
+    assert_eq!(
+        err.message,
+        "Apply failed with 1 conflict: conflict with \"alice\" using v1: .data.a"
+    );
+    let forced = cms
+        .patch("ssa", &PatchParams::apply("bob").force(), &Patch::Apply(&bob))
+        .await
+        .unwrap();
     assert_eq!(forced.data.as_ref().unwrap()["a"], "9");
 
     // alice stops managing b: it is removed; a now belongs to bob and stays.
     let alice2 = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {}});
-    let after = cms.patch("ssa", &PatchParams::apply("alice"), &Patch::Apply(&alice2)).await.unwrap();
-    assert_eq!(after.data.unwrap(), BTreeMap::from([("a".to_string(), "9".to_string())]));
+    let after = cms
+        .patch("ssa", &PatchParams::apply("alice"), &Patch::Apply(&alice2))
+        .await
+        .unwrap();
+    assert_eq!(
+        after.data.unwrap(),
+        BTreeMap::from([("a".to_string(), "9".to_string())])
+    );
 
     // An update by another manager takes ownership of what it changed.
-    let edited = cms.patch("ssa", &PatchParams { field_manager: Some("kubectl-edit".into()), ..Default::default() }, &Patch::Merge(json!({"data": {"a": "10"}}))).await.unwrap();
-    assert!(edited.managed_fields().iter().any(|m| m.manager.as_deref() == Some("kubectl-edit") && m.operation.as_deref() == Some("Update")));
-    let err = api_err(cms.patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(&bob)).await.unwrap_err());
-    assert!(err.message.contains("conflict with \"kubectl-edit\""), "{}", err.message);
+    let edited = cms
+        .patch(
+            "ssa",
+            &PatchParams {
+                field_manager: Some("kubectl-edit".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"data": {"a": "10"}})),
+        )
+        .await
+        .unwrap();
+    assert!(
+        edited
+            .managed_fields()
+            .iter()
+            .any(|m| m.manager.as_deref() == Some("kubectl-edit") && m.operation.as_deref() == Some("Update"))
+    );
+    let err = api_err(
+        cms.patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(&bob))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        err.message.contains("conflict with \"kubectl-edit\""),
+        "{}",
+        err.message
+    );
     c.shutdown().await;
 }
 
@@ -388,7 +521,12 @@ async fn concurrent_writers_converge_with_conflict_retries() {
         t.await.unwrap();
     }
     let n = cms.get("counter").await.unwrap().data.unwrap()["n"].clone();
-    assert_eq!(n, "80", "no lost update ({} conflicts retried)", conflicts.load(std::sync::atomic::Ordering::Relaxed));
+    assert_eq!(
+        n,
+        "80",
+        "no lost update ({} conflicts retried)",
+        conflicts.load(std::sync::atomic::Ordering::Relaxed)
+    );
     c.shutdown().await;
 }
 
@@ -403,12 +541,13 @@ async fn pods_run_on_simulated_nodes() {
     }))
     .unwrap();
     pods.create(&PostParams::default(), &pod).await.unwrap();
-    let running = kube::runtime::wait::await_condition(pods.clone(), "job-pod", kube::runtime::conditions::is_pod_running());
+    let running =
+        kube::runtime::wait::await_condition(pods.clone(), "job-pod", kube::runtime::conditions::is_pod_running());
     tokio::time::timeout(T, running).await.unwrap().unwrap();
     let p = pods.get("job-pod").await.unwrap();
     let st = p.status.unwrap();
     assert!(st.start_time.is_some() && st.pod_ip.is_some() && st.host_ip.is_some());
-    assert_eq!(st.container_statuses.unwrap()[0].ready, true);
+    assert!(st.container_statuses.unwrap()[0].ready);
     let done = common::eventually(T, "pod succeeded", || {
         let pods = pods.clone();
         async move {
@@ -417,7 +556,12 @@ async fn pods_run_on_simulated_nodes() {
         }
     })
     .await;
-    let term = done.status.unwrap().container_statuses.unwrap()[0].state.clone().unwrap().terminated.unwrap();
+    let term = done.status.unwrap().container_statuses.unwrap()[0]
+        .state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
     assert_eq!((term.exit_code, term.reason.as_deref()), (0, Some("Completed")));
     c.shutdown().await;
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use common::{kubectl, kubectl_in, kubectl_ok};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{Api, PostParams};
 use kube::ResourceExt;
+use kube::api::{Api, PostParams};
 use serde_json::Value;
 
 const POD: &str = "apiVersion: v1
@@ -42,10 +42,21 @@ fn json(text: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_client_side_and_server_side() {
     let c = common::cluster().await;
-    assert_eq!(kubectl_ok(&c, &["apply", "-f", "-"], Some(POD)).trim(), "pod/web created");
-    assert_eq!(kubectl_ok(&c, &["apply", "-f", "-"], Some(POD)).trim(), "pod/web unchanged");
-    let changed = POD.replace("nginx:1.27", "nginx:1.28").replace("app: web", "app: web, tier: front");
-    assert_eq!(kubectl_ok(&c, &["apply", "-f", "-"], Some(&changed)).trim(), "pod/web configured");
+    assert_eq!(
+        kubectl_ok(&c, &["apply", "-f", "-"], Some(POD)).trim(),
+        "pod/web created"
+    );
+    assert_eq!(
+        kubectl_ok(&c, &["apply", "-f", "-"], Some(POD)).trim(),
+        "pod/web unchanged"
+    );
+    let changed = POD
+        .replace("nginx:1.27", "nginx:1.28")
+        .replace("app: web", "app: web, tier: front");
+    assert_eq!(
+        kubectl_ok(&c, &["apply", "-f", "-"], Some(&changed)).trim(),
+        "pod/web configured"
+    );
     let pod = json(&kubectl(&c, &["get", "pod", "web", "-o", "json"]));
     assert_eq!(pod["spec"]["containers"][0]["image"], "nginx:1.28");
     assert_eq!(pod["spec"]["containers"][0]["ports"][0]["containerPort"], 80);
@@ -53,18 +64,46 @@ async fn apply_client_side_and_server_side() {
     assert!(pod["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].is_string());
 
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: fast\n  level: \"1\"\n";
-    assert_eq!(kubectl_ok(&c, &["apply", "--server-side", "-f", "-"], Some(cm)).trim(), "configmap/settings serverside-applied");
-    let live = json(&kubectl(&c, &["get", "cm", "settings", "-o", "json", "--show-managed-fields"]));
+    assert_eq!(
+        kubectl_ok(&c, &["apply", "--server-side", "-f", "-"], Some(cm)).trim(),
+        "configmap/settings serverside-applied"
+    );
+    let live = json(&kubectl(
+        &c,
+        &["get", "cm", "settings", "-o", "json", "--show-managed-fields"],
+    ));
     assert_eq!(live["metadata"]["managedFields"][0]["manager"], "kubectl");
     assert_eq!(live["metadata"]["managedFields"][0]["operation"], "Apply");
     // Another manager takes a field; applying a different value conflicts until forced.
-    kubectl(&c, &["patch", "cm", "settings", "--type=merge", "-p", r#"{"data":{"mode":"slow"}}"#]);
+    kubectl(
+        &c,
+        &[
+            "patch",
+            "cm",
+            "settings",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"mode":"slow"}}"#,
+        ],
+    );
     let out = kubectl_in(&c, &["apply", "--server-side", "-f", "-"], Some(cm));
     assert!(!out.ok);
-    assert!(out.stderr.contains("Apply failed with 1 conflict: conflict with \"kubectl-patch\""), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("Apply failed with 1 conflict: conflict with \"kubectl-patch\""),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains(".data.mode"), "{}", out.stderr);
-    kubectl_ok(&c, &["apply", "--server-side", "--force-conflicts", "-f", "-"], Some(cm));
-    assert_eq!(kubectl(&c, &["get", "cm", "settings", "-o", "jsonpath={.data.mode}"]), "fast");
+    kubectl_ok(
+        &c,
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(cm),
+    );
+    assert_eq!(
+        kubectl(&c, &["get", "cm", "settings", "-o", "jsonpath={.data.mode}"]),
+        "fast"
+    );
     // Dropping a field from the applied configuration removes it.
     let smaller = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: fast\n";
     kubectl_ok(&c, &["apply", "--server-side", "-f", "-"], Some(smaller));
@@ -112,17 +151,30 @@ async fn get_yaml_tables_and_watch() {
     assert!(first.contains("EVENT") && first.contains("NAME"), "{first}");
     let existing = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert!(existing.contains("ADDED") && existing.contains("web"), "{existing}");
-    kubectl_ok(&c, &["apply", "-f", "-"], Some(&POD.replace("name: web", "name: second")));
+    kubectl_ok(
+        &c,
+        &["apply", "-f", "-"],
+        Some(&POD.replace("name: web", "name: second")),
+    );
     let mut seen = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !seen.iter().any(|l: &String| l.contains("second") && l.contains("Running")) {
+    while !seen
+        .iter()
+        .any(|l: &String| l.contains("second") && l.contains("Running"))
+    {
         assert!(std::time::Instant::now() < deadline, "watch output so far: {seen:?}");
         if let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
             seen.push(l);
         }
     }
-    assert!(seen.iter().any(|l| l.starts_with("ADDED") && l.contains("second")), "{seen:?}");
-    assert!(seen.iter().any(|l| l.starts_with("MODIFIED") && l.contains("second")), "{seen:?}");
+    assert!(
+        seen.iter().any(|l| l.starts_with("ADDED") && l.contains("second")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|l| l.starts_with("MODIFIED") && l.contains("second")),
+        "{seen:?}"
+    );
     child.kill().unwrap();
     let _ = child.wait();
     c.shutdown().await;
@@ -140,7 +192,10 @@ async fn describe_shows_status_and_events() {
     let pod = pods.get("web").await.unwrap();
     let recorder = kube::runtime::events::Recorder::new(
         c.client(),
-        kube::runtime::events::Reporter { controller: "kwas-scheduler".into(), instance: None },
+        kube::runtime::events::Reporter {
+            controller: "kwas-scheduler".into(),
+            instance: None,
+        },
     );
     recorder
         .publish(
@@ -156,14 +211,32 @@ async fn describe_shows_status_and_events() {
         .await
         .unwrap();
     let out = kubectl(&c, &["describe", "pod", "web"]);
-    for want in ["Name:             web", "Node:             node-b0-r0-n0/", "Status:           Running", "Image:          nginx:1.27", "Ready:          True"] {
+    for want in [
+        "Name:             web",
+        "Node:             node-b0-r0-n0/",
+        "Status:           Running",
+        "Image:          nginx:1.27",
+        "Ready:          True",
+    ] {
         let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(out.lines().any(|l| norm(l).starts_with(&norm(want))), "{want:?} missing from:\n{out}");
+        assert!(
+            out.lines().any(|l| norm(l).starts_with(&norm(want))),
+            "{want:?} missing from:\n{out}"
+        );
     }
-    assert!(out.contains("Scheduled") && out.contains("Successfully assigned default/web to node-b0-r0-n0"), "{out}");
+    assert!(
+        out.contains("Scheduled") && out.contains("Successfully assigned default/web to node-b0-r0-n0"),
+        "{out}"
+    );
     let node = kubectl(&c, &["describe", "node", "node-b0-r0-n0"]);
-    assert!(node.contains("kwas.dev/rack=node-b0-r0") && node.contains("nvidia.com/gpu:"), "{node}");
-    assert!(node.contains("default                     web"), "the node lists its pod:\n{node}");
+    assert!(
+        node.contains("kwas.dev/rack=node-b0-r0") && node.contains("nvidia.com/gpu:"),
+        "{node}"
+    );
+    assert!(
+        node.contains("default                     web"),
+        "the node lists its pod:\n{node}"
+    );
     c.shutdown().await;
 }
 
@@ -180,20 +253,29 @@ async fn delete_with_cascade_policies() {
         serde_json::from_value::<ConfigMap>(v).unwrap()
     };
     let owner = cms.create(&PostParams::default(), &make("owner", None)).await.unwrap();
-    cms.create(&PostParams::default(), &make("child", Some(&owner))).await.unwrap();
+    cms.create(&PostParams::default(), &make("child", Some(&owner)))
+        .await
+        .unwrap();
     let out = kubectl(&c, &["delete", "cm", "owner", "--cascade=orphan"]);
     assert_eq!(out.trim(), "configmap \"owner\" deleted from default namespace");
     let child = cms.get("child").await.unwrap();
     assert!(child.owner_references().is_empty(), "orphaned");
 
     let owner = cms.create(&PostParams::default(), &make("owner2", None)).await.unwrap();
-    cms.create(&PostParams::default(), &make("child2", Some(&owner))).await.unwrap();
+    cms.create(&PostParams::default(), &make("child2", Some(&owner)))
+        .await
+        .unwrap();
     kubectl(&c, &["delete", "cm", "owner2", "--cascade=foreground"]);
-    assert!(cms.get_opt("owner2").await.unwrap().is_none(), "kubectl waits for the foreground deletion");
+    assert!(
+        cms.get_opt("owner2").await.unwrap().is_none(),
+        "kubectl waits for the foreground deletion"
+    );
     assert!(cms.get_opt("child2").await.unwrap().is_none());
 
     let owner = cms.create(&PostParams::default(), &make("owner3", None)).await.unwrap();
-    cms.create(&PostParams::default(), &make("child3", Some(&owner))).await.unwrap();
+    cms.create(&PostParams::default(), &make("child3", Some(&owner)))
+        .await
+        .unwrap();
     kubectl(&c, &["delete", "cm", "owner3"]);
     common::eventually(Duration::from_secs(10), "background collection", || async {
         cms.get_opt("child3").await.ok()?.is_none().then_some(())
@@ -201,7 +283,10 @@ async fn delete_with_cascade_policies() {
     .await;
     let out = kubectl_in(&c, &["delete", "cm", "missing"], None);
     assert!(!out.ok);
-    assert_eq!(out.stderr.trim(), "Error from server (NotFound): configmaps \"missing\" not found");
+    assert_eq!(
+        out.stderr.trim(),
+        "Error from server (NotFound): configmaps \"missing\" not found"
+    );
     c.shutdown().await;
 }
 
@@ -211,7 +296,15 @@ async fn wait_for_conditions_and_deletion() {
     kubectl_ok(&c, &["apply", "-f", "-"], Some(POD));
     let out = kubectl(&c, &["wait", "--for=condition=Ready", "pod/web", "--timeout=20s"]);
     assert_eq!(out.trim(), "pod/web condition met");
-    let out = kubectl(&c, &["wait", "--for=jsonpath={.status.phase}=Running", "pod/web", "--timeout=20s"]);
+    let out = kubectl(
+        &c,
+        &[
+            "wait",
+            "--for=jsonpath={.status.phase}=Running",
+            "pod/web",
+            "--timeout=20s",
+        ],
+    );
     assert_eq!(out.trim(), "pod/web condition met");
     let crd = kubectl(&c, &["get", "crd", "-o", "name"]);
     assert_eq!(crd.trim(), "");
@@ -225,27 +318,85 @@ async fn wait_for_conditions_and_deletion() {
 async fn label_annotate_and_patch_with_each_type() {
     let c = common::cluster().await;
     kubectl_ok(&c, &["apply", "-f", "-"], Some(POD));
-    assert_eq!(kubectl(&c, &["label", "pod", "web", "tier=front"]).trim(), "pod/web labeled");
-    assert_eq!(kubectl(&c, &["label", "pod", "web", "app-"]).trim(), "pod/web unlabeled");
-    assert_eq!(kubectl(&c, &["annotate", "pod", "web", "owner=team-a"]).trim(), "pod/web annotated");
+    assert_eq!(
+        kubectl(&c, &["label", "pod", "web", "tier=front"]).trim(),
+        "pod/web labeled"
+    );
+    assert_eq!(
+        kubectl(&c, &["label", "pod", "web", "app-"]).trim(),
+        "pod/web unlabeled"
+    );
+    assert_eq!(
+        kubectl(&c, &["annotate", "pod", "web", "owner=team-a"]).trim(),
+        "pod/web annotated"
+    );
     let out = kubectl_in(&c, &["label", "pod", "web", "tier=back"], None);
-    assert!(!out.ok && out.stderr.contains("already has a value (front)"), "{}", out.stderr);
+    assert!(
+        !out.ok && out.stderr.contains("already has a value (front)"),
+        "{}",
+        out.stderr
+    );
     kubectl(&c, &["label", "pod", "web", "tier=back", "--overwrite"]);
 
-    kubectl(&c, &["patch", "pod", "web", "--type=merge", "-p", r#"{"metadata":{"labels":{"merged":"yes"}}}"#]);
-    kubectl(&c, &["patch", "pod", "web", "--type=json", "-p", r#"[{"op":"add","path":"/metadata/labels/json","value":"yes"}]"#]);
+    kubectl(
+        &c,
+        &[
+            "patch",
+            "pod",
+            "web",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"labels":{"merged":"yes"}}}"#,
+        ],
+    );
+    kubectl(
+        &c,
+        &[
+            "patch",
+            "pod",
+            "web",
+            "--type=json",
+            "-p",
+            r#"[{"op":"add","path":"/metadata/labels/json","value":"yes"}]"#,
+        ],
+    );
     // Strategic merge: containers merge by name, so the image changes without touching the ports.
-    kubectl(&c, &["patch", "pod", "web", "-p", r#"{"spec":{"containers":[{"name":"nginx","image":"nginx:1.29"}]}}"#]);
+    kubectl(
+        &c,
+        &[
+            "patch",
+            "pod",
+            "web",
+            "-p",
+            r#"{"spec":{"containers":[{"name":"nginx","image":"nginx:1.29"}]}}"#,
+        ],
+    );
     let pod = json(&kubectl(&c, &["get", "pod", "web", "-o", "json"]));
     let labels = &pod["metadata"]["labels"];
-    assert_eq!((labels["tier"].as_str(), labels["merged"].as_str(), labels["json"].as_str()), (Some("back"), Some("yes"), Some("yes")));
+    assert_eq!(
+        (
+            labels["tier"].as_str(),
+            labels["merged"].as_str(),
+            labels["json"].as_str()
+        ),
+        (Some("back"), Some("yes"), Some("yes"))
+    );
     assert!(labels.get("app").is_none());
     assert_eq!(pod["metadata"]["annotations"]["owner"], "team-a");
     assert_eq!(pod["spec"]["containers"][0]["image"], "nginx:1.29");
     assert_eq!(pod["spec"]["containers"][0]["ports"][0]["containerPort"], 80);
-    let out = kubectl_in(&c, &["patch", "pod", "web", "-p", r#"{"spec":{"nodeName":"elsewhere"}}"#], None);
+    let out = kubectl_in(
+        &c,
+        &["patch", "pod", "web", "-p", r#"{"spec":{"nodeName":"elsewhere"}}"#],
+        None,
+    );
     assert!(!out.ok);
-    assert!(out.stderr.contains("The Pod \"web\" is invalid: spec: Forbidden: pod updates may not change fields"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("The Pod \"web\" is invalid: spec: Forbidden: pod updates may not change fields"),
+        "{}",
+        out.stderr
+    );
     c.shutdown().await;
 }
 
@@ -307,7 +458,10 @@ async fn creates_scheduling_objects_and_rejects_an_invalid_workload() {
     assert_eq!(pg["spec"]["disruptionMode"], serde_json::json!({"single": {}}));
     assert_eq!(pg["metadata"]["finalizers"][0], "scheduling.k8s.io/podgroup-protection");
     let list = kubectl(&c, &["get", "podgroups,compositepodgroups,workloads"]);
-    assert!(list.contains("podgroup.scheduling.k8s.io/training-workers-0") && list.contains("Gang"), "{list}");
+    assert!(
+        list.contains("podgroup.scheduling.k8s.io/training-workers-0") && list.contains("Gang"),
+        "{list}"
+    );
 
     let invalid = "apiVersion: scheduling.k8s.io/v1alpha3
 kind: Workload
@@ -323,10 +477,24 @@ spec:
     let out = kubectl_in(&c, &["create", "-f", "-"], Some(invalid));
     assert!(!out.ok);
     assert!(out.stderr.contains("The Workload \"bad\" is invalid"), "{}", out.stderr);
-    assert!(out.stderr.contains("spec.podGroupTemplates[0].schedulingPolicy.gang.minCount"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("spec.podGroupTemplates[0].schedulingPolicy.gang.minCount"),
+        "{}",
+        out.stderr
+    );
 
-    let out = kubectl_in(&c, &["create", "-f", "-"], Some(&invalid.replace("minCount: 0", "minCount: 1\n        bogusField: 1")));
+    let out = kubectl_in(
+        &c,
+        &["create", "-f", "-"],
+        Some(&invalid.replace("minCount: 0", "minCount: 1\n        bogusField: 1")),
+    );
     assert!(!out.ok);
-    assert!(out.stderr.contains("unknown field \"spec.podGroupTemplates[0].schedulingPolicy.gang.bogusField\""), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("unknown field \"spec.podGroupTemplates[0].schedulingPolicy.gang.bogusField\""),
+        "{}",
+        out.stderr
+    );
     c.shutdown().await;
 }

@@ -12,10 +12,11 @@ async fn python_client_drives_scheduling_objects_and_jobs() {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_test.py");
     let python = common::python_path();
     let kubeconfig = c.kubeconfig_path().to_path_buf();
-    let out = tokio::task::spawn_blocking(move || std::process::Command::new(python).arg(script).arg(kubeconfig).output())
-        .await
-        .unwrap()
-        .expect("python runs");
+    let out =
+        tokio::task::spawn_blocking(move || std::process::Command::new(python).arg(script).arg(kubeconfig).output())
+            .await
+            .unwrap()
+            .expect("python runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "python client checks failed:\n{stdout}\n{stderr}");

