@@ -134,6 +134,7 @@ async fn get_yaml_tables_and_watch() {
     let mut child = Command::new(common::kubectl_path())
         .args(["get", "pods", "-w", "--output-watch-events"])
         .env("KUBECONFIG", c.kubeconfig_path())
+        .env("HOME", c.kubeconfig_path().parent().unwrap())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
