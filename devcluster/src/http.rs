@@ -29,7 +29,11 @@ const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGrou
 
 /// The router of the API server.
 pub fn router(shared: Arc<Shared>) -> Router {
-    Router::new().fallback(dispatch).with_state(shared)
+    // kube-apiserver accepts request bodies up to 3 MiB.
+    Router::new()
+        .fallback(dispatch)
+        .layer(axum::extract::DefaultBodyLimit::max(3 * 1024 * 1024))
+        .with_state(shared)
 }
 
 fn json_response(code: StatusCode, body: String, warnings: &[String]) -> Response {

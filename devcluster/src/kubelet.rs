@@ -162,7 +162,7 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
             tokio::select! {
                 r = pod_sub.changed() => if r.is_err() { return },
                 r = node_sub.changed() => if r.is_err() { return },
-                _ = shutdown.changed() => return,
+                _ = crate::server::stopped(&mut shutdown) => return,
             }
         }
     }

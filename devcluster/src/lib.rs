@@ -168,7 +168,7 @@ impl DevCluster {
         let mut stop = shared.shutdown_signal();
         tasks.push(tokio::spawn(async move {
             let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-                let _ = stop.changed().await;
+                server::stopped(&mut stop).await;
             });
             if let Err(e) = serve.await {
                 tracing::error!(error = %e, "devcluster server stopped");

@@ -279,17 +279,19 @@ fn split_escaped(s: &str) -> Vec<String> {
 }
 
 fn split_unescaped(s: &str, op: &str) -> Option<(String, String)> {
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while i + op.len() <= bytes.len() {
-        if bytes[i] == b'\\' {
-            i += 2;
+    let mut escaped = false;
+    for (i, c) in s.char_indices() {
+        if escaped {
+            escaped = false;
             continue;
         }
-        if &s[i..i + op.len()] == op {
+        if c == '\\' {
+            escaped = true;
+            continue;
+        }
+        if s[i..].starts_with(op) {
             return Some((s[..i].to_string(), s[i + op.len()..].to_string()));
         }
-        i += 1;
     }
     None
 }
@@ -364,6 +366,8 @@ mod tests {
             assert_eq!(FieldSelector::parse(sel).unwrap().matches(&o), want, "{sel}");
         }
         assert_eq!(FieldSelector::parse("metadata.name=a\\,b").unwrap().0[0].value, "a,b");
+        assert_eq!(FieldSelector::parse("metadata.name=é!x").unwrap().0[0].value, "é!x");
+        assert!(FieldSelector::parse("é").is_err());
         assert_eq!(
             FieldSelector::parse("metadata.name=p").unwrap().pinned_name(),
             Some("p")

@@ -104,6 +104,11 @@ impl Shared {
     }
 }
 
+/// Resolves once shutdown is signalled, including when it was signalled before the receiver subscribed.
+pub async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await.map(|_| ());
+}
+
 /// Runs the garbage collector and periodic controllers until shutdown.
 pub async fn run_controllers(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown_signal();
@@ -124,7 +129,7 @@ pub async fn run_controllers(shared: Arc<Shared>) {
                 let ttl = shared.settings.event_ttl;
                 shared.with(|s| crate::gc::sweep(s, ttl));
             }
-            _ = shutdown.changed() => return,
+            _ = stopped(&mut shutdown) => return,
         }
     }
 }

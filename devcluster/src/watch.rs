@@ -218,7 +218,7 @@ async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
                     }
                 }
                 _ = tokio::time::sleep_until(deadline) => return,
-                _ = shutdown.changed() => return,
+                _ = crate::server::stopped(&mut shutdown) => return,
                 _ = tx.closed() => return,
             }
             continue;

@@ -1234,3 +1234,24 @@ async fn delete_collection_with_a_selector() {
     assert_eq!(left, vec!["c"]);
     c.shutdown().await;
 }
+
+#[tokio::test]
+async fn clusters_start_and_stop_quickly_even_when_stopped_at_once() {
+    let t = std::time::Instant::now();
+    for _ in 0..10 {
+        let c = kwas_devcluster::DevCluster::start(kwas_devcluster::DevClusterConfig {
+            topology: kwas_devcluster::Topology::grid(2, 2, 4, Default::default()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        assert_eq!(c.node_names().len(), 16);
+        // Shut down before the background tasks ever ran: they must still see the signal.
+        c.shutdown().await;
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "10 start/stop cycles took {:?}",
+        t.elapsed()
+    );
+}
