@@ -55,7 +55,10 @@ fn owner_gone(state: &mut State, uid: &str) {
             continue;
         };
         let owners = meta::owner_refs(&obj);
-        let all_gone = owners.iter().all(|o| state.store.get_by_uid(&o.uid).is_none());
+        // Like upstream, an owner whose kind is not served cannot be checked, so it keeps its dependents.
+        let all_gone = owners.iter().all(|o| {
+            state.registry.by_kind(&o.api_version, &o.kind).is_some() && state.store.get_by_uid(&o.uid).is_none()
+        });
         if all_gone && !meta::is_deleting(&obj) {
             let policy = if !state.store.dependents_of(meta::uid(&obj)).is_empty()
                 && meta::finalizers(&obj).iter().any(|f| f == FOREGROUND_FINALIZER)

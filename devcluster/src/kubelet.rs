@@ -125,9 +125,25 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                 for e in &events {
                     idle = false;
                     last_node = e.rv;
-                    if e.kind == EventType::Deleted {
-                        let name = meta::name(&e.object).to_string();
-                        shared.with(|s| fail_pods_on_lost_node(s, &name));
+                    let name = meta::name(&e.object).to_string();
+                    match e.kind {
+                        EventType::Deleted => shared.with(|s| fail_pods_on_lost_node(s, &name)),
+                        EventType::Added => {
+                            // Pods bound to a node before it existed start once it does.
+                            let waiting: Vec<_> = shared.with(|s| {
+                                s.store
+                                    .list(&pods, None)
+                                    .into_iter()
+                                    .filter(|p| {
+                                        p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(name.as_str())
+                                    })
+                                    .collect()
+                            });
+                            for p in waiting {
+                                handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
+                            }
+                        }
+                        EventType::Modified => {}
                     }
                 }
             }

@@ -563,6 +563,13 @@ async fn garbage_collection_background_foreground_orphan_and_multiple_owners() {
         .await
         .unwrap();
     wait_gone(&cms, "late").await;
+
+    // An owner of a kind the server does not serve cannot be checked: its dependent stays, as upstream.
+    cms.create(&pp, &cm("foreign", json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "11111111-0000-0000-0000-000000000000"}])))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!gone(&cms, "foreign").await);
     c.shutdown().await;
 }
 
@@ -879,8 +886,21 @@ async fn binding_eviction_cordon_and_node_removal() {
     c.uncordon("node-b0-r0-n0").unwrap();
     let n = nodes.get("node-b0-r0-n0").await.unwrap();
     assert!(n.spec.unwrap().taints.is_none());
+    // A pod bound to a node that does not exist yet starts when the node is added.
+    pods.create(
+        &PostParams::default(),
+        &pod("early", Some("extra"), json!({}), "Always"),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(
+        pods.get("early").await.unwrap().status.unwrap().phase.as_deref(),
+        Some("Pending")
+    );
     c.add_node(kwas_devcluster::NodeSpec::new("extra")).unwrap();
     assert_eq!(nodes.list(&ListParams::default()).await.unwrap().items.len(), 4);
+    wait_phase(&pods, "early", "Running").await;
     c.shutdown().await;
 }
 
