@@ -1148,8 +1148,3 @@ fn pod_grace_period(pod: &Value, requested: Option<i64>) -> i64 {
         .unwrap_or(30);
     requested.unwrap_or(own).max(0)
 }
-
-/// Splits a registry's resource into a `GroupResource` key for the store.
-pub fn storage_of(registry: &Registry, gr: &GroupResource) -> Option<Arc<ResourceInfo>> {
-    registry.by_group_resource(gr)
-}

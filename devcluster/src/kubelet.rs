@@ -168,6 +168,7 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                 // Fell behind the history window: resynchronize from the current state.
                 let (rv, all) = shared.with(|s| (s.store.current_rv(), s.store.list(&pods, None)));
                 last_pod = rv;
+                tracked.retain(|uid, _| all.iter().any(|p| meta::uid(p) == uid));
                 for p in all {
                     handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
                 }
