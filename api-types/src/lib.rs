@@ -19,6 +19,8 @@
 //! assert_eq!(GROUP_TEMPLATE_NAME, "scheduling.k8s.io/group-template-name");
 //! ```
 
+#![warn(missing_docs)]
+
 mod composite;
 pub mod names;
 

@@ -186,6 +186,8 @@
 //! assert_eq!(cpg.spec.workload_ref.template_name, "trainer");
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod annotations;
 pub mod builder;
 pub mod field;
