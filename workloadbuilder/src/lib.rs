@@ -191,6 +191,7 @@
 pub mod annotations;
 pub mod builder;
 pub mod field;
+pub mod job;
 pub mod mapconfig;
 pub mod names;
 pub mod podgroup;

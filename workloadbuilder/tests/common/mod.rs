@@ -90,29 +90,11 @@ pub fn map_job_scheduling(
 
 /// The Job controller's tree: one leaf `<job>-pgt-0`, Basic by default, gang minCount = parallelism.
 pub fn job_item(job: &Job) -> Result<WorkloadItem, FieldErrors> {
-    let spec = job.spec.as_ref().unwrap();
-    let path = FieldPath::new("spec").child("scheduling");
-    let user = map_job_scheduling(spec.scheduling.as_ref(), &path)?;
-    let parallelism = spec.parallelism.unwrap_or(1).max(1);
-    Ok(
-        WorkloadItem::new(format!("{}-pgt-0", job.metadata.name.as_deref().unwrap()))
-            .with_default(SchedulingConfig::basic())
-            .with_user_config(user)
-            .with_callback(move |cfg| {
-                cfg.default_gang_min_count(parallelism);
-            })
-            .with_config_path(path),
-    )
+    workloadbuilder::job::job_workload_item(job)
 }
 
 pub fn compile_job(job: &Job) -> Result<Workload, FieldErrors> {
-    let owner = owner_of("batch/v1", "Job", &job.metadata);
-    let name = generate_workload_name(&owner.name, &owner.uid);
-    WorkloadBuilder::new(job_item(job)?).allow(allow_all()).build(
-        &name,
-        job.metadata.namespace.as_deref().unwrap(),
-        &owner,
-    )
+    workloadbuilder::job::build_job_workload(job)
 }
 
 pub fn parse_job(fixture_name: &str) -> Job {
