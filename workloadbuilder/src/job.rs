@@ -43,7 +43,9 @@ pub const JOB_DISRUPTION_MODES: [DisruptionModeOption; 2] = [DisruptionModeOptio
 
 /// The Job integration's allow-list.
 pub fn job_allow_list() -> AllowList {
-    AllowList::new().policies(JOB_POLICIES).disruption_modes(JOB_DISRUPTION_MODES)
+    AllowList::new()
+        .policies(JOB_POLICIES)
+        .disruption_modes(JOB_DISRUPTION_MODES)
 }
 
 /// The name of the single PodGroupTemplate the Job integration compiles: `<job>-pgt-0`.
@@ -117,7 +119,12 @@ pub fn validate_job_scheduling_blocks(job: &Job) -> FieldErrors {
         s.resource_claims.as_deref().unwrap_or_default(),
         &path.child("resourceClaims"),
     ));
-    if let Some(min) = s.scheduling_policy.as_ref().and_then(|p| p.gang.as_ref()).and_then(|g| g.min_count) {
+    if let Some(min) = s
+        .scheduling_policy
+        .as_ref()
+        .and_then(|p| p.gang.as_ref())
+        .and_then(|g| g.min_count)
+    {
         let parallelism = parallelism(job);
         if min > parallelism {
             errs.push(FieldError::invalid(
@@ -138,7 +145,9 @@ pub fn validate_job_scheduling_blocks(job: &Job) -> FieldErrors {
 }
 
 /// The user's `spec.scheduling` in the IR (`None` when the block is omitted).
-pub fn map_job_scheduling(scheduling: Option<&JobSchedulingConfiguration>) -> Result<Option<SchedulingConfig>, FieldErrors> {
+pub fn map_job_scheduling(
+    scheduling: Option<&JobSchedulingConfiguration>,
+) -> Result<Option<SchedulingConfig>, FieldErrors> {
     scheduling
         .map(|s| {
             map_pod_group_config(
@@ -157,15 +166,15 @@ pub fn job_workload_item(job: &Job) -> Result<WorkloadItem, FieldErrors> {
     validate_job_scheduling_blocks(job).into_result(())?;
     let user = map_job_scheduling(job.spec.as_ref().and_then(|s| s.scheduling.as_ref()))?;
     let parallelism = parallelism(job).max(1);
-    Ok(
-        WorkloadItem::new(pod_group_template_name(job.metadata.name.as_deref().unwrap_or_default()))
-            .with_default(SchedulingConfig::basic())
-            .with_user_config(user)
-            .with_callback(move |cfg| {
-                cfg.default_gang_min_count(parallelism);
-            })
-            .with_config_path(scheduling_path()),
-    )
+    Ok(WorkloadItem::new(pod_group_template_name(
+        job.metadata.name.as_deref().unwrap_or_default(),
+    ))
+    .with_default(SchedulingConfig::basic())
+    .with_user_config(user)
+    .with_callback(move |cfg| {
+        cfg.default_gang_min_count(parallelism);
+    })
+    .with_config_path(scheduling_path()))
 }
 
 /// Every rule the Job integration applies to `spec.scheduling` at admission: the block checks and the
@@ -268,14 +277,24 @@ mod tests {
     fn min_count_follows_parallelism_unless_set() {
         assert_eq!(desired_gang_min_count(&job(6, Some(gang(None)))), Some(6));
         assert_eq!(desired_gang_min_count(&job(6, Some(gang(Some(2))))), Some(2));
-        assert_eq!(desired_gang_min_count(&job(0, Some(gang(None)))), Some(1), "clamped to 1");
+        assert_eq!(
+            desired_gang_min_count(&job(0, Some(gang(None)))),
+            Some(1),
+            "clamped to 1"
+        );
         assert_eq!(desired_gang_min_count(&job(6, None)), None);
     }
 
     #[test]
     fn job_level_rules() {
         let errs = validate_job_scheduling(&job(2, Some(gang(Some(3)))));
-        assert!(errs.contains(FieldErrorType::Invalid, "spec.scheduling.schedulingPolicy.gang.minCount"), "{errs}");
+        assert!(
+            errs.contains(
+                FieldErrorType::Invalid,
+                "spec.scheduling.schedulingPolicy.gang.minCount"
+            ),
+            "{errs}"
+        );
         let mut byo = job(2, Some(gang(None)));
         byo.spec.as_mut().unwrap().template.spec = Some(PodSpec {
             scheduling_group: Some(PodSchedulingGroup {
@@ -314,6 +333,9 @@ mod tests {
             }),
             ..Default::default()
         };
-        assert!(validate_job_scheduling_update(&job(4, Some(basic)), &old).contains(FieldErrorType::Forbidden, "spec.scheduling"));
+        assert!(
+            validate_job_scheduling_update(&job(4, Some(basic)), &old)
+                .contains(FieldErrorType::Forbidden, "spec.scheduling")
+        );
     }
 }
