@@ -56,6 +56,45 @@ fn workload_owner(workload: &Workload) -> OwnerReference {
     }
 }
 
+/// The Workload a root Job's controller creates: compiled from `spec.scheduling`, marked as managed by
+/// `controller`.
+pub fn desired_workload(job: &Job, controller: &str) -> Result<Workload, workloadbuilder::FieldErrors> {
+    let mut workload = build_job_workload(job)?;
+    mark_managed(&mut workload.metadata, controller);
+    Ok(workload)
+}
+
+/// The PodGroup a root Job's controller creates from the single template `template` of its Workload: owned
+/// by the Job (controller) and the Workload.
+pub fn desired_root_pod_group(
+    job: &Job,
+    workload: &Workload,
+    template: &str,
+    controller: &str,
+) -> std::result::Result<PodGroup, workloadbuilder::InstantiateError> {
+    let owners = vec![job_controller_ref(job), workload_owner(workload)];
+    let name = job_pod_group_name(&workload.name_any(), template);
+    let mut group = new_pod_group(workload, template, &name, None, owners)?;
+    mark_managed(&mut group.metadata, controller);
+    Ok(group)
+}
+
+/// The PodGroup a delegated Job's controller creates from its parent's Workload: the template and parent
+/// instance named by the downward-mapping annotations, owned by the Job only.
+pub fn desired_delegated_pod_group(
+    job: &Job,
+    workload: &Workload,
+    mapping: &DownwardMapping,
+    controller: &str,
+) -> std::result::Result<PodGroup, workloadbuilder::InstantiateError> {
+    let template = mapping.group_template_name.as_str();
+    let name = delegated_pod_group_name(&job.name_any(), template);
+    let parent = mapping.parent_composite_pod_group.as_deref();
+    let mut group = new_pod_group(workload, template, &name, parent, vec![job_controller_ref(job)])?;
+    mark_managed(&mut group.metadata, controller);
+    Ok(group)
+}
+
 /// What the scheduling side needs from the controller.
 #[derive(Clone, Copy)]
 pub struct SchedulingContext<'a> {
@@ -106,16 +145,13 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job) -> Result<SchedulingDec
     let namespace = job.namespace().unwrap_or_default();
     let name = job.name_any();
     let uid = job.metadata.uid.clone().unwrap_or_default();
-    let mut desired = match build_job_workload(job) {
+    let desired = match desired_workload(job, cx.controller) {
         Ok(w) => w,
         Err(errs) => return Ok(SchedulingDecision::Invalid(errs)),
     };
     let found = find_workloads(cx.client, &namespace, "batch", "Job", &name).await?;
     let workload = match found.as_slice() {
-        [] => {
-            mark_managed(&mut desired.metadata, cx.controller);
-            create_workload(cx.client, &desired, cx.events).await?
-        }
+        [] => create_workload(cx.client, &desired, cx.events).await?,
         [one] => one.clone(),
         many => {
             return Ok(blocked(
@@ -153,16 +189,10 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job) -> Result<SchedulingDec
         return Ok(SchedulingDecision::Group(None));
     }
     let group = match groups.as_slice() {
-        [] => {
-            let owners = vec![job_controller_ref(job), workload_owner(&workload)];
-            let group_name = job_pod_group_name(&workload.name_any(), &template);
-            let mut group = match new_pod_group(&workload, &template, &group_name, None, owners) {
-                Ok(g) => g,
-                Err(e) => return Ok(blocked(REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, e.to_string())),
-            };
-            mark_managed(&mut group.metadata, cx.controller);
-            create_pod_group(cx.client, &group, cx.events).await?
-        }
+        [] => match desired_root_pod_group(job, &workload, &template, cx.controller) {
+            Ok(group) => create_pod_group(cx.client, &group, cx.events).await?,
+            Err(e) => return Ok(blocked(REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, e.to_string())),
+        },
         [one] => one.clone(),
         many => {
             return Ok(blocked(
