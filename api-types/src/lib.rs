@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod composite;
+pub mod jobset;
 pub mod names;
 
 pub use composite::*;
