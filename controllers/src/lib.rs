@@ -5,6 +5,8 @@
 //! - [`job`]: a batch/v1 Job controller integrated with workload-aware scheduling (single level,
 //!   `JobSpec.scheduling`): Workload, PodGroup and pods in upstream's order, exact pod accounting with the
 //!   tracking finalizer, upstream's conditions and events;
+//! - [`jobset`]: a JobSet-style multi-level controller (both KEP-6089 API options, centralized and delegated
+//!   PodGroup management, the downward-mapping annotations);
 //! - [`sync`]: the scheduling-object sync shared by the controllers;
 //! - [`metrics`]: Prometheus metrics.
 //!
@@ -14,6 +16,7 @@
 
 pub mod error;
 pub mod job;
+pub mod jobset;
 pub mod metrics;
 pub mod sync;
 

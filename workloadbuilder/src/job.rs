@@ -144,9 +144,11 @@ pub fn validate_job_scheduling_blocks(job: &Job) -> FieldErrors {
     errs
 }
 
-/// The user's `spec.scheduling` in the IR (`None` when the block is omitted).
+/// A Job's scheduling block in the IR (`None` when the block is omitted), with errors under `path` (where
+/// the block is: `spec.scheduling` for a Job, `spec.replicatedJobs[i].template.spec.scheduling` in a JobSet).
 pub fn map_job_scheduling(
     scheduling: Option<&JobSchedulingConfiguration>,
+    path: &FieldPath,
 ) -> Result<Option<SchedulingConfig>, FieldErrors> {
     scheduling
         .map(|s| {
@@ -158,13 +160,16 @@ pub fn map_job_scheduling(
             )
         })
         .transpose()
-        .map_err(|e| e.under(&scheduling_path()))
+        .map_err(|e| e.under(path))
 }
 
 /// The Job's `WorkloadItem` tree (one leaf), after checking the user's blocks.
 pub fn job_workload_item(job: &Job) -> Result<WorkloadItem, FieldErrors> {
     validate_job_scheduling_blocks(job).into_result(())?;
-    let user = map_job_scheduling(job.spec.as_ref().and_then(|s| s.scheduling.as_ref()))?;
+    let user = map_job_scheduling(
+        job.spec.as_ref().and_then(|s| s.scheduling.as_ref()),
+        &scheduling_path(),
+    )?;
     let parallelism = parallelism(job).max(1);
     Ok(WorkloadItem::new(pod_group_template_name(
         job.metadata.name.as_deref().unwrap_or_default(),
