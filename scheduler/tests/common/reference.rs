@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use kwas_scheduler::core::testing::{GroupBuilder, bound, node_with, pod_with};
+use kwas_scheduler::core::testing::{GroupBuilder, bound, node_with, pod_with, with_priority};
 use kwas_scheduler::core::{Assignment, GroupKey, Snapshot, UnitKey};
 
 pub const NS: &str = "ns";
@@ -50,6 +50,8 @@ pub struct Inst {
     pub groups: Vec<GroupM>,
     /// Plain pods already running: (node, cpu millis).
     pub running: Vec<(usize, i64)>,
+    /// Priority of the hierarchy's groups and pods.
+    pub priority: Option<i32>,
 }
 
 /// xorshift64*, enough for test instances.
@@ -192,7 +194,12 @@ pub fn generate(seed: u64, tight: bool) -> Inst {
             None
         };
     }
-    Inst { nodes, groups, running }
+    Inst {
+        nodes,
+        groups,
+        running,
+        priority: None,
+    }
 }
 
 pub fn node_name(i: usize) -> String {
@@ -242,6 +249,9 @@ pub fn to_snapshot(inst: &Inst) -> Snapshot {
             None => GroupBuilder::basic(NS, &g.name),
         }
         .created(i as i64 + 1);
+        if let Some(p) = inst.priority {
+            b = b.priority(p);
+        }
         if let Some(p) = g.parent {
             b = b.parent(&inst.groups[p].name);
         }
@@ -253,13 +263,11 @@ pub fn to_snapshot(inst: &Inst) -> Snapshot {
         } else {
             snap.upsert_pod_group(&b.pod_group()).unwrap();
             for (j, cpu) in g.pods.iter().enumerate() {
-                snap.upsert_pod(&pod_with(
-                    NS,
-                    &pod_name(g, j),
-                    Some(&g.name),
-                    &[("cpu", &format!("{cpu}m"))],
-                ))
-                .unwrap();
+                let mut pod = pod_with(NS, &pod_name(g, j), Some(&g.name), &[("cpu", &format!("{cpu}m"))]);
+                if let Some(p) = inst.priority {
+                    pod = with_priority(pod, p);
+                }
+                snap.upsert_pod(&pod).unwrap();
             }
         }
     }
@@ -422,6 +430,16 @@ pub fn placement_exists(inst: &Inst) -> bool {
 
 /// Checks a placement against the instance's rules; returns the violation, if any.
 pub fn violation(inst: &Inst, assignments: &[Assignment]) -> Option<String> {
+    check(inst, assignments, true)
+}
+
+/// Like [`violation`] without the capacity check (for placements made after preemption, where the
+/// instance's plain pods may have been evicted).
+pub fn structure_violation(inst: &Inst, assignments: &[Assignment]) -> Option<String> {
+    check(inst, assignments, false)
+}
+
+fn check(inst: &Inst, assignments: &[Assignment], capacity: bool) -> Option<String> {
     let node_of: HashMap<String, usize> = (0..inst.nodes.len()).map(|i| (node_name(i), i)).collect();
     let mut placed: Vec<Vec<usize>> = vec![Vec::new(); inst.groups.len()];
     let mut cpu: Vec<i64> = inst.nodes.iter().map(|n| n.cpu).collect();
@@ -443,7 +461,7 @@ pub fn violation(inst: &Inst, assignments: &[Assignment]) -> Option<String> {
         placed[gi].push(n);
     }
     for n in 0..inst.nodes.len() {
-        if cpu[n] < 0 || slots[n] < 0 {
+        if capacity && (cpu[n] < 0 || slots[n] < 0) {
             return Some(format!("node-{n} overcommitted"));
         }
     }
