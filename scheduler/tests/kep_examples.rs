@@ -212,8 +212,10 @@ fn bin_packing_fills_nodes_in_name_order_and_spreading_spreads() {
         out.assignments
     );
 
-    let mut cfg = SchedulerConfig::default();
-    cfg.scoring = kwas_scheduler::core::ScoringStrategy::LeastAllocated;
+    let cfg = SchedulerConfig {
+        scoring: kwas_scheduler::core::ScoringStrategy::LeastAllocated,
+        ..SchedulerConfig::default()
+    };
     let out = schedule(&mut snap, cfg, &group_unit("gang"));
     let mut nodes: Vec<&str> = out.assignments.iter().map(|a| a.node.as_str()).collect();
     nodes.sort();

@@ -474,11 +474,7 @@ impl Cycle<'_> {
             if g.key.kind == GroupKind::PodGroup {
                 for &p in snap.members(id) {
                     let pi = snap.pod(p);
-                    if !(pi.state == super::model::PodState::Pending
-                        && !pi.gated
-                        && !pi.terminating
-                        && snap.responsible_for(&pi.scheduler_name))
-                    {
+                    if !(pi.waiting() && snap.responsible_for(&pi.scheduler_name)) {
                         continue;
                     }
                     pending_total += 1;

@@ -182,7 +182,7 @@ impl Cycle<'_> {
         let mark = self.journal.mark();
         let mut rankers = Vec::new();
         let mut unplaced = Vec::new();
-        for (i, &pid) in pending.iter().enumerate() {
+        for &pid in &pending {
             if !self.greedy && counts.success >= min {
                 break;
             }
@@ -200,14 +200,12 @@ impl Cycle<'_> {
                 self.journal.revert_to(self.snap, mark);
                 let first = unplaced.first().map(|(_, m): &(u32, String)| m.as_str());
                 let message = Self::leaf_message(policy, counts, first);
-                // Pods not tried share the group's reason; tried ones keep their own.
-                let mut all_unplaced = unplaced.clone();
-                for &p in &pending[i + 1..] {
-                    all_unplaced.push((p, message.clone()));
-                }
-                for (p, _) in pending[..=i].iter().zip(0..) {
-                    if !all_unplaced.iter().any(|(x, _)| x == p) {
-                        all_unplaced.push((*p, message.clone()));
+                // Every pending pod stays pending: failed ones keep their own reason, the others
+                // (reverted or never tried) get the group's.
+                let mut all_unplaced = unplaced;
+                for &p in &pending {
+                    if !all_unplaced.iter().any(|(x, _)| *x == p) {
+                        all_unplaced.push((p, message.clone()));
                     }
                 }
                 let mut o = Outcome::new(g, code, message);

@@ -105,7 +105,7 @@ pub fn parse_scaled(s: &str, scale: i32) -> Result<i64, QuantityError> {
         }
     } else {
         for _ in 0..(-shift10) {
-            if value % 10 != 0 {
+            if !value.is_multiple_of(10) {
                 remainder_nonzero = true;
             }
             value /= 10;

@@ -132,6 +132,12 @@ impl PodInfo {
         }
     }
 
+    /// Pending for real (whatever the simulation did), not gated, not terminating.
+    #[inline]
+    pub(crate) fn waiting(&self) -> bool {
+        self.state == PodState::Pending && !self.gated && !self.terminating
+    }
+
     /// Pending, not gated, not terminating, not placed in the simulation.
     #[inline]
     pub(crate) fn schedulable_pending(&self) -> bool {

@@ -36,6 +36,9 @@ pub(crate) struct Alt {
     pub score: (u32, i64),
 }
 
+/// A candidate domain: label value and its nodes in name order.
+type Candidate = (String, Rc<[u32]>);
+
 /// Number of feasible placements to find before stopping.
 pub(crate) fn placements_to_find(limit: PlacementLimit, candidates: usize, total_nodes: usize) -> usize {
     let pct = match limit {
@@ -71,7 +74,7 @@ impl Cycle<'_> {
     }
 
     /// Candidate domains of `key` within `dom`, as (value, nodes in name order).
-    fn candidates(&mut self, key: &str, dom: &Domain) -> Vec<(String, Rc<[u32]>)> {
+    fn candidates(&mut self, key: &str, dom: &Domain) -> Vec<Candidate> {
         if dom.whole {
             self.snap.ensure_topology(key);
             return self
@@ -153,7 +156,7 @@ impl Cycle<'_> {
             // Most promising first, so the cap keeps the best candidates.
             let strategy = self.cfg.scoring;
             let snap = &*self.snap;
-            let mut keyed: Vec<(i64, (String, Rc<[u32]>))> =
+            let mut keyed: Vec<(i64, Candidate)> =
                 cands.into_iter().map(|c| (packing(strategy, snap, &c.1), c)).collect();
             keyed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.0.cmp(&b.1.0)));
             cands = keyed.into_iter().map(|(_, c)| c).collect();
