@@ -115,9 +115,14 @@ impl Ranker {
         self.heap.pop().map(|(s, Reverse(r), n, v)| (s, r, n, v))
     }
 
-    pub(crate) fn with_capacity(n: usize) -> Self {
+    /// Builds a ranker from unordered entries in linear time.
+    pub(crate) fn from_entries(entries: Vec<(i64, u32, u32, u64)>) -> Self {
+        let v: Vec<Entry> = entries
+            .into_iter()
+            .map(|(s, r, n, ver)| (s, Reverse(r), n, ver))
+            .collect();
         Self {
-            heap: BinaryHeap::with_capacity(n),
+            heap: BinaryHeap::from(v),
             failed: false,
         }
     }

@@ -33,17 +33,17 @@ impl Cycle<'_> {
         let snap = &*self.snap;
         let entry = &snap.classes.classes[class as usize];
         let strategy = self.cfg.scoring;
-        let mut ranker = Ranker::with_capacity(dom.nodes.len());
+        let mut entries = Vec::with_capacity(dom.nodes.len());
         for &n in dom.nodes.iter() {
             if !snap.static_ok(sid, n) {
                 continue;
             }
             let node = snap.node(n);
             if fits(&entry.requests, &node.allocatable, &node.requested) {
-                ranker.push(node_score(strategy, entry, node), node.rank, n, node.version);
+                entries.push((node_score(strategy, entry, node), node.rank, n, node.version));
             }
         }
-        ranker
+        Ranker::from_entries(entries)
     }
 
     /// Why a pod fits no node of `dom`: upstream's `0/N nodes are available: ...`.

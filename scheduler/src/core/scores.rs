@@ -22,8 +22,8 @@ pub const MAX_SCORE: i64 = 1_000_000;
 /// Scores `node` for a pod of `class`.
 #[inline]
 pub(crate) fn node_score(strategy: ScoringStrategy, class: &ClassEntry, node: &NodeInfo) -> i64 {
-    let mut sum: i128 = 0;
-    let mut count: i128 = 0;
+    let mut sum: i64 = 0;
+    let mut count: i64 = 0;
     for &(r, v) in &class.score_requests {
         let alloc = node.allocatable.get(r as usize).copied().unwrap_or(0);
         if alloc <= 0 {
@@ -35,17 +35,20 @@ pub(crate) fn node_score(strategy: ScoringStrategy, class: &ClassEntry, node: &N
             .copied()
             .unwrap_or(0)
             .saturating_add(v)
-            .min(alloc);
-        let used = used.max(0);
-        let frac = match strategy {
-            ScoringStrategy::MostAllocated => i128::from(used),
-            ScoringStrategy::LeastAllocated => i128::from(alloc - used),
-        } * i128::from(MAX_SCORE)
-            / i128::from(alloc);
+            .clamp(0, alloc);
+        let part = match strategy {
+            ScoringStrategy::MostAllocated => used,
+            ScoringStrategy::LeastAllocated => alloc - used,
+        };
+        // part <= alloc, so the fraction is within 0..=MAX_SCORE; use i128 only when i64 would overflow.
+        let frac = match part.checked_mul(MAX_SCORE) {
+            Some(x) => x / alloc,
+            None => (i128::from(part) * i128::from(MAX_SCORE) / i128::from(alloc)) as i64,
+        };
         sum += frac;
         count += 1;
     }
-    if count == 0 { 0 } else { (sum / count) as i64 }
+    if count == 0 { 0 } else { sum / count }
 }
 
 /// Packing of a set of nodes: cpu and memory utilization over the whole set, 0..=MAX_SCORE, oriented so
