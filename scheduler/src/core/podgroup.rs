@@ -142,6 +142,28 @@ impl Cycle<'_> {
         (pending, already)
     }
 
+    /// Order for the non-greedy pass: the minimum is secured with the smallest pods of the highest
+    /// priority, placed largest first (first-fit decreasing); the other pods follow, smallest first.
+    fn minimum_first_order(&self, pending: &mut [u32], needed: usize) {
+        let snap = &*self.snap;
+        let size = |p: u32| {
+            let r = &snap.pod(p).requests;
+            let mut v: Vec<i64> = r.0.iter().map(|(_, x)| *x).collect();
+            v.insert(0, r.get(super::resources::MEMORY));
+            v.insert(0, r.get(super::resources::CPU));
+            v
+        };
+        pending.sort_by(|a, b| {
+            let (pa, pb) = (snap.pod(*a), snap.pod(*b));
+            pb.priority
+                .cmp(&pa.priority)
+                .then_with(|| size(*a).cmp(&size(*b)))
+                .then(pa.seen.cmp(&pb.seen))
+        });
+        let needed = needed.min(pending.len());
+        pending[..needed].reverse();
+    }
+
     fn leaf_message(policy: Policy, c: Counts, first_failure: Option<&str>) -> String {
         match policy {
             Policy::Gang { min } => format!(
@@ -159,7 +181,10 @@ impl Cycle<'_> {
     pub(crate) fn place_leaf(&mut self, g: u32, dom: &Domain) -> Outcome {
         let policy = self.snap.group(g).policy;
         let min = policy.minimum();
-        let (pending, already) = self.leaf_members(g);
+        let (mut pending, already) = self.leaf_members(g);
+        if !self.greedy {
+            self.minimum_first_order(&mut pending, min.saturating_sub(already) as usize);
+        }
         let mut counts = Counts {
             min,
             success: already,
