@@ -51,6 +51,8 @@ fn main() {
     for tight in [false, true] {
         let mut feasible = 0u64;
         let mut placed = vec![0u64; modes.len()];
+        let mut pods_tried = vec![0u64; modes.len()];
+        let mut placements = vec![0u64; modes.len()];
         for seed in 0..n {
             let inst = generate(seed, tight);
             if !placement_exists(&inst) {
@@ -59,27 +61,35 @@ fn main() {
             feasible += 1;
             for (i, (_, cfg)) in modes.iter().enumerate() {
                 let mut snap = to_snapshot(&inst);
-                if Scheduler::new(*cfg)
-                    .schedule(&mut snap, &root_unit(&inst))
-                    .is_scheduled()
-                {
+                let out = Scheduler::new(*cfg).schedule(&mut snap, &root_unit(&inst));
+                if out.is_scheduled() {
                     placed[i] += 1;
                 }
+                pods_tried[i] += out.stats.pods_tried;
+                placements[i] += out.stats.placements_evaluated;
             }
         }
         println!(
             "\n{} instances ({n} generated, {feasible} feasible per the exact reference)\n",
             if tight { "tight" } else { "roomy" }
         );
-        println!("| mode | placed | fraction of feasible |");
-        println!("| --- | ---: | ---: |");
+        println!(
+            "| mode | placed | fraction of feasible | pod placements simulated / instance | topology placements simulated / instance |"
+        );
+        println!("| --- | ---: | ---: | ---: | ---: |");
         for (i, (name, _)) in modes.iter().enumerate() {
             let pct = if feasible == 0 {
                 0.0
             } else {
                 100.0 * placed[i] as f64 / feasible as f64
             };
-            println!("| {name} | {} | {pct:.1}% |", placed[i]);
+            let per = |x: u64| x as f64 / feasible.max(1) as f64;
+            println!(
+                "| {name} | {} | {pct:.1}% | {:.2} | {:.2} |",
+                placed[i],
+                per(pods_tried[i]),
+                per(placements[i])
+            );
         }
     }
 }

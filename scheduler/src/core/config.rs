@@ -39,7 +39,8 @@ pub struct SchedulerConfig {
     /// Beta plan "double-run in a single cycle": a non-greedy first pass secures every group's minimum
     /// (gangs place exactly `minCount` pods, gang composites stop at `minGroupCount` children), then a
     /// greedy pass places the extras inside the domains the first pass chose. Prevents an early sibling
-    /// from stealing the capacity a later sibling needs for its minimum.
+    /// from stealing the capacity a later sibling needs for its minimum. In the first pass a gang's
+    /// minimum is secured with its smallest pods (same priority first), placed largest first.
     pub secure_minimums_first: bool,
     /// Beta plan "bounded backtracking": when a child group fails under a composite, up to this many
     /// times per cycle an earlier sibling is moved to its next-best feasible topology placement and the

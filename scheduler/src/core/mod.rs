@@ -52,6 +52,9 @@
 //! - **Leaf failures** count as `U` (KEP-6012's note: pod-level UnschedulableAndUnresolvable is not
 //!   propagated in alpha). A PodGroup is UnschedulableAndUnresolvable only when it does not have enough
 //!   pods to ever reach its minimum.
+//! - **Pod order**: pods of a group are tried by priority, then first-seen time (upstream). Only the
+//!   non-greedy first pass of [`SchedulerConfig::secure_minimums_first`] deviates: it secures a gang's
+//!   minimum with its smallest pods, largest first, and leaves the rest to the greedy pass.
 //! - **Already placed pods** (bound, assumed, or placed earlier in the same cycle) count towards `S`;
 //!   terminating pods do not. They also pin their group's topology domain.
 //! - **Node scores** are upstream's `MostAllocated` (default, bin packing) or `LeastAllocated`
