@@ -615,3 +615,27 @@ fn a_three_level_hierarchy_with_topology_at_two_levels() {
     commit(&mut snap, &out);
     assert_no_overcommit(&snap);
 }
+
+#[test]
+fn pods_bound_to_nodes_the_snapshot_has_not_seen_count_once_the_node_arrives() {
+    let mut snap = Snapshot::new();
+    snap.upsert_pod(&bound(pod(NS, "early", "1", "1Gi"), "late-node"))
+        .unwrap();
+    snap.upsert_node(&node_with(
+        "late-node",
+        &[("cpu", "4"), ("memory", "8Gi"), ("pods", "10")],
+        &[],
+    ))
+    .unwrap();
+    assert_eq!(snap.node_requested("late-node").unwrap()["cpu"], 1000);
+    assert!(snap.remove_node("late-node"));
+    snap.upsert_node(&node_with(
+        "late-node",
+        &[("cpu", "4"), ("memory", "8Gi"), ("pods", "10")],
+        &[],
+    ))
+    .unwrap();
+    assert_eq!(snap.node_requested("late-node").unwrap()["cpu"], 1000);
+    assert!(snap.remove_pod(&PodKey::new(NS, "early")));
+    assert_eq!(snap.node_requested("late-node").unwrap().get("cpu"), None);
+}

@@ -50,44 +50,9 @@ impl Cycle<'_> {
         }
     }
 
-    /// Admissibility (KEP-6012 PreEnqueue rules): enough pods exist for a leaf's minimum, enough
-    /// admissible children for a composite's.
+    /// See [`Snapshot::admissible`].
     pub(crate) fn admissible(&self, g: u32) -> bool {
-        let snap = &*self.snap;
-        let group = snap.group(g);
-        let min = group.policy.minimum();
-        match group.key.kind {
-            GroupKind::PodGroup => {
-                let mut n = 0;
-                for &pid in snap.members(g) {
-                    let p = snap.pod(pid);
-                    if p.terminating {
-                        continue;
-                    }
-                    if p.placed_node().is_some() || (p.schedulable_pending() && snap.responsible_for(&p.scheduler_name))
-                    {
-                        n += 1;
-                        if n >= min {
-                            return true;
-                        }
-                    }
-                }
-                false
-            }
-            GroupKind::CompositePodGroup => {
-                let children = snap.children(g).to_vec();
-                let mut n = 0;
-                for c in children {
-                    if self.admissible(c) {
-                        n += 1;
-                        if n >= min {
-                            return true;
-                        }
-                    }
-                }
-                false
-            }
-        }
+        self.snap.admissible(g)
     }
 
     fn composite_message(policy: Policy, c: Counts, last_child: Option<&Outcome>) -> String {

@@ -79,10 +79,7 @@ impl Journal {
             .pod_id(pod)
             .ok_or_else(|| SnapshotError::PodNotFound(pod.clone()))?;
         let nid = snap
-            .node_order
-            .iter()
-            .copied()
-            .find(|id| snap.node_name(*id) == node)
+            .node_id(node)
             .ok_or_else(|| SnapshotError::NodeNotFound(node.to_string()))?;
         let p = snap.pod(pid);
         if !p.schedulable_pending() {

@@ -10,8 +10,6 @@
 
 use std::collections::HashMap;
 
-use super::config::SchedulerConfig;
-use super::cycle::Cycle;
 use super::hierarchy::{Climb, HierarchyError, climb, validate_tree};
 use super::model::{GroupKey, PodKey, UnitKey};
 use super::snapshot::Snapshot;
@@ -58,7 +56,7 @@ impl Snapshot {
     }
 
     /// Whether `unit` is ready for a cycle (see the module docs).
-    pub fn readiness(&mut self, unit: &UnitKey) -> Readiness {
+    pub fn readiness(&self, unit: &UnitKey) -> Readiness {
         match unit {
             UnitKey::Pod(key) => match self.pod_id(key) {
                 Some(p) => {
@@ -99,8 +97,7 @@ impl Snapshot {
                 if !pending {
                     return Readiness::NothingPending;
                 }
-                let cycle = Cycle::new(self, SchedulerConfig::alpha());
-                if cycle.admissible(id) {
+                if self.admissible(id) {
                     Readiness::Ready
                 } else {
                     Readiness::Waiting(WAITING_FOR_MIN_COUNT.to_string())
@@ -110,7 +107,7 @@ impl Snapshot {
     }
 
     /// Every unit that has pending pods, with its readiness, highest priority first, then oldest.
-    pub fn pending_units(&mut self) -> Vec<(UnitKey, Readiness)> {
+    pub fn pending_units(&self) -> Vec<(UnitKey, Readiness)> {
         let mut units: HashMap<UnitKey, (i32, u64)> = HashMap::new();
         let mut waiting: Vec<(UnitKey, Readiness)> = Vec::new();
         let pods: Vec<u32> = self.pod_ids().collect();

@@ -191,6 +191,8 @@ pub struct Snapshot {
     pub(crate) groups: Vec<Option<GroupInfo>>,
     group_free: Vec<u32>,
     group_index: HashMap<GroupKey, u32>,
+    /// Node name -> pods assumed or bound to it while the node is not in the snapshot.
+    orphans: HashMap<String, Vec<u32>>,
     /// (namespace, PodGroup name) -> pods that name it, whether or not the group exists.
     members_of: HashMap<(String, String), Vec<u32>>,
     /// (namespace, CompositePodGroup name) -> groups that name it as parent, in creation order.
@@ -299,14 +301,11 @@ impl Snapshot {
             pods: Vec::new(),
         };
         // Attach pods already bound or assumed to this node name.
-        for (pid, p) in self.pods.iter_mut().enumerate() {
-            if let Some(p) = p
-                && p.node.is_none()
-                && p.node_name.as_deref() == Some(name.as_str())
-            {
+        for pid in self.orphans.remove(&name).unwrap_or_default() {
+            if let Some(Some(p)) = self.pods.get_mut(pid as usize) {
                 p.node = Some(id);
                 info.add(&p.requests, 1);
-                info.pods.push(pid as u32);
+                info.pods.push(pid);
             }
         }
         self.nodes[id as usize] = Some(info);
@@ -322,11 +321,12 @@ impl Snapshot {
             return false;
         };
         if let Some(n) = self.nodes[id as usize].take() {
-            for pid in n.pods {
-                if let Some(Some(p)) = self.pods.get_mut(pid as usize) {
+            for pid in &n.pods {
+                if let Some(Some(p)) = self.pods.get_mut(*pid as usize) {
                     p.node = None;
                 }
             }
+            self.orphans.insert(n.name, n.pods);
         }
         self.node_free.push(id);
         self.node_epoch += 1;
@@ -520,13 +520,19 @@ impl Snapshot {
         let Some(p) = self.pods[id as usize].as_mut() else {
             return;
         };
-        if let Some(name) = p.node_name.as_ref()
-            && let Some(&nid) = self.node_index.get(name)
-            && let Some(n) = self.nodes[nid as usize].as_mut()
-        {
-            p.node = Some(nid);
-            n.add(&p.requests, 1);
-            n.pods.push(id);
+        if let Some(name) = p.node_name.as_ref() {
+            match self
+                .node_index
+                .get(name)
+                .and_then(|&nid| Some((nid, self.nodes[nid as usize].as_mut()?)))
+            {
+                Some((nid, n)) => {
+                    p.node = Some(nid);
+                    n.add(&p.requests, 1);
+                    n.pods.push(id);
+                }
+                None => self.orphans.entry(name.clone()).or_default().push(id),
+            }
         }
         if let Some(g) = p.group_name.clone() {
             self.members_of
@@ -545,6 +551,13 @@ impl Snapshot {
         {
             n.add(&p.requests, -1);
             n.pods.retain(|x| *x != id);
+        } else if let Some(name) = p.node_name.as_ref()
+            && let Some(v) = self.orphans.get_mut(name)
+        {
+            v.retain(|x| *x != id);
+            if v.is_empty() {
+                self.orphans.remove(name);
+            }
         }
         if let Some(g) = p.group_name.as_ref() {
             let k = (p.key.namespace.clone(), g.clone());
@@ -916,6 +929,39 @@ impl Snapshot {
 
     pub(crate) fn pod_ids(&self) -> impl Iterator<Item = u32> + '_ {
         self.pod_index.values().copied()
+    }
+
+    /// Admissibility (KEP-6012 PreEnqueue rules): a PodGroup has enough pending or placed pods for its
+    /// minimum, a CompositePodGroup enough admissible children for its.
+    pub(crate) fn admissible(&self, g: u32) -> bool {
+        let group = self.group(g);
+        let min = group.policy.minimum();
+        let mut n = 0;
+        match group.key.kind {
+            GroupKind::PodGroup => {
+                for &pid in self.members(g) {
+                    let p = self.pod(pid);
+                    if !p.terminating
+                        && (p.placed_node().is_some()
+                            || (p.schedulable_pending() && self.responsible_for(&p.scheduler_name)))
+                    {
+                        n += 1;
+                    }
+                }
+            }
+            GroupKind::CompositePodGroup => {
+                for &c in self.children(g) {
+                    if self.admissible(c) {
+                        n += 1;
+                    }
+                }
+            }
+        }
+        n >= min
+    }
+
+    pub(crate) fn node_id(&self, name: &str) -> Option<u32> {
+        self.node_index.get(name).copied()
     }
 
     /// The scheduling priority of a pod: its group's when it has one, its own otherwise.
