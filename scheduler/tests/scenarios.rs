@@ -327,6 +327,13 @@ fn invalid_hierarchies_are_rejected_with_a_reason() {
     let (reason, message) = invalid(&mut snap, &composite_unit("l1"));
     assert_eq!(reason, "Invalid");
     assert!(message.contains("maximum hierarchy depth is 4"), "{message}");
+    let out = Scheduler::default().schedule(&mut snap, &composite_unit("l1"));
+    let marked: Vec<String> = out.groups.iter().map(|g| g.group.name.clone()).collect();
+    assert_eq!(
+        marked,
+        vec!["l1", "l2", "l3", "l4", "leaf"],
+        "every group of the tree gets the reason"
+    );
     assert_eq!(
         snap.readiness(&composite_unit("l1")),
         Readiness::Invalid(HierarchyError::TooDeep {

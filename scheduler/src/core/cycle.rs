@@ -273,7 +273,7 @@ impl Scheduler {
             UnitKey::Group(key) => {
                 let root = match resolve_root(snap, key) {
                     Ok(r) => r,
-                    Err(out) => return out.into_outcome(unit),
+                    Err(out) => return out.into_outcome(snap, unit, key),
                 };
                 let domain = Domain::whole(snap);
                 let mut cycle = Cycle::new(snap, self.config);
@@ -345,14 +345,30 @@ pub(crate) enum RootError {
 }
 
 impl RootError {
-    pub(crate) fn into_outcome(self, unit: &UnitKey) -> CycleOutcome {
+    /// The outcome for a unit that could not be resolved. An invalid hierarchy lists every group
+    /// connected to the unit, so the runtime can mark them all.
+    pub(crate) fn into_outcome(self, snap: &Snapshot, unit: &UnitKey, key: &GroupKey) -> CycleOutcome {
         match self {
             RootError::NotReady(m) => CycleOutcome::not_ready(unit, m),
             RootError::Invalid(e) => {
                 let mut o = CycleOutcome::not_ready(unit, String::new());
+                let message = e.to_string();
+                o.groups = snap
+                    .hierarchy_members(key)
+                    .into_iter()
+                    .map(|group| GroupStatus {
+                        group,
+                        code: None,
+                        satisfied: false,
+                        placed: 0,
+                        scheduled_before: 0,
+                        domain: None,
+                        message: message.clone(),
+                    })
+                    .collect();
                 o.verdict = Verdict::Invalid {
                     reason: e.reason().to_string(),
-                    message: e.to_string(),
+                    message,
                 };
                 o
             }

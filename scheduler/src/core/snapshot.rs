@@ -960,6 +960,28 @@ impl Snapshot {
         n >= min
     }
 
+    /// Every group connected to `group` through parent references (up to the root, or around a cycle)
+    /// and child lists, in key order. Empty if the group is unknown.
+    pub fn hierarchy_members(&self, group: &GroupKey) -> Vec<GroupKey> {
+        let Some(start) = self.group_id(group) else {
+            return Vec::new();
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![start];
+        while let Some(g) = stack.pop() {
+            if !seen.insert(g) {
+                continue;
+            }
+            if let Some(p) = self.parent(g) {
+                stack.push(p);
+            }
+            stack.extend(self.children(g).iter().copied());
+        }
+        let mut out: Vec<GroupKey> = seen.into_iter().map(|g| self.group(g).key.clone()).collect();
+        out.sort();
+        out
+    }
+
     pub(crate) fn node_id(&self, name: &str) -> Option<u32> {
         self.node_index.get(name).copied()
     }
