@@ -331,7 +331,7 @@ fn invalid_hierarchies_are_rejected_with_a_reason() {
     let marked: Vec<String> = out.groups.iter().map(|g| g.group.name.clone()).collect();
     assert_eq!(
         marked,
-        vec!["l1", "l2", "l3", "l4", "leaf"],
+        vec!["leaf", "l1", "l2", "l3", "l4"],
         "every group of the tree gets the reason"
     );
     assert_eq!(
