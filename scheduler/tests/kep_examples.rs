@@ -221,3 +221,17 @@ fn bin_packing_fills_nodes_in_name_order_and_spreading_spreads() {
     nodes.sort();
     assert_eq!(nodes, vec!["node-0", "node-0", "node-1", "node-2"]);
 }
+
+#[test]
+fn worked_example_outcome_snapshot() {
+    let mut snap = worked_example();
+    let out = schedule(&mut snap, SchedulerConfig::alpha(), &composite_unit("cpg-root"));
+    insta::assert_debug_snapshot!("worked_example_scheduled", out);
+    for rack in ["rack-B1", "rack-B2"] {
+        for i in 0..5 {
+            snap.remove_node(&format!("{rack}-{i}"));
+        }
+    }
+    let out = schedule(&mut snap, SchedulerConfig::alpha(), &composite_unit("cpg-root"));
+    insta::assert_debug_snapshot!("worked_example_block_a_only", out);
+}

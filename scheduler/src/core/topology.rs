@@ -204,20 +204,24 @@ impl Cycle<'_> {
             self.journal.revert_to(self.snap, mark);
         }
         if feasible.is_empty() {
-            let first = first_failure.map(|o| o.message).unwrap_or_default();
             let code = if any_unschedulable {
                 Code::Unschedulable
             } else {
                 Code::UnschedulableAndUnresolvable
             };
-            return (
-                Outcome::new(
-                    g,
-                    code,
-                    format!("0/{total} placements are available, first placement status: {first}"),
-                ),
-                Vec::new(),
+            // Report the first placement's findings for the subtree, as upstream reports its status.
+            let (first_message, children, unplaced) = match first_failure {
+                Some(o) => (o.message, o.children, o.unplaced),
+                None => (String::new(), Vec::new(), Vec::new()),
+            };
+            let mut o = Outcome::new(
+                g,
+                code,
+                format!("0/{total} placements are available, first placement status: {first_message}"),
             );
+            o.children = children;
+            o.unplaced = unplaced;
+            return (o, Vec::new());
         }
         // Best first: more pods, then tighter packing (already oriented by strategy), then value.
         feasible.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.value.cmp(&b.value)));
