@@ -6,4 +6,6 @@
 //! [`core`] is the algorithm library: pure and synchronous, over an in-memory snapshot built from
 //! k8s-openapi objects. See its docs and the crate README for the design choices.
 
+#![warn(missing_docs)]
+
 pub mod core;
