@@ -646,3 +646,54 @@ fn pods_bound_to_nodes_the_snapshot_has_not_seen_count_once_the_node_arrives() {
     assert!(snap.remove_pod(&PodKey::new(NS, "early")));
     assert_eq!(snap.node_requested("late-node").unwrap().get("cpu"), None);
 }
+
+#[test]
+fn a_homogeneous_gang_does_not_cost_pods_times_nodes() {
+    let mut snap = Snapshot::new();
+    add_nodes(&mut snap, "node", 1000, "4", &[]);
+    pg(&mut snap, GroupBuilder::gang(NS, "g", 200));
+    add_pods(&mut snap, "g", 200, "100m");
+    let out = schedule(&mut snap, SchedulerConfig::alpha(), &group_unit("g"));
+    assert!(out.is_scheduled());
+    assert_eq!(out.stats.pods_tried, 200);
+    // One ranking of the 1000 nodes, then about one rescore per pod, instead of 200 x 1000.
+    assert!(out.stats.nodes_evaluated <= 1000 + 2 * 200, "{:?}", out.stats);
+}
+
+#[test]
+fn the_adaptive_placement_cap_scores_a_tenth_of_the_racks_in_5000_nodes() {
+    let build = || {
+        let mut snap = Snapshot::new();
+        for r in 0..50 {
+            let rack = format!("rack-{r:02}");
+            add_nodes(&mut snap, &rack, 100, "4", &[(RACK, rack.as_str())]);
+        }
+        // rack-37 is the tightest: bin packing wants it.
+        snap.upsert_pod(&bound(pod("other", "filler", "2", "1Gi"), "rack-37-0"))
+            .unwrap();
+        pg(&mut snap, GroupBuilder::gang(NS, "g", 4).topology(RACK));
+        add_pods(&mut snap, "g", 4, "100m");
+        snap
+    };
+    let mut snap = build();
+    let one_pass = SchedulerConfig {
+        secure_minimums_first: false,
+        ..SchedulerConfig::default()
+    };
+    let capped = schedule(&mut snap, one_pass, &group_unit("g"));
+    let all = schedule(
+        &mut snap,
+        SchedulerConfig {
+            placement_limit: kwas_scheduler::core::PlacementLimit::ScoreAll,
+            ..one_pass
+        },
+        &group_unit("g"),
+    );
+    assert_eq!(all.stats.placements_evaluated, 50);
+    assert_eq!(capped.stats.placements_evaluated, 5);
+    assert_eq!(
+        capped.assignments, all.assignments,
+        "the cap tries the most promising racks first"
+    );
+    assert_eq!(domains_of(&snap, &capped.assignments, "g", RACK), vec!["rack-37"]);
+}

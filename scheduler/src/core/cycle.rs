@@ -69,6 +69,8 @@ impl Outcome {
 pub struct CycleStats {
     /// Pod placement attempts.
     pub pods_tried: u64,
+    /// Node evaluations (fit and score) made while placing pods.
+    pub nodes_evaluated: u64,
     /// Topology placements simulated.
     pub placements_evaluated: u64,
     /// Topology placements found feasible.
@@ -268,6 +270,7 @@ impl Scheduler {
 
     /// Runs one cycle for `unit` (see the module docs). The snapshot is left as it was.
     pub fn schedule(&self, snap: &mut Snapshot, unit: &UnitKey) -> CycleOutcome {
+        snap.prepare();
         match unit {
             UnitKey::Pod(key) => self.schedule_single_pod(snap, unit, key),
             UnitKey::Group(key) => {

@@ -33,6 +33,7 @@ impl Cycle<'_> {
         let snap = &*self.snap;
         let entry = &snap.classes.classes[class as usize];
         let strategy = self.cfg.scoring;
+        self.stats.nodes_evaluated += dom.nodes.len() as u64;
         let mut entries = Vec::with_capacity(dom.nodes.len());
         for &n in dom.nodes.iter() {
             if !snap.static_ok(sid, n) {
@@ -98,6 +99,7 @@ impl Cycle<'_> {
             let entry = &snap.classes.classes[class as usize];
             let node = snap.node(n);
             if node.version != version {
+                self.stats.nodes_evaluated += 1;
                 if fits(&entry.requests, &node.allocatable, &node.requested) {
                     rankers[idx]
                         .ranker
@@ -106,6 +108,7 @@ impl Cycle<'_> {
                 continue;
             }
             self.journal.assume_id(self.snap, pid, n);
+            self.stats.nodes_evaluated += 1;
             let snap = &*self.snap;
             let entry = &snap.classes.classes[class as usize];
             let node = snap.node(n);

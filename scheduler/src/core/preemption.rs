@@ -123,6 +123,7 @@ impl Scheduler {
     /// Computes a preemption for `unit` (see the module docs). The snapshot is left as it was.
     pub fn preempt(&self, snap: &mut Snapshot, unit: &UnitKey) -> PreemptionOutcome {
         let baseline = self.schedule(snap, unit);
+        snap.prepare();
         match &baseline.verdict {
             Verdict::NotReady { message } => {
                 return PreemptionOutcome::empty(unit, PreemptionVerdict::NotReady, message.clone());

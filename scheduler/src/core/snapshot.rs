@@ -181,8 +181,9 @@ pub struct Snapshot {
     pub(crate) nodes: Vec<Option<NodeInfo>>,
     node_free: Vec<u32>,
     node_index: HashMap<String, u32>,
-    /// Nodes in name order.
+    /// Nodes in name order (valid when `order_dirty` is false; see [`Snapshot::prepare`]).
     pub(crate) node_order: Vec<u32>,
+    order_dirty: bool,
     /// Bumped when a node is added or removed or changes labels, taints or `unschedulable`.
     pub(crate) node_epoch: u64,
     pub(crate) pods: Vec<Option<PodInfo>>,
@@ -311,7 +312,7 @@ impl Snapshot {
         self.nodes[id as usize] = Some(info);
         self.node_index.insert(name, id);
         self.node_epoch += 1;
-        self.rebuild_node_order();
+        self.order_dirty = true;
         Ok(())
     }
 
@@ -330,8 +331,17 @@ impl Snapshot {
         }
         self.node_free.push(id);
         self.node_epoch += 1;
-        self.rebuild_node_order();
+        self.order_dirty = true;
         true
+    }
+
+    /// Brings the name order of the nodes up to date (after nodes were added or removed). Every cycle
+    /// starts with it; adding many nodes in a row costs one sort.
+    pub(crate) fn prepare(&mut self) {
+        if self.order_dirty {
+            self.rebuild_node_order();
+            self.order_dirty = false;
+        }
     }
 
     fn rebuild_node_order(&mut self) {
@@ -363,7 +373,7 @@ impl Snapshot {
 
     /// Number of nodes.
     pub fn node_count(&self) -> usize {
-        self.node_order.len()
+        self.node_index.len()
     }
 
     /// What is requested on a node, by resource name (cpu in millicores, memory in bytes).
@@ -394,7 +404,9 @@ impl Snapshot {
 
     /// Node names in name order.
     pub fn node_names(&self) -> impl Iterator<Item = &str> {
-        self.node_order.iter().map(|id| self.node_name(*id))
+        let mut names: Vec<&str> = self.node_index.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names.into_iter()
     }
 
     /// A node's label value.
@@ -1097,6 +1109,7 @@ impl Snapshot {
 
     /// Makes sure the topology index for `key` is current.
     pub(crate) fn ensure_topology(&mut self, key: &str) {
+        self.prepare();
         let epoch = self.node_epoch;
         if self.topology.get(key).is_some_and(|t| t.epoch == epoch) {
             return;
