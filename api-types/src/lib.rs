@@ -19,7 +19,10 @@
 //! assert_eq!(GROUP_TEMPLATE_NAME, "scheduling.k8s.io/group-template-name");
 //! ```
 
+#![warn(missing_docs)]
+
 mod composite;
+pub mod jobset;
 pub mod names;
 
 pub use composite::*;

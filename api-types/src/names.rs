@@ -25,6 +25,10 @@ pub mod annotations {
     pub const PARENT_COMPOSITE_POD_GROUP_ALT: &str = "scheduling.k8s.io/parent-compositepodgroup";
     /// The completion index of an Indexed Job's pod (also a label).
     pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+    /// Set by kwas controllers on the Workloads, CompositePodGroups and PodGroups they create: the controller
+    /// that created the object (`kwas.dev/job-controller`, `kwas.dev/jobset-controller`). Only objects a
+    /// controller created are updated or deleted by it; objects brought by users are only read.
+    pub const MANAGED_BY: &str = "kwas.dev/managed-by";
     /// Devcluster's simulated kubelet: how long a pod runs before it terminates (a Go duration such as
     /// `30s`, `1m30s`, `500ms`). Without it the pod runs until deleted.
     pub const SIM_RUN_DURATION: &str = "kwas.dev/sim-run-duration";
@@ -149,6 +153,8 @@ pub mod events {
 
 /// The `spec.managedBy` value of Jobs the kwas Job controller manages.
 pub const JOB_CONTROLLER_NAME: &str = "kwas.dev/job-controller";
+/// The name of the kwas JobSet-style controller (its `kwas.dev/managed-by` value).
+pub const JOBSET_CONTROLLER_NAME: &str = "kwas.dev/jobset-controller";
 /// The upstream Job controller's `spec.managedBy` value.
 pub const UPSTREAM_JOB_CONTROLLER_NAME: &str = "kubernetes.io/job-controller";
 /// The default scheduler name kwas' scheduler answers for.

@@ -1,4 +1,24 @@
 //! # kwas-controllers
 //!
-//! Reference controllers built on `workloadbuilder`: a batch/v1 Job controller (single level,
-//! `JobSpec.scheduling`) and a JobSet-style controller (multi-level). Filled in by the controller issues.
+//! Reference controllers built on `workloadbuilder` and kube-runtime:
+//!
+//! - [`job`]: a batch/v1 Job controller integrated with workload-aware scheduling (single level,
+//!   `JobSpec.scheduling`): Workload, PodGroup and pods in upstream's order, exact pod accounting with the
+//!   tracking finalizer, upstream's conditions and events;
+//! - [`jobset`]: a JobSet-style multi-level controller (both KEP-6089 API options, centralized and delegated
+//!   PodGroup management, the downward-mapping annotations);
+//! - [`sync`]: the scheduling-object sync shared by the controllers;
+//! - [`metrics`]: Prometheus metrics.
+//!
+//! Decision logic is pure ([`job::mode`], [`job::plan`], [`job::pods`]) and unit-tested; the reconcile loops
+//! are thin I/O around it.
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod job;
+pub mod jobset;
+pub mod metrics;
+pub mod sync;
+
+pub use error::{Error, Result};
+pub use metrics::Metrics;

@@ -1,5 +1,11 @@
 //! # kwas-scheduler
 //!
 //! The kwas scheduler: multi-level gang scheduling, multi-level topology-aware placement and
-//! workload-aware preemption (KEP-4671, KEP-6012, KEP-5710). Filled in by the scheduler issues; the crate
-//! exists now so the workspace has its final shape.
+//! workload-aware preemption (KEP-4671, KEP-6012, KEP-5710).
+//!
+//! [`core`] is the algorithm library: pure and synchronous, over an in-memory snapshot built from
+//! k8s-openapi objects. See its docs and the crate README for the design choices.
+
+#![warn(missing_docs)]
+
+pub mod core;

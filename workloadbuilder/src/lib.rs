@@ -186,9 +186,12 @@
 //! assert_eq!(cpg.spec.workload_ref.template_name, "trainer");
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod annotations;
 pub mod builder;
 pub mod field;
+pub mod job;
 pub mod mapconfig;
 pub mod names;
 pub mod podgroup;

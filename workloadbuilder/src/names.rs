@@ -62,7 +62,8 @@ pub fn generate_workload_name(owner_name: &str, owner_uid: &str) -> String {
 
 /// The name of the runtime PodGroup (or CompositePodGroup) instantiated from `template` of `workload`:
 /// `<workload>-<template>-<hash(workload + template)>`, with the parts truncated so the result fits in 253
-/// characters (when both parts must be cut, the shorter keeps its full length if it fits in half the budget).
+/// characters (the shorter part keeps its full length if it fits in half the budget; when neither does, the workload
+/// name keeps the larger half).
 pub fn generate_pod_group_name(workload: &str, template: &str) -> String {
     let hash = hash_string(&[workload.as_bytes(), template.as_bytes()]);
     match (workload.is_empty(), template.is_empty()) {
@@ -79,8 +80,8 @@ pub fn generate_pod_group_name(workload: &str, template: &str) -> String {
                 } else if t.len() <= half {
                     w = truncate(w, budget - t.len());
                 } else {
-                    w = truncate(w, half);
-                    t = truncate(t, budget - w.len());
+                    w = truncate(w, budget - half);
+                    t = truncate(t, half);
                 }
             }
             format!("{w}-{t}-{hash}")
@@ -125,6 +126,21 @@ mod tests {
         assert!(n.starts_with("short-aaa"));
         let n = generate_pod_group_name(&long, "tpl");
         assert!(n.contains("-tpl-"));
+        // Both parts too long: the workload keeps `budget - half`, the template `half` (upstream's split). Pick
+        // inputs whose hash has 10 digits so the budget is odd and the two halves differ.
+        let (n, hash) = (0..20)
+            .map(|k| generate_pod_group_name(&"a".repeat(300 + k), &"b".repeat(300)))
+            .map(|n| {
+                let hash = n.rsplit('-').next().unwrap().to_string();
+                (n, hash)
+            })
+            .find(|(_, hash)| hash.len() == 10)
+            .unwrap();
+        let budget = MAX_NAME_LENGTH - hash.len() - 2;
+        assert_eq!(budget % 2, 1);
+        let (w, rest) = n.split_once('-').unwrap();
+        assert_eq!(w.len(), budget - budget / 2);
+        assert_eq!(rest.len() - hash.len() - 1, budget / 2);
     }
 
     #[test]

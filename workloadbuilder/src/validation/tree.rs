@@ -8,11 +8,14 @@
 //! (`schedulingPolicy.gang.minCount`, `schedulingConstraints.topology[0].key`, `disruptionMode`,
 //! `resourceClaims`, `priorityClassName`).
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 
 use super::api::{MAX_TEMPLATE_DEPTH, MAX_TEMPLATES_PER_LIST};
-use super::blocks::{MIN_ONE, check_claims, check_topology, disruption_mode_not_supported, policy_not_supported};
-use super::strings::{is_dns1123_label, is_dns1123_subdomain};
+use super::blocks::{
+    MAX_TOPOLOGY_CONSTRAINTS, MIN_ONE, check_claims, check_topology, disruption_mode_not_supported,
+    policy_not_supported,
+};
+use super::strings::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
 use crate::field::{BadValue, FieldError, FieldErrors, FieldPath};
 use crate::types::{AllowList, DisruptionMode, PolicyOption, ResolvedItem, SchedulingPolicy};
 
@@ -39,11 +42,30 @@ pub fn root_template_path(root: &ResolvedItem) -> FieldPath {
     FieldPath::new("spec").child(list).index(0)
 }
 
+/// A field path that is only materialized when an error is reported: validation of a valid tree allocates
+/// no paths.
+#[derive(Clone, Copy)]
+enum Loc<'a> {
+    Path(&'a FieldPath),
+    Child(&'a Loc<'a>, &'static str),
+    Index(&'a Loc<'a>, usize),
+}
+
+impl Loc<'_> {
+    fn path(&self) -> FieldPath {
+        match self {
+            Self::Path(p) => (*p).clone(),
+            Self::Child(parent, name) => parent.path().child(name),
+            Self::Index(parent, i) => parent.path().index(*i),
+        }
+    }
+}
+
 struct Walk<'a> {
     leaf_allow: &'a AllowList,
     composite_allow: &'a AllowList,
-    root_class: String,
-    names: BTreeSet<String>,
+    root_class: &'a str,
+    names: HashSet<&'a str>,
     errs: FieldErrors,
 }
 
@@ -53,26 +75,27 @@ pub fn validate_tree(root: &ResolvedItem, leaf_allow: &AllowList, composite_allo
     let mut walk = Walk {
         leaf_allow,
         composite_allow,
-        root_class: root.config.priority_class().unwrap_or("").to_string(),
-        names: BTreeSet::new(),
+        root_class: root.config.priority_class().unwrap_or(""),
+        names: HashSet::new(),
         errs: FieldErrors::new(),
     };
-    walk.item(root, root_template_path(root), 1, false);
+    let root_path = root_template_path(root);
+    walk.item(root, Loc::Path(&root_path), 1, false);
     walk.errs
 }
 
-impl Walk<'_> {
-    fn item(&mut self, item: &ResolvedItem, template: FieldPath, depth: usize, parent_all: bool) {
-        self.name(item, &template);
-        let cfg = item.config_path.clone().unwrap_or_else(|| template.clone());
+impl<'a> Walk<'a> {
+    fn item(&mut self, item: &'a ResolvedItem, template: Loc<'_>, depth: usize, parent_all: bool) {
+        self.name(item, template);
+        let cfg = item.config_path.as_ref().map_or(template, Loc::Path);
         let leaf = item.is_leaf();
-        self.config(item, &cfg, leaf, parent_all);
+        self.config(item, cfg, leaf, parent_all);
         if leaf {
             return;
         }
         if depth >= MAX_TEMPLATE_DEPTH {
             self.errs.push(FieldError::invalid(
-                template,
+                template.path(),
                 BadValue::Omitted,
                 format!("maximum template hierarchy depth is {MAX_TEMPLATE_DEPTH}"),
             ));
@@ -82,93 +105,108 @@ impl Walk<'_> {
         let composites = item.children.len() - leaves;
         if leaves > MAX_TEMPLATES_PER_LIST {
             self.errs.push(FieldError::too_many(
-                template.child("podGroupTemplates"),
+                template.path().child("podGroupTemplates"),
                 leaves,
                 MAX_TEMPLATES_PER_LIST,
             ));
         }
         if composites > MAX_TEMPLATES_PER_LIST {
             self.errs.push(FieldError::too_many(
-                template.child("compositePodGroupTemplates"),
+                template.path().child("compositePodGroupTemplates"),
                 composites,
                 MAX_TEMPLATES_PER_LIST,
             ));
         }
         let all = item.config.disruption_mode == Some(DisruptionMode::All);
+        let leaf_list = Loc::Child(&template, "podGroupTemplates");
+        let composite_list = Loc::Child(&template, "compositePodGroupTemplates");
         let (mut li, mut ci) = (0, 0);
         for child in &item.children {
             let path = if child.is_leaf() {
                 li += 1;
-                template.child("podGroupTemplates").index(li - 1)
+                Loc::Index(&leaf_list, li - 1)
             } else {
                 ci += 1;
-                template.child("compositePodGroupTemplates").index(ci - 1)
+                Loc::Index(&composite_list, ci - 1)
             };
             self.item(child, path, depth + 1, all);
         }
     }
 
-    fn name(&mut self, item: &ResolvedItem, template: &FieldPath) {
-        let path = template.child("name");
+    fn name(&mut self, item: &'a ResolvedItem, template: Loc<'_>) {
         if item.name.is_empty() {
-            self.errs.push(FieldError::required(path, ""));
+            self.errs.push(FieldError::required(template.path().child("name"), ""));
             return;
         }
         for msg in is_dns1123_label(&item.name) {
-            self.errs
-                .push(FieldError::invalid(path.clone(), item.name.as_str(), msg));
+            self.errs.push(FieldError::invalid(
+                template.path().child("name"),
+                item.name.as_str(),
+                msg,
+            ));
         }
-        if !self.names.insert(item.name.clone()) {
-            self.errs.push(FieldError::duplicate(path, item.name.as_str()));
+        if !self.names.insert(&item.name) {
+            self.errs
+                .push(FieldError::duplicate(template.path().child("name"), item.name.as_str()));
         }
     }
 
-    fn config(&mut self, item: &ResolvedItem, cfg: &FieldPath, leaf: bool, parent_all: bool) {
+    fn config(&mut self, item: &'a ResolvedItem, cfg: Loc<'_>, leaf: bool, parent_all: bool) {
         let c = &item.config;
         let allow = if leaf { self.leaf_allow } else { self.composite_allow };
-        let policy_path = cfg.child("schedulingPolicy");
         let count_field = if leaf { "minCount" } else { "minGroupCount" };
-        let policy = c.policy.clone().unwrap_or(SchedulingPolicy::Basic);
+        let policy = c.policy.as_ref().unwrap_or(&SchedulingPolicy::Basic);
         if !allow.allows_policy(policy.option()) {
             self.errs.push(FieldError::forbidden(
-                policy_path.clone(),
+                cfg.path().child("schedulingPolicy"),
                 policy_not_supported(policy.option()),
             ));
         }
-        if let SchedulingPolicy::Gang(g) = &policy {
-            let count_path = policy_path.child("gang").child(count_field);
+        if let SchedulingPolicy::Gang(g) = policy {
+            let count_path = || cfg.path().child("schedulingPolicy").child("gang").child(count_field);
             match g.min_count {
-                None => self.errs.push(FieldError::required(count_path, GANG_MIN_COUNT_UNSET)),
-                Some(n) if n < 1 => self.errs.push(FieldError::invalid(count_path, n, MIN_ONE)),
+                None => self.errs.push(FieldError::required(count_path(), GANG_MIN_COUNT_UNSET)),
+                Some(n) if n < 1 => self.errs.push(FieldError::invalid(count_path(), n, MIN_ONE)),
                 Some(_) => {}
             }
         }
         if let Some(constraints) = &c.constraints {
-            self.errs.extend(check_topology(
-                &constraints.topology,
-                &cfg.child("schedulingConstraints").child("topology"),
-            ));
+            let t = &constraints.topology;
+            let valid = t.len() <= MAX_TOPOLOGY_CONSTRAINTS
+                && t.iter()
+                    .all(|k| !k.key.is_empty() && is_qualified_name(&k.key).is_empty());
+            if !valid {
+                self.errs.extend(check_topology(
+                    t,
+                    &cfg.path().child("schedulingConstraints").child("topology"),
+                ));
+            }
         }
-        let mode_path = cfg.child("disruptionMode");
         if let Some(mode) = c.disruption_mode {
             if !allow.allows_disruption_mode(mode.option()) {
                 self.errs.push(FieldError::forbidden(
-                    mode_path.clone(),
+                    cfg.path().child("disruptionMode"),
                     disruption_mode_not_supported(mode.option()),
                 ));
             }
             if mode == DisruptionMode::All && policy.option() == PolicyOption::Basic {
-                self.errs
-                    .push(FieldError::invalid(mode_path.clone(), "", ALL_WITH_BASIC));
+                self.errs.push(FieldError::invalid(
+                    cfg.path().child("disruptionMode"),
+                    "",
+                    ALL_WITH_BASIC,
+                ));
             }
         }
         if parent_all && c.disruption_mode != Some(DisruptionMode::All) {
             let effective = c.disruption_mode.unwrap_or(DisruptionMode::Single);
-            self.errs
-                .push(FieldError::invalid(mode_path, effective.as_str(), ALL_PARENT_CHILD));
+            self.errs.push(FieldError::invalid(
+                cfg.path().child("disruptionMode"),
+                effective.as_str(),
+                ALL_PARENT_CHILD,
+            ));
         }
-        let claims_path = cfg.child("resourceClaims");
         if !c.resource_claims.is_empty() {
+            let claims_path = cfg.path().child("resourceClaims");
             if leaf {
                 self.errs.extend(check_claims(
                     c.resource_claims.iter().map(|r| {
@@ -185,12 +223,18 @@ impl Walk<'_> {
             }
         }
         let class = c.priority_class().unwrap_or("");
-        let class_path = cfg.child("priorityClassName");
-        for msg in is_dns1123_subdomain(class).into_iter().filter(|_| !class.is_empty()) {
-            self.errs.push(FieldError::invalid(class_path.clone(), class, msg));
+        if !class.is_empty() {
+            for msg in is_dns1123_subdomain(class) {
+                self.errs
+                    .push(FieldError::invalid(cfg.path().child("priorityClassName"), class, msg));
+            }
         }
         if class != self.root_class {
-            self.errs.push(FieldError::invalid(class_path, class, MIXED_PRIORITY));
+            self.errs.push(FieldError::invalid(
+                cfg.path().child("priorityClassName"),
+                class,
+                MIXED_PRIORITY,
+            ));
         }
     }
 }

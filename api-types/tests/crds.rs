@@ -1,0 +1,57 @@
+//! The generated CRDs in `crds/` match the Rust types. Regenerate with
+//! `KWAS_UPDATE_CRDS=1 cargo test -p kwas-api --test crds`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use kube::CustomResourceExt;
+use kwas_api::jobset::JobSet;
+
+#[test]
+fn jobset_crd_is_up_to_date() {
+    let path = format!("{}/../crds/jobset.yaml", env!("CARGO_MANIFEST_DIR"));
+    let generated = format!(
+        "# Generated from kwas_api::jobset::JobSet; do not edit. Regenerate with\n# `KWAS_UPDATE_CRDS=1 cargo test -p kwas-api --test crds`.\n{}",
+        serde_norway::to_string(&JobSet::crd()).unwrap()
+    );
+    if std::env::var_os("KWAS_UPDATE_CRDS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == generated,
+        "crds/jobset.yaml is stale: run `KWAS_UPDATE_CRDS=1 cargo test -p kwas-api --test crds`"
+    );
+}
+
+#[test]
+fn jobset_crd_shape() {
+    let crd = serde_json::to_value(JobSet::crd()).unwrap();
+    assert_eq!(crd["metadata"]["name"], "jobsets.kwas.dev");
+    assert_eq!(crd["spec"]["names"]["shortNames"][0], "js");
+    let version = &crd["spec"]["versions"][0];
+    assert_eq!(version["name"], "v1alpha1");
+    assert!(version["subresources"]["status"].is_object());
+    let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    assert_eq!(spec["properties"]["replicatedJobs"]["maxItems"], 8);
+    assert_eq!(
+        spec["properties"]["replicatedJobs"]["x-kubernetes-list-map-keys"][0],
+        "name"
+    );
+    let rules: Vec<&str> = spec["x-kubernetes-validations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules.len(), 3);
+    let template = &spec["properties"]["replicatedJobs"]["items"]["properties"]["template"];
+    assert_eq!(
+        template["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"],
+        true
+    );
+    assert!(template["properties"]["spec"]["properties"]["scheduling"]["properties"]["schedulingPolicy"].is_object());
+    let root = &spec["properties"]["scheduling"]["properties"]["schedulingPolicy"];
+    assert_eq!(
+        root["x-kubernetes-validations"][0]["rule"],
+        "!(has(self.basic) && has(self.gang))"
+    );
+}

@@ -1,0 +1,477 @@
+//! The kwas Job controller: a batch/v1 Job controller integrated with workload-aware scheduling
+//! (KEP-6089 "Job Integration", KEP-5547).
+//!
+//! It manages Jobs whose `spec.managedBy` is [`JOB_CONTROLLER_NAME`] (configurable), and, when told so (dev
+//! clusters have no built-in Job controller), Jobs with no `managedBy`. For each Job, one reconcile:
+//! 1. reads the Job's pods from the API server (label `batch.kubernetes.io/controller-uid`, controller owner);
+//! 2. syncs its scheduling objects ([`scheduling`]): Workload, then PodGroup, per management mode ([`mode`]);
+//! 3. counts terminated pods exactly once with the `batch.kubernetes.io/job-tracking` finalizer ([`plan::track`],
+//!    [`plan::flush`]);
+//! 4. creates and deletes pods and writes the status and conditions ([`plan::plan`]) by patch.
+//!
+//! Choices: pods and scheduling objects are read from the API server rather than a cache at every
+//! reconcile, so a controller restarted mid-way never duplicates pods or groups and no in-memory
+//! "expectations" are needed; pods the controller deletes on purpose (excess, suspend, finished Jobs) have
+//! their tracking finalizer removed first and are not counted as failures; an invalid `spec.scheduling` fails
+//! the Job (`Failed`, reason `FailedWorkloadCompilation`) without creating pods, as upstream does.
+
+pub mod mode;
+pub mod plan;
+pub mod pods;
+pub mod scheduling;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::{Job, JobStatus};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use kwas_api::names::{JOB_CONTROLLER_NAME, conditions, finalizers, labels};
+use serde_json::{Value, json};
+use tracing::{Instrument, info, info_span, warn};
+
+use crate::error::{Error, Result, is_not_found};
+use crate::metrics::Metrics;
+use crate::sync::EventSink;
+use mode::{ManagementMode, management_mode};
+use plan::{JobConfig, PlannedEvent, SchedulingDecision, flush, plan, track};
+use pods::{PodView, job_pod_selector, new_pod};
+use scheduling::{SchedulingContext, sync_scheduling};
+
+/// Configuration of the Job controller.
+#[derive(Clone, Debug)]
+pub struct JobControllerConfig {
+    /// The `spec.managedBy` value this controller answers for.
+    pub managed_by: String,
+    /// Also manage Jobs with no `spec.managedBy` (dev clusters, which have no built-in Job controller).
+    pub manage_unset: bool,
+    /// Pod failure backoff.
+    pub job: JobConfig,
+    /// Pods created concurrently per reconcile.
+    pub create_concurrency: usize,
+}
+
+impl Default for JobControllerConfig {
+    fn default() -> Self {
+        Self {
+            managed_by: JOB_CONTROLLER_NAME.to_string(),
+            manage_unset: false,
+            job: JobConfig::default(),
+            create_concurrency: 16,
+        }
+    }
+}
+
+/// Shared state of the controller's reconciles.
+#[derive(Clone)]
+pub struct Context {
+    client: Client,
+    recorder: Recorder,
+    config: JobControllerConfig,
+    metrics: Metrics,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context").field("config", &self.config).finish()
+    }
+}
+
+impl Context {
+    /// A context for the controller.
+    pub fn new(client: Client, config: JobControllerConfig, metrics: Metrics) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: config.managed_by.clone(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        );
+        Self {
+            client,
+            recorder,
+            config,
+            metrics,
+        }
+    }
+}
+
+/// True when this controller manages `job`.
+pub fn is_managed(job: &Job, config: &JobControllerConfig) -> bool {
+    match job.spec.as_ref().and_then(|s| s.managed_by.as_deref()) {
+        Some(m) => m == config.managed_by,
+        None => config.manage_unset,
+    }
+}
+
+fn is_finished(job: &Job) -> bool {
+    job.status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .any(|c| (c.type_ == conditions::JOB_COMPLETE || c.type_ == conditions::JOB_FAILED) && c.status == "True")
+}
+
+/// Run the controller until `shutdown` resolves.
+pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) {
+    let client = ctx.client.clone();
+    let jobs: Api<Job> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::all(client.clone());
+    let groups: Api<PodGroup> = Api::all(client.clone());
+    let workloads: Api<Workload> = Api::all(client.clone());
+    let pod_cfg = watcher::Config::default().labels(labels::CONTROLLER_UID);
+    let ctx = Arc::new(ctx);
+    let sweeper = tokio::spawn(sweep_orphan_pods(client.clone()));
+    let controller = Controller::new(jobs, watcher::Config::default());
+    let store = controller.store();
+    controller
+        .owns(pods, pod_cfg)
+        .owns(groups, watcher::Config::default())
+        .owns(workloads.clone(), watcher::Config::default())
+        // A parent's Workload appearing unblocks its delegated child Jobs.
+        .watches(workloads, watcher::Config::default(), move |w: Workload| {
+            let Some(r) = w.spec.controller_ref.clone() else {
+                return Vec::new();
+            };
+            let namespace = w.namespace();
+            store
+                .state()
+                .into_iter()
+                .filter(|j| j.namespace() == namespace)
+                .filter(|j| {
+                    j.owner_references()
+                        .iter()
+                        .any(|o| o.controller == Some(true) && o.kind == r.kind && o.name == r.name)
+                })
+                .map(|j| ObjectRef::from_obj(&*j))
+                .collect::<Vec<_>>()
+        })
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                warn!(error = %e, "job reconcile failed");
+            }
+        })
+        .await;
+    sweeper.abort();
+}
+
+fn error_policy(_job: Arc<Job>, error: &Error, _ctx: Arc<Context>) -> Action {
+    warn!(%error, "retrying job");
+    Action::requeue(Duration::from_secs(2))
+}
+
+/// Reconcile one Job.
+pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action> {
+    if !is_managed(&job, &ctx.config) {
+        return Ok(Action::await_change());
+    }
+    let span = info_span!("reconcile", controller = "job", namespace = %job.namespace().unwrap_or_default(), job = %job.name_any());
+    let timer = ctx.metrics.reconcile("job");
+    let result = reconcile_managed(&job, &ctx).instrument(span).await;
+    timer.finish(result.is_ok());
+    result
+}
+
+async fn list_pods(client: &Client, job: &Job) -> Result<Vec<Pod>> {
+    let namespace = job.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
+    let uid = job.metadata.uid.as_deref().ok_or(Error::MissingField("metadata.uid"))?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let list = api.list(&ListParams::default().labels(&job_pod_selector(job))).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|p| {
+            p.owner_references()
+                .iter()
+                .any(|r| r.controller == Some(true) && r.uid == uid)
+        })
+        .collect())
+}
+
+/// Remove the tracking finalizer from `pod`, guarded by a test of the current finalizer list. Returns false
+/// when the pod is gone or changed under us (the next reconcile retries).
+async fn remove_tracking_finalizer(api: &Api<Pod>, pod: &Pod) -> Result<bool> {
+    let current = pod.metadata.finalizers.clone().unwrap_or_default();
+    if !current.iter().any(|f| f == finalizers::JOB_TRACKING) {
+        return Ok(true);
+    }
+    let kept: Vec<&String> = current.iter().filter(|f| *f != finalizers::JOB_TRACKING).collect();
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": current},
+        {"op": "replace", "path": "/metadata/finalizers", "value": kept},
+    ]))?;
+    match api
+        .patch(&pod.name_any(), &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(e) if is_not_found(&e) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 422 || s.code == 409 => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The status as a merge patch; fields that must be cleared are sent as null.
+fn status_patch(status: &JobStatus) -> Result<Value> {
+    let mut value = serde_json::to_value(status)?;
+    if let Value::Object(map) = &mut value {
+        for field in ["startTime", "completionTime", "completedIndexes"] {
+            map.entry(field).or_insert(Value::Null);
+        }
+    }
+    Ok(json!({ "status": value }))
+}
+
+async fn patch_status(api: &Api<Job>, name: &str, status: &JobStatus) -> Result<()> {
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(status_patch(status)?))
+        .await?;
+    Ok(())
+}
+
+async fn record(events: &EventSink, planned: &[PlannedEvent]) {
+    for e in planned {
+        if e.warning {
+            events.warning(&e.reason, e.message.clone()).await;
+        } else {
+            events.normal(&e.reason, e.message.clone()).await;
+        }
+    }
+}
+
+async fn reconcile_managed(job: &Job, ctx: &Context) -> Result<Action> {
+    let client = &ctx.client;
+    let namespace = job.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
+    let name = job.name_any();
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &namespace);
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let events = EventSink::new(ctx.recorder.clone(), job);
+    let pods = list_pods(client, job).await?;
+
+    // A deleted Job releases its pods' finalizers so garbage collection can remove them.
+    if job.metadata.deletion_timestamp.is_some() {
+        for p in &pods {
+            remove_tracking_finalizer(&pods_api, p).await?;
+        }
+        return Ok(Action::await_change());
+    }
+
+    // 1. Scheduling objects (Workload, then PodGroup), unless the Job is done.
+    let decision = if is_finished(job) {
+        SchedulingDecision::Group(None)
+    } else {
+        match management_mode(job) {
+            Ok(mode) => {
+                let cx = SchedulingContext {
+                    client,
+                    controller: &ctx.config.managed_by,
+                    events: &events,
+                };
+                let result = sync_scheduling(cx, job, &mode).await;
+                if !matches!(mode, ManagementMode::None(_)) {
+                    ctx.metrics.scheduling_sync("job", result.is_ok());
+                }
+                result?
+            }
+            Err(errs) => SchedulingDecision::Blocked {
+                reason: conditions::REASON_UNSUPPORTED_WORKLOAD_STRUCTURE.to_string(),
+                message: format!("invalid downward-mapping annotations: {errs}"),
+            },
+        }
+    };
+
+    // 2. Count terminated pods exactly once: record them, then release their finalizers, then flush.
+    let views: Vec<PodView> = pods.iter().map(PodView::of).collect();
+    let tracking = track(job, &views);
+    if tracking.changed {
+        patch_status(&jobs, &name, &tracking.status).await?;
+    }
+    let mut still_tracked: HashSet<String> = views.iter().filter(|p| p.tracked).map(|p| p.uid.clone()).collect();
+    for pod in pods
+        .iter()
+        .filter(|p| tracking.remove_finalizers.contains(&p.name_any()))
+    {
+        if remove_tracking_finalizer(&pods_api, pod).await?
+            && let Some(uid) = &pod.metadata.uid
+        {
+            still_tracked.remove(uid);
+        }
+    }
+    let mut status = tracking.status;
+    flush(job, &mut status, &still_tracked);
+
+    // 3. Pods, conditions and status.
+    let decided = plan(job, status, &views, &decision, Timestamp::now(), &ctx.config.job);
+    for pod_name in &decided.delete {
+        if let Some(pod) = pods.iter().find(|p| p.name_any() == *pod_name) {
+            remove_tracking_finalizer(&pods_api, pod).await?;
+            match pods_api.delete(pod_name, &DeleteParams::default()).await {
+                Ok(_) => {
+                    events
+                        .normal("SuccessfulDelete", format!("Deleted pod: {pod_name}"))
+                        .await
+                }
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    let created = create_pods(
+        ctx,
+        job,
+        &pods_api,
+        &decided.create,
+        decided.pod_group.as_deref(),
+        &events,
+    )
+    .await;
+    let mut status = decided.status.clone();
+    if let Err(failed) = &created {
+        // Pods that could not be created are not active; the status reflects what exists.
+        status.active = Some(status.active.unwrap_or(0) - failed.0);
+    }
+    record(&events, &decided.events).await;
+    patch_status(&jobs, &name, &status).await?;
+    if let Err((_, e)) = created {
+        return Err(e);
+    }
+    if decided.delete_job {
+        info!("deleting finished Job after its TTL");
+        let dp = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Foreground),
+            ..DeleteParams::default()
+        };
+        match jobs.delete(&name, &dp).await {
+            Ok(_) => {}
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
+        return Ok(Action::await_change());
+    }
+    Ok(match decided.requeue_after {
+        Some(d) => Action::requeue(d),
+        None => Action::await_change(),
+    })
+}
+
+/// Create the planned pods with bounded concurrency. On failure returns how many were not created and the
+/// first error.
+async fn create_pods(
+    ctx: &Context,
+    job: &Job,
+    api: &Api<Pod>,
+    indexes: &[Option<i32>],
+    pod_group: Option<&str>,
+    events: &EventSink,
+) -> std::result::Result<(), (i32, Error)> {
+    let results: Vec<std::result::Result<String, kube::Error>> = futures::stream::iter(indexes.iter().copied())
+        .map(|index| {
+            let pod = new_pod(job, index, pod_group);
+            async move { api.create(&PostParams::default(), &pod).await.map(|p| p.name_any()) }
+        })
+        .buffer_unordered(ctx.config.create_concurrency.max(1))
+        .collect()
+        .await;
+    let mut failed = 0;
+    let mut first = None;
+    for r in results {
+        match r {
+            Ok(name) => events.normal("SuccessfulCreate", format!("Created pod: {name}")).await,
+            Err(e) => {
+                failed += 1;
+                if first.is_none() {
+                    events.warning("FailedCreate", format!("Error creating: {e}")).await;
+                    first = Some(e);
+                }
+            }
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some(e) => Err((failed, e.into())),
+    }
+}
+
+/// Remove the tracking finalizer from pods whose Job no longer exists (deleted in the background or with
+/// orphan propagation), so they are not stuck. Runs for the controller's lifetime.
+async fn sweep_orphan_pods(client: Client) {
+    let pods: Api<Pod> = Api::all(client.clone());
+    let cfg = watcher::Config::default().labels(labels::CONTROLLER_UID);
+    let mut stream = std::pin::pin!(watcher::watcher(pods, cfg).default_backoff());
+    while let Some(event) = stream.next().await {
+        let pod = match event {
+            Ok(watcher::Event::Apply(p)) | Ok(watcher::Event::InitApply(p)) => p,
+            Ok(_) => continue,
+            Err(e) => {
+                warn!(error = %e, "orphan pod watch");
+                continue;
+            }
+        };
+        if !pod.finalizers().iter().any(|f| f == finalizers::JOB_TRACKING) {
+            continue;
+        }
+        let Some(namespace) = pod.metadata.namespace.clone() else {
+            continue;
+        };
+        let owner = pod
+            .owner_references()
+            .iter()
+            .find(|r| r.controller == Some(true) && r.kind == "Job")
+            .cloned();
+        let orphan = match &owner {
+            None => true,
+            Some(o) => {
+                let jobs: Api<Job> = Api::namespaced(client.clone(), &namespace);
+                match jobs.get_opt(&o.name).await {
+                    Ok(Some(j)) => j.metadata.uid.as_deref() != Some(o.uid.as_str()),
+                    Ok(None) => true,
+                    Err(_) => false,
+                }
+            }
+        };
+        if orphan {
+            let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+            if let Err(e) = remove_tracking_finalizer(&api, &pod).await {
+                warn!(error = %e, pod = %pod.name_any(), "releasing orphan pod");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::batch::v1::JobSpec;
+
+    #[test]
+    fn managed_by_selection() {
+        let mut job = Job {
+            spec: Some(JobSpec::default()),
+            ..Job::default()
+        };
+        let mut config = JobControllerConfig::default();
+        assert!(!is_managed(&job, &config));
+        config.manage_unset = true;
+        assert!(is_managed(&job, &config));
+        job.spec.as_mut().unwrap().managed_by = Some("kubernetes.io/job-controller".into());
+        assert!(!is_managed(&job, &config));
+        job.spec.as_mut().unwrap().managed_by = Some(JOB_CONTROLLER_NAME.into());
+        assert!(is_managed(&job, &config));
+    }
+
+    #[test]
+    fn status_patch_clears_unset_fields() {
+        let patch = status_patch(&JobStatus::default()).unwrap();
+        assert_eq!(patch["status"]["startTime"], Value::Null);
+        assert!(patch["status"].as_object().unwrap().contains_key("completionTime"));
+    }
+}

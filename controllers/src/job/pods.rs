@@ -1,0 +1,294 @@
+//! Pods of a Job: how the controller builds them from the template, and the view of an observed pod the
+//! decision logic works on.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSchedulingGroup};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::jiff::Timestamp;
+use kwas_api::names::{annotations, finalizers, labels};
+
+/// The environment variable Indexed Jobs' containers get with their completion index.
+pub const JOB_COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+
+/// The labels that select a Job's pods (upstream's four, so kubectl and other tools find them).
+pub fn job_labels(job: &Job) -> BTreeMap<String, String> {
+    let name = job.metadata.name.clone().unwrap_or_default();
+    let uid = job.metadata.uid.clone().unwrap_or_default();
+    BTreeMap::from([
+        (labels::CONTROLLER_UID.to_string(), uid.clone()),
+        (labels::JOB_NAME.to_string(), name.clone()),
+        (labels::LEGACY_CONTROLLER_UID.to_string(), uid),
+        (labels::LEGACY_JOB_NAME.to_string(), name),
+    ])
+}
+
+/// The label selector string that lists a Job's pods.
+pub fn job_pod_selector(job: &Job) -> String {
+    format!(
+        "{}={}",
+        labels::CONTROLLER_UID,
+        job.metadata.uid.as_deref().unwrap_or_default()
+    )
+}
+
+fn controller_ref(job: &Job) -> OwnerReference {
+    OwnerReference {
+        api_version: "batch/v1".into(),
+        kind: "Job".into(),
+        name: job.metadata.name.clone().unwrap_or_default(),
+        uid: job.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// A new pod for `job` from its template: upstream's labels and annotations, the tracking finalizer, a
+/// controller reference to the Job, the completion index for Indexed Jobs (label, annotation, hostname and
+/// `JOB_COMPLETION_INDEX`), and `spec.schedulingGroup.podGroupName` when the Job's pods belong to a PodGroup.
+pub fn new_pod(job: &Job, index: Option<i32>, pod_group: Option<&str>) -> Pod {
+    let job_name = job.metadata.name.clone().unwrap_or_default();
+    let template = job.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
+    let template_meta = template.metadata.unwrap_or_default();
+    let mut pod_labels = template_meta.labels.unwrap_or_default();
+    pod_labels.extend(job_labels(job));
+    let mut pod_annotations = template_meta.annotations.unwrap_or_default();
+    let mut spec = template.spec.unwrap_or_default();
+    if let Some(i) = index {
+        pod_labels.insert(labels::JOB_COMPLETION_INDEX.to_string(), i.to_string());
+        pod_annotations.insert(annotations::JOB_COMPLETION_INDEX.to_string(), i.to_string());
+        let hostname = format!("{job_name}-{i}");
+        if spec.hostname.is_none() && hostname.len() <= 63 {
+            spec.hostname = Some(hostname);
+        }
+        let env = EnvVar {
+            name: JOB_COMPLETION_INDEX_ENV.to_string(),
+            value: None,
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    api_version: None,
+                    field_path: format!("metadata.annotations['{}']", annotations::JOB_COMPLETION_INDEX),
+                }),
+                ..Default::default()
+            }),
+        };
+        for c in spec
+            .containers
+            .iter_mut()
+            .chain(spec.init_containers.iter_mut().flatten())
+        {
+            let vars = c.env.get_or_insert_with(Vec::new);
+            if !vars.iter().any(|e| e.name == JOB_COMPLETION_INDEX_ENV) {
+                vars.push(env.clone());
+            }
+        }
+    }
+    if let Some(group) = pod_group {
+        spec.scheduling_group = Some(PodSchedulingGroup {
+            pod_group_name: Some(group.to_string()),
+        });
+    }
+    let generate_name = match index {
+        Some(i) => format!("{job_name}-{i}-"),
+        None => format!("{job_name}-"),
+    };
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(generate_name),
+            namespace: job.metadata.namespace.clone(),
+            labels: Some(pod_labels),
+            annotations: (!pod_annotations.is_empty()).then_some(pod_annotations),
+            finalizers: Some(vec![finalizers::JOB_TRACKING.to_string()]),
+            owner_references: Some(vec![controller_ref(job)]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(spec),
+        status: None,
+    }
+}
+
+/// The phase of a pod as the Job controller sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodState {
+    /// Not terminal and not being deleted.
+    Active,
+    /// Being deleted, not yet terminal.
+    Terminating,
+    /// Phase Succeeded.
+    Succeeded,
+    /// Phase Failed.
+    Failed,
+}
+
+/// What the decision logic needs to know about one observed pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodView {
+    /// The pod's name.
+    pub name: String,
+    /// The pod's uid.
+    pub uid: String,
+    /// Active, terminating, succeeded or failed.
+    pub state: PodState,
+    /// The pod carries the tracking finalizer (not yet accounted for).
+    pub tracked: bool,
+    /// The pod's Ready condition is True.
+    pub ready: bool,
+    /// The completion index (Indexed Jobs), if valid.
+    pub index: Option<i32>,
+    /// Creation time.
+    pub created: Option<Timestamp>,
+    /// When the pod finished (latest container termination, else the Ready/Scheduled transition), if known.
+    pub finished: Option<Timestamp>,
+    /// The PodGroup the pod belongs to.
+    pub pod_group: Option<String>,
+    /// The pod has been bound to a node.
+    pub scheduled: bool,
+}
+
+impl PodView {
+    /// The view of `pod`.
+    pub fn of(pod: &Pod) -> Self {
+        let status = pod.status.as_ref();
+        let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
+        let deleting = pod.metadata.deletion_timestamp.is_some();
+        let state = match phase {
+            "Succeeded" => PodState::Succeeded,
+            "Failed" => PodState::Failed,
+            _ if deleting => PodState::Terminating,
+            _ => PodState::Active,
+        };
+        let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or_default();
+        let ready = conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+        let finished = status
+            .and_then(|s| s.container_statuses.as_deref())
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref().map(|t| t.0))
+            .max()
+            .or_else(|| {
+                conditions
+                    .iter()
+                    .filter(|c| c.type_ == "Ready")
+                    .filter_map(|c| c.last_transition_time.as_ref().map(|t| t.0))
+                    .max()
+            });
+        let index = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(annotations::JOB_COMPLETION_INDEX))
+            .or_else(|| {
+                pod.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(labels::JOB_COMPLETION_INDEX))
+            })
+            .and_then(|v| v.parse::<i32>().ok())
+            .filter(|i| *i >= 0);
+        Self {
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+            state,
+            tracked: pod
+                .metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| f == finalizers::JOB_TRACKING),
+            ready,
+            index,
+            created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            finished,
+            pod_group: pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.scheduling_group.as_ref())
+                .and_then(|g| g.pod_group_name.clone()),
+            scheduled: pod.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some(),
+        }
+    }
+
+    /// Terminal (Succeeded or Failed).
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.state, PodState::Succeeded | PodState::Failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::batch::v1::JobSpec;
+    use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+
+    fn job() -> Job {
+        let mut job = Job::default();
+        job.metadata.name = Some("train".into());
+        job.metadata.namespace = Some("ml".into());
+        job.metadata.uid = Some("uid-1".into());
+        job.spec = Some(JobSpec {
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some([("app".to_string(), "train".to_string())].into()),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "main".into(),
+                        image: Some("busybox".into()),
+                        ..Default::default()
+                    }],
+                    restart_policy: Some("Never".into()),
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        });
+        job
+    }
+
+    #[test]
+    fn non_indexed_pod() {
+        let pod = new_pod(&job(), None, Some("train-pg"));
+        let meta = &pod.metadata;
+        assert_eq!(meta.generate_name.as_deref(), Some("train-"));
+        let l = meta.labels.as_ref().unwrap();
+        assert_eq!(l["app"], "train");
+        assert_eq!(l["batch.kubernetes.io/job-name"], "train");
+        assert_eq!(l["controller-uid"], "uid-1");
+        assert_eq!(
+            meta.finalizers.as_deref(),
+            Some(&["batch.kubernetes.io/job-tracking".to_string()][..])
+        );
+        assert_eq!(meta.owner_references.as_ref().unwrap()[0].controller, Some(true));
+        let spec = pod.spec.unwrap();
+        assert_eq!(
+            spec.scheduling_group.unwrap().pod_group_name.as_deref(),
+            Some("train-pg")
+        );
+        assert!(spec.hostname.is_none());
+    }
+
+    #[test]
+    fn indexed_pod() {
+        let pod = new_pod(&job(), Some(3), None);
+        assert_eq!(pod.metadata.generate_name.as_deref(), Some("train-3-"));
+        assert_eq!(
+            pod.metadata.annotations.as_ref().unwrap()["batch.kubernetes.io/job-completion-index"],
+            "3"
+        );
+        assert_eq!(
+            pod.metadata.labels.as_ref().unwrap()["batch.kubernetes.io/job-completion-index"],
+            "3"
+        );
+        let spec = pod.spec.unwrap();
+        assert_eq!(spec.hostname.as_deref(), Some("train-3"));
+        let env = spec.containers[0].env.as_ref().unwrap();
+        assert_eq!(env[0].name, "JOB_COMPLETION_INDEX");
+        assert!(spec.scheduling_group.is_none());
+        let view = PodView::of(&new_pod(&job(), Some(3), None));
+        assert_eq!(view.index, Some(3));
+        assert_eq!(view.state, PodState::Active);
+        assert!(view.tracked);
+    }
+}

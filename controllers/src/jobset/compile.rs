@@ -1,0 +1,310 @@
+//! From a JobSet to a Workload: validation of the scheduling intent and the documented mapping from the
+//! JobSet's structure to a `WorkloadItem` tree.
+//!
+//! # Mapping
+//! | JobSet | WorkloadItem | compiles to | runtime objects |
+//! | --- | --- | --- | --- |
+//! | the JobSet | composite root named `jobset` | CompositePodGroupTemplate `jobset` | one root CompositePodGroup |
+//! | each replicated job | a leaf named after it | PodGroupTemplate `<replicated job>` | one PodGroup per child Job (`replicas` of them) |
+//!
+//! # Defaults (controller), user intent, callbacks
+//! - Root: default a gang of gangs; a callback sets `minGroupCount` to the number of child groups (the sum of
+//!   `replicas`) when the user did not. The user's root block (`spec.scheduling`) replaces fields whole, so
+//!   `schedulingPolicy: {basic: {}}` is the escape hatch that lets components start independently.
+//! - Leaves: default Basic; the user's intent comes from `spec.scheduling.replicatedJobPolicies` (Option B)
+//!   or the replicated job's `template.spec.scheduling` (Option A), never both; a callback defaults a gang's
+//!   `minCount` to the Job's `parallelism`.
+//! - Allowed everywhere: Basic and Gang, Single and All.
+//!
+//! Errors carry the path of the field the user wrote (`spec.scheduling...`,
+//! `spec.scheduling.replicatedJobPolicies[i]...`, `spec.replicatedJobs[i].template.spec.scheduling...`).
+
+use k8s_openapi::api::scheduling::v1alpha3::Workload;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::ResourceExt;
+use kwas_api::jobset::{JobSet, ROOT_TEMPLATE_NAME};
+use kwas_api::names::{KWAS_GROUP, KWAS_VERSION};
+use workloadbuilder::{
+    AllowList, DisruptionModeOption, FieldError, FieldErrors, FieldPath, PolicyOption, SchedulingConfig,
+    WorkloadBuilder, WorkloadItem, generate_workload_name, map_composite_group_config, map_pod_group_config,
+    validate_composite_disruption_mode, validate_composite_scheduling_constraints,
+    validate_composite_scheduling_policy, validate_disruption_mode, validate_resource_claims,
+    validate_scheduling_constraints, validate_scheduling_policy,
+};
+
+/// Policies the JobSet controller supports at both levels.
+pub const POLICIES: [PolicyOption; 2] = [PolicyOption::Basic, PolicyOption::Gang];
+/// Disruption modes the JobSet controller supports at both levels.
+pub const DISRUPTION_MODES: [DisruptionModeOption; 2] = [DisruptionModeOption::Single, DisruptionModeOption::All];
+
+fn allow_list() -> AllowList {
+    AllowList::new().policies(POLICIES).disruption_modes(DISRUPTION_MODES)
+}
+
+/// The controller reference of a JobSet (owner of its Workload, CompositePodGroup, PodGroups and Jobs).
+pub fn jobset_owner(js: &JobSet) -> OwnerReference {
+    OwnerReference {
+        api_version: format!("{KWAS_GROUP}/{KWAS_VERSION}"),
+        kind: "JobSet".into(),
+        name: js.name_any(),
+        uid: js.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// The name of a JobSet's Workload (upstream's Workload naming on the JobSet's name and uid).
+pub fn jobset_workload_name(js: &JobSet) -> String {
+    generate_workload_name(&js.name_any(), js.metadata.uid.as_deref().unwrap_or_default())
+}
+
+/// The number of child groups of the root: one per child Job.
+pub fn child_group_count(js: &JobSet) -> i32 {
+    js.spec.replicated_jobs.iter().map(|r| r.replicas.max(0)).sum()
+}
+
+/// The structural rules the CRD's CEL validations also express, checked again with field paths (so an API
+/// server without CEL, or a JobSet read from a file, gets the same answers).
+pub fn validate_structure(js: &JobSet) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    let jobs = FieldPath::new("spec").child("replicatedJobs");
+    if js.spec.replicated_jobs.is_empty() {
+        errs.push(FieldError::required(
+            jobs.clone(),
+            "a JobSet needs at least one replicated job",
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, r) in js.spec.replicated_jobs.iter().enumerate() {
+        let p = jobs.index(i).child("name");
+        if r.name == ROOT_TEMPLATE_NAME {
+            errs.push(FieldError::invalid(
+                p.clone(),
+                r.name.as_str(),
+                "may not be `jobset` (the name of the root template)",
+            ));
+        }
+        if !seen.insert(r.name.as_str()) {
+            errs.push(FieldError::duplicate(p.clone(), r.name.as_str()));
+        }
+        for msg in workloadbuilder::validation::strings::is_dns1123_label(&r.name) {
+            errs.push(FieldError::invalid(p.clone(), r.name.as_str(), msg));
+        }
+        if r.replicas < 0 {
+            errs.push(FieldError::invalid(
+                jobs.index(i).child("replicas"),
+                r.replicas,
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+    if js.spec.replicated_jobs.len() > kwas_api::jobset::MAX_REPLICATED_JOBS {
+        errs.push(FieldError::too_many(
+            jobs.clone(),
+            js.spec.replicated_jobs.len(),
+            kwas_api::jobset::MAX_REPLICATED_JOBS,
+        ));
+    }
+    if let Some(s) = &js.spec.scheduling {
+        let policies = FieldPath::new("spec")
+            .child("scheduling")
+            .child("replicatedJobPolicies");
+        let mut targets = std::collections::BTreeSet::new();
+        for (i, p) in s.replicated_job_policies.iter().enumerate() {
+            let path = policies.index(i).child("targetReplicatedJob");
+            match js
+                .spec
+                .replicated_jobs
+                .iter()
+                .position(|r| r.name == p.target_replicated_job)
+            {
+                None => errs.push(FieldError::not_found(path.clone(), p.target_replicated_job.as_str())),
+                Some(j) => {
+                    let nested = js.spec.replicated_jobs[j]
+                        .template
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.scheduling.as_ref());
+                    if nested.is_some() {
+                        errs.push(FieldError::forbidden(
+                            jobs.index(j).child("template").child("spec").child("scheduling"),
+                            format!(
+                                "may not be set when spec.scheduling.replicatedJobPolicies[{i}] targets replicated job {:?}",
+                                p.target_replicated_job
+                            ),
+                        ));
+                    }
+                }
+            }
+            if !targets.insert(p.target_replicated_job.as_str()) {
+                errs.push(FieldError::duplicate(path, p.target_replicated_job.as_str()));
+            }
+        }
+    }
+    errs
+}
+
+/// The user's building blocks checked against the controller's allow-lists.
+pub fn validate_blocks(js: &JobSet) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    let root = FieldPath::new("spec").child("scheduling");
+    if let Some(s) = &js.spec.scheduling {
+        errs.extend(validate_composite_scheduling_policy(
+            s.scheduling_policy.as_ref(),
+            &root.child("schedulingPolicy"),
+            &POLICIES,
+        ));
+        errs.extend(validate_composite_disruption_mode(
+            s.disruption_mode.as_ref(),
+            &root.child("disruptionMode"),
+            &DISRUPTION_MODES,
+        ));
+        errs.extend(validate_composite_scheduling_constraints(
+            s.scheduling_constraints.as_ref(),
+            &root.child("schedulingConstraints"),
+        ));
+        for (i, p) in s.replicated_job_policies.iter().enumerate() {
+            let path = root.child("replicatedJobPolicies").index(i);
+            errs.extend(validate_scheduling_policy(
+                p.scheduling_policy.as_ref(),
+                &path.child("schedulingPolicy"),
+                &POLICIES,
+            ));
+            errs.extend(validate_disruption_mode(
+                p.disruption_mode.as_ref(),
+                &path.child("disruptionMode"),
+                &DISRUPTION_MODES,
+            ));
+            errs.extend(validate_scheduling_constraints(
+                p.scheduling_constraints.as_ref(),
+                &path.child("schedulingConstraints"),
+            ));
+        }
+    }
+    for (i, r) in js.spec.replicated_jobs.iter().enumerate() {
+        let Some(s) = r.template.spec.as_ref().and_then(|s| s.scheduling.as_ref()) else {
+            continue;
+        };
+        let path = FieldPath::new("spec")
+            .child("replicatedJobs")
+            .index(i)
+            .child("template")
+            .child("spec")
+            .child("scheduling");
+        errs.extend(validate_scheduling_policy(
+            s.scheduling_policy.as_ref(),
+            &path.child("schedulingPolicy"),
+            &POLICIES,
+        ));
+        errs.extend(validate_disruption_mode(
+            s.disruption_mode.as_ref(),
+            &path.child("disruptionMode"),
+            &DISRUPTION_MODES,
+        ));
+        errs.extend(validate_scheduling_constraints(
+            s.scheduling_constraints.as_ref(),
+            &path.child("schedulingConstraints"),
+        ));
+        errs.extend(validate_resource_claims(
+            s.resource_claims.as_deref().unwrap_or_default(),
+            &path.child("resourceClaims"),
+        ));
+    }
+    errs
+}
+
+/// The JobSet's `WorkloadItem` tree (see the module docs), after the structural and block checks.
+pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
+    let mut errs = validate_structure(js);
+    errs.extend(validate_blocks(js));
+    errs.into_result(())?;
+    let root_path = FieldPath::new("spec").child("scheduling");
+    let scheduling = js.spec.scheduling.as_ref();
+    let root_user = scheduling
+        .map(|s| {
+            map_composite_group_config(
+                s.scheduling_policy.as_ref(),
+                s.scheduling_constraints.as_ref(),
+                s.disruption_mode.as_ref(),
+            )
+        })
+        .transpose()
+        .map_err(|e| e.under(&root_path))?;
+    let mut children = Vec::new();
+    for (i, rj) in js.spec.replicated_jobs.iter().enumerate() {
+        let parallelism = rj
+            .template
+            .spec
+            .as_ref()
+            .and_then(|s| s.parallelism)
+            .unwrap_or(1)
+            .max(1);
+        let targeted = scheduling.and_then(|s| {
+            s.replicated_job_policies
+                .iter()
+                .enumerate()
+                .find(|(_, p)| p.target_replicated_job == rj.name)
+        });
+        let (user, path) = match targeted {
+            Some((j, p)) => {
+                let path = root_path.child("replicatedJobPolicies").index(j);
+                let cfg = map_pod_group_config(
+                    p.scheduling_policy.as_ref(),
+                    p.scheduling_constraints.as_ref(),
+                    p.disruption_mode.as_ref(),
+                    &[],
+                )
+                .map_err(|e| e.under(&path))?;
+                (Some(cfg), path)
+            }
+            None => {
+                let path = FieldPath::new("spec")
+                    .child("replicatedJobs")
+                    .index(i)
+                    .child("template")
+                    .child("spec")
+                    .child("scheduling");
+                let cfg = workloadbuilder::job::map_job_scheduling(
+                    rj.template.spec.as_ref().and_then(|s| s.scheduling.as_ref()),
+                    &path,
+                )?;
+                (cfg, path)
+            }
+        };
+        children.push(
+            WorkloadItem::new(rj.name.clone())
+                .with_default(SchedulingConfig::basic())
+                .with_user_config(user)
+                .with_callback(move |cfg| {
+                    cfg.default_gang_min_count(parallelism);
+                })
+                .with_config_path(path),
+        );
+    }
+    let groups = child_group_count(js).max(1);
+    Ok(WorkloadItem::new(ROOT_TEMPLATE_NAME)
+        .with_default(SchedulingConfig::gang(None))
+        .with_user_config(root_user)
+        .with_callback(move |cfg| {
+            cfg.default_gang_min_count(groups);
+        })
+        .with_config_path(root_path)
+        .with_children(children))
+}
+
+/// Compile the JobSet's Workload: named [`jobset_workload_name`], owned by the JobSet.
+pub fn compile(js: &JobSet) -> Result<Workload, FieldErrors> {
+    let item = jobset_item(js)?;
+    WorkloadBuilder::new(item).allow(allow_list()).build(
+        &jobset_workload_name(js),
+        js.namespace().as_deref().unwrap_or_default(),
+        &jobset_owner(js),
+    )
+}
+
+/// The Workload the controller creates: [`compile`]d and marked as managed by the JobSet controller.
+pub fn desired_workload(js: &JobSet) -> Result<Workload, FieldErrors> {
+    let mut workload = compile(js)?;
+    crate::sync::mark_managed(&mut workload.metadata, kwas_api::names::JOBSET_CONTROLLER_NAME);
+    Ok(workload)
+}

@@ -1,0 +1,387 @@
+//! Syncing scheduling objects (Workloads, CompositePodGroups, PodGroups), shared by the Job and JobSet
+//! controllers: discovery, idempotent creation with events, `minCount` re-sync and deletion.
+//!
+//! Discovery reads the API server, not a cache, so a restarted controller sees every object it created
+//! before it stopped; creation uses deterministic names, so a create racing with an earlier one fails with
+//! `AlreadyExists` and the existing object is used. Objects are only updated or deleted when the controller
+//! created them (the [`MANAGED_BY`] annotation) and is their controller owner.
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Client, Resource, ResourceExt};
+use kwas_api::names::annotations::MANAGED_BY;
+use kwas_api::names::events;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tracing::warn;
+
+use crate::error::{Error, Result, is_conflict, is_not_found};
+
+/// Mark `meta` as created by `controller`.
+pub fn mark_managed(meta: &mut ObjectMeta, controller: &str) {
+    meta.annotations
+        .get_or_insert_with(Default::default)
+        .insert(MANAGED_BY.to_string(), controller.to_string());
+}
+
+/// True when `meta` was created by `controller`.
+pub fn is_managed_by(meta: &ObjectMeta, controller: &str) -> bool {
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(MANAGED_BY))
+        .map(String::as_str)
+        == Some(controller)
+}
+
+/// True when `meta`'s controller owner has uid `uid`.
+pub fn is_controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true) && r.uid == uid)
+}
+
+/// True when the object can be updated or deleted by `controller` on behalf of the owner `uid`.
+pub fn is_owned(meta: &ObjectMeta, controller: &str, uid: &str) -> bool {
+    is_managed_by(meta, controller) && is_controlled_by(meta, uid)
+}
+
+/// Records events on one object; failures to record are logged, never fatal.
+#[derive(Clone)]
+pub struct EventSink {
+    recorder: Recorder,
+    reference: ObjectReference,
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSink").field("reference", &self.reference).finish()
+    }
+}
+
+impl EventSink {
+    /// Events about `obj`, published by `recorder`.
+    pub fn new<K: Resource<DynamicType = ()>>(recorder: Recorder, obj: &K) -> Self {
+        Self {
+            recorder,
+            reference: obj.object_ref(&()),
+        }
+    }
+
+    async fn publish(&self, type_: EventType, reason: &str, note: String, action: &str) {
+        let event = Event {
+            type_,
+            reason: reason.to_string(),
+            note: Some(note.chars().take(1024).collect()),
+            action: action.to_string(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, &self.reference).await {
+            warn!(error = %e, reason, "failed to record event");
+        }
+    }
+
+    /// A Normal event.
+    pub async fn normal(&self, reason: &str, note: impl Into<String>) {
+        self.publish(EventType::Normal, reason, note.into(), "Reconcile").await;
+    }
+
+    /// A Warning event.
+    pub async fn warning(&self, reason: &str, note: impl Into<String>) {
+        self.publish(EventType::Warning, reason, note.into(), "Reconcile").await;
+    }
+}
+
+/// Workloads in `namespace` whose `spec.controllerRef` names `(api_group, kind, name)`.
+pub async fn find_workloads(
+    client: &Client,
+    namespace: &str,
+    api_group: &str,
+    kind: &str,
+    name: &str,
+) -> Result<Vec<Workload>> {
+    let api: Api<Workload> = Api::namespaced(client.clone(), namespace);
+    let list = api.list(&ListParams::default()).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|w| {
+            w.spec
+                .controller_ref
+                .as_ref()
+                .is_some_and(|r| r.api_group.as_deref().unwrap_or("") == api_group && r.kind == kind && r.name == name)
+        })
+        .collect())
+}
+
+/// PodGroups in `namespace` instantiated from template `template` of Workload `workload`.
+pub async fn find_pod_groups(
+    client: &Client,
+    namespace: &str,
+    workload: &str,
+    template: &str,
+) -> Result<Vec<PodGroup>> {
+    let api: Api<PodGroup> = Api::namespaced(client.clone(), namespace);
+    let list = api.list(&ListParams::default()).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|pg| {
+            pg.spec
+                .workload_ref
+                .as_ref()
+                .is_some_and(|r| r.workload_name == workload && r.template_name == template)
+        })
+        .collect())
+}
+
+/// Get an object by name, `None` when it does not exist.
+pub async fn get_opt<K>(client: &Client, namespace: &str, name: &str) -> Result<Option<K>>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    Ok(api.get_opt(name).await?)
+}
+
+/// Create `obj` (named deterministically), or return the object already there under that name. Records
+/// `created_reason` on success and, on failure, `failed_reason` (when given) before returning the error.
+pub async fn create_or_get<K>(
+    client: &Client,
+    obj: &K,
+    kind: &'static str,
+    events: &EventSink,
+    created_reason: &str,
+    failed_reason: Option<&str>,
+) -> Result<K>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + std::fmt::Debug,
+{
+    let namespace = obj.namespace().unwrap_or_default();
+    let name = obj.name_any();
+    let api: Api<K> = Api::namespaced(client.clone(), &namespace);
+    match api.create(&PostParams::default(), obj).await {
+        Ok(created) => {
+            events.normal(created_reason, format!("Created {kind} {name}")).await;
+            Ok(created)
+        }
+        Err(e) if is_conflict(&e) => Ok(api.get(&name).await?),
+        Err(source) => {
+            if let Some(reason) = failed_reason {
+                events
+                    .warning(reason, format!("Failed to create {kind} {name}: {source}"))
+                    .await;
+            }
+            Err(Error::Create { kind, name, source })
+        }
+    }
+}
+
+/// Create a Workload (events `WorkloadCreated` / `FailedWorkloadCreate`).
+pub async fn create_workload(client: &Client, workload: &Workload, events: &EventSink) -> Result<Workload> {
+    create_or_get(
+        client,
+        workload,
+        "Workload",
+        events,
+        events::WORKLOAD_CREATED,
+        Some(events::FAILED_WORKLOAD_CREATE),
+    )
+    .await
+}
+
+/// Create a PodGroup (event `PodGroupCreated`).
+pub async fn create_pod_group(client: &Client, group: &PodGroup, events: &EventSink) -> Result<PodGroup> {
+    create_or_get(client, group, "PodGroup", events, events::POD_GROUP_CREATED, None).await
+}
+
+/// Create a CompositePodGroup (event `CompositePodGroupCreated`).
+pub async fn create_composite_pod_group(
+    client: &Client,
+    group: &CompositePodGroup,
+    events: &EventSink,
+) -> Result<CompositePodGroup> {
+    create_or_get(
+        client,
+        group,
+        "CompositePodGroup",
+        events,
+        events::COMPOSITE_POD_GROUP_CREATED,
+        None,
+    )
+    .await
+}
+
+/// The JSON pointer of the PodGroupTemplate `template` in `workload` (`/spec/podGroupTemplates/0`,
+/// `/spec/compositePodGroupTemplates/0/podGroupTemplates/1`, ...).
+pub fn template_pointer(workload: &Workload, template: &str) -> Option<String> {
+    fn composites(
+        list: &[k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate],
+        prefix: &str,
+        template: &str,
+    ) -> Option<String> {
+        for (i, c) in list.iter().enumerate() {
+            let here = format!("{prefix}/compositePodGroupTemplates/{i}");
+            if let Some(j) = c.pod_group_templates.iter().flatten().position(|t| t.name == template) {
+                return Some(format!("{here}/podGroupTemplates/{j}"));
+            }
+            if let Some(found) = composites(
+                c.composite_pod_group_templates.as_deref().unwrap_or_default(),
+                &here,
+                template,
+            ) {
+                return Some(found);
+            }
+        }
+        None
+    }
+    if let Some(i) = workload
+        .spec
+        .pod_group_templates
+        .iter()
+        .flatten()
+        .position(|t| t.name == template)
+    {
+        return Some(format!("/spec/podGroupTemplates/{i}"));
+    }
+    composites(
+        workload
+            .spec
+            .composite_pod_group_templates
+            .as_deref()
+            .unwrap_or_default(),
+        "/spec",
+        template,
+    )
+}
+
+/// The gang `minCount` of template `template` in `workload`, if it is a gang.
+pub fn template_min_count(workload: &Workload, template: &str) -> Option<i32> {
+    match workloadbuilder::find_template(workload, template)? {
+        workloadbuilder::TemplateRef::PodGroup(t, _) => t.scheduling_policy.gang.as_ref().map(|g| g.min_count),
+        workloadbuilder::TemplateRef::Composite(..) => None,
+    }
+}
+
+/// Set the gang `minCount` of `template` in `workload` (a JSON patch guarded by a test of the template's
+/// name, so a concurrent change of the list cannot move the write to another template). Returns true when
+/// it wrote.
+pub async fn sync_workload_min_count(client: &Client, workload: &Workload, template: &str, count: i32) -> Result<bool> {
+    if template_min_count(workload, template).is_none_or(|c| c == count) {
+        return Ok(false);
+    }
+    let Some(ptr) = template_pointer(workload, template) else {
+        return Ok(false);
+    };
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": format!("{ptr}/name"), "value": template},
+        {"op": "replace", "path": format!("{ptr}/schedulingPolicy/gang/minCount"), "value": count},
+    ]))?;
+    let api: Api<Workload> = Api::namespaced(client.clone(), &workload.namespace().unwrap_or_default());
+    api.patch(&workload.name_any(), &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await?;
+    Ok(true)
+}
+
+/// Set the gang `minCount` of a PodGroup (the one mutable field of its spec). Returns true when it wrote.
+pub async fn sync_pod_group_min_count(client: &Client, group: &PodGroup, count: i32) -> Result<bool> {
+    if group
+        .spec
+        .scheduling_policy
+        .gang
+        .as_ref()
+        .is_none_or(|g| g.min_count == count)
+    {
+        return Ok(false);
+    }
+    let api: Api<PodGroup> = Api::namespaced(client.clone(), &group.namespace().unwrap_or_default());
+    let patch = json!({"spec": {"schedulingPolicy": {"gang": {"minCount": count}}}});
+    api.patch(&group.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(true)
+}
+
+/// Delete a namespaced object by name (background propagation); a missing object is not an error.
+pub async fn delete<K>(client: &Client, namespace: &str, name: &str) -> Result<()>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(e) if is_not_found(&e) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use workloadbuilder::{AllowList, PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem};
+
+    #[test]
+    fn template_pointers() {
+        let owner = OwnerReference {
+            api_version: "kwas.dev/v1alpha1".into(),
+            kind: "JobSet".into(),
+            name: "js".into(),
+            uid: "u".into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        };
+        let root = WorkloadItem::new("root")
+            .with_default(SchedulingConfig::basic())
+            .with_child(WorkloadItem::new("a").with_default(SchedulingConfig::gang(Some(2))))
+            .with_child(
+                WorkloadItem::new("mid")
+                    .with_default(SchedulingConfig::basic())
+                    .with_child(WorkloadItem::new("b").with_default(SchedulingConfig::gang(Some(3)))),
+            );
+        let wl = WorkloadBuilder::new(root)
+            .allow(AllowList::new().policies([PolicyOption::Basic, PolicyOption::Gang]))
+            .build("w", "ns", &owner)
+            .unwrap();
+        assert_eq!(
+            template_pointer(&wl, "a").as_deref(),
+            Some("/spec/compositePodGroupTemplates/0/podGroupTemplates/0")
+        );
+        assert_eq!(
+            template_pointer(&wl, "b").as_deref(),
+            Some("/spec/compositePodGroupTemplates/0/compositePodGroupTemplates/0/podGroupTemplates/0")
+        );
+        assert_eq!(template_pointer(&wl, "nope"), None);
+        assert_eq!(template_min_count(&wl, "b"), Some(3));
+    }
+
+    #[test]
+    fn ownership_checks() {
+        let mut meta = ObjectMeta::default();
+        mark_managed(&mut meta, "kwas.dev/job-controller");
+        assert!(is_managed_by(&meta, "kwas.dev/job-controller"));
+        assert!(!is_owned(&meta, "kwas.dev/job-controller", "u"));
+        meta.owner_references = Some(vec![OwnerReference {
+            api_version: "batch/v1".into(),
+            kind: "Job".into(),
+            name: "j".into(),
+            uid: "u".into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }]);
+        assert!(is_owned(&meta, "kwas.dev/job-controller", "u"));
+    }
+}

@@ -1,0 +1,111 @@
+//! Scheduler core benchmarks mirroring upstream scheduler_perf workloads.
+//!
+//! `cargo bench -p kwas-scheduler --bench scheduler_perf` runs everything; pass a substring to run a
+//! subset (`cargo bench -p kwas-scheduler --bench scheduler_perf -- TopologyAware`). Prints a markdown
+//! table with the average time per group attempt, pods/s, and upstream's figure where
+//! upstream-compat.md records one.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "common/scenarios.rs"]
+mod scenarios;
+
+use kwas_scheduler::core::PlacementLimit;
+use scenarios::*;
+
+type Scenario = (&'static str, Box<dyn Fn() -> Measurement>);
+
+fn main() {
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let scenarios: Vec<Scenario> = vec![
+        (
+            "GangScheduling 1000",
+            Box::new(|| gang_scheduling(5000, 1000, 3, Some(("3.7 ms / attempt", 3.7)))),
+        ),
+        (
+            "GangScheduling 2000",
+            Box::new(|| gang_scheduling(5000, 2000, 3, Some(("5.0 ms / attempt", 5.0)))),
+        ),
+        (
+            "GangScheduling 3000",
+            Box::new(|| gang_scheduling(5000, 3000, 3, Some(("5.7 ms / attempt", 5.7)))),
+        ),
+        (
+            "GangScheduling 10x5000",
+            Box::new(|| gang_scheduling(5000, 10, 5000, None)),
+        ),
+        (
+            "TopologyAware 750",
+            Box::new(|| {
+                topology_aware(
+                    5000,
+                    50,
+                    750,
+                    4,
+                    PlacementLimit::Adaptive,
+                    Some(("562-630 pods/s", 630.0)),
+                )
+            }),
+        ),
+        (
+            "TopologyAware 1500",
+            Box::new(|| {
+                topology_aware(
+                    5000,
+                    50,
+                    1500,
+                    4,
+                    PlacementLimit::Adaptive,
+                    Some(("526-574 pods/s", 574.0)),
+                )
+            }),
+        ),
+        (
+            "TopologyAware 2250",
+            Box::new(|| {
+                topology_aware(
+                    5000,
+                    50,
+                    2250,
+                    4,
+                    PlacementLimit::Adaptive,
+                    Some(("492-547 pods/s", 547.0)),
+                )
+            }),
+        ),
+        (
+            "TopologyAware 750 ScoreAll",
+            Box::new(|| {
+                topology_aware(
+                    5000,
+                    50,
+                    750,
+                    4,
+                    PlacementLimit::ScoreAll,
+                    Some(("105-110 pods/s", 110.0)),
+                )
+            }),
+        ),
+        ("CPGGang 500", Box::new(|| cpg_gang(5000, 500))),
+        ("CPGThreeLevel 500", Box::new(|| cpg_three_level(5000, 500))),
+        (
+            "SchedulingBasic 5000",
+            Box::new(|| plain_pods(5000, 5000, Some(("680-810 pods/s (floor)", 810.0)))),
+        ),
+        ("Preemption 1000x10", Box::new(|| preemption(1000, 1000, 10, 100))),
+    ];
+    let mut results = Vec::new();
+    for (name, run) in &scenarios {
+        if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
+            continue;
+        }
+        let m = run();
+        eprintln!(
+            "{}: {:.3} ms/attempt, {:.0} pods/s",
+            m.name,
+            m.ms_per_attempt(),
+            m.pods_per_s()
+        );
+        results.push(m);
+    }
+    println!("{}", table(&results));
+}

@@ -1,0 +1,545 @@
+//! One scheduling cycle for one root unit, and what it returns.
+//!
+//! [`Scheduler::schedule`] takes a root unit (a plain pod, a standalone PodGroup or a root
+//! CompositePodGroup), checks the hierarchy, runs the recursive algorithm on the snapshot with every
+//! tentative placement recorded in a [`Journal`], reverts the journal, and returns a [`CycleOutcome`]:
+//! either a placement for the whole hierarchy (`Verdict::Scheduled` with pod -> node assignments the
+//! runtime binds and then reports with [`Snapshot::assume`]) or a failure with per-group and per-pod
+//! statuses. The snapshot is unchanged afterwards.
+//!
+//! With [`SchedulerConfig::secure_minimums_first`] the cycle runs twice on the same journal: a
+//! non-greedy pass that places only what every minimum needs, then a greedy pass that adds extras inside
+//! the domains the first pass chose (assumed pods pin their groups' domains like running pods do).
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::config::SchedulerConfig;
+use super::hierarchy::{Climb, HierarchyError, climb, validate_tree};
+use super::journal::{Journal, Op};
+use super::model::{GroupKey, GroupKind, PodKey, Policy, UnitKey};
+use super::snapshot::Snapshot;
+use super::status::Code;
+
+/// A set of nodes a group is confined to, in name order.
+#[derive(Debug, Clone)]
+pub(crate) struct Domain {
+    pub nodes: Rc<[u32]>,
+    /// True when this is the whole cluster (lets topology use its cached index).
+    pub whole: bool,
+}
+
+impl Domain {
+    pub(crate) fn whole(snap: &Snapshot) -> Self {
+        Self {
+            nodes: snap.node_order.clone().into(),
+            whole: true,
+        }
+    }
+}
+
+/// What happened to one group in one attempt.
+#[derive(Debug, Clone)]
+pub(crate) struct Outcome {
+    pub group: u32,
+    pub code: Code,
+    pub message: String,
+    /// The topology domain value chosen for this group, if it has a constraint.
+    pub domain: Option<String>,
+    pub children: Vec<Outcome>,
+    /// Leaf: pending pods that could not be placed, with the reason.
+    pub unplaced: Vec<(u32, String)>,
+}
+
+impl Outcome {
+    pub(crate) fn new(group: u32, code: Code, message: String) -> Self {
+        Self {
+            group,
+            code,
+            message,
+            domain: None,
+            children: Vec::new(),
+            unplaced: Vec::new(),
+        }
+    }
+}
+
+/// Counters of one cycle, for tracing and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CycleStats {
+    /// Pod placement attempts.
+    pub pods_tried: u64,
+    /// Node evaluations (fit and score) made while placing pods.
+    pub nodes_evaluated: u64,
+    /// Topology placements simulated.
+    pub placements_evaluated: u64,
+    /// Topology placements found feasible.
+    pub placements_feasible: u64,
+    /// Backtracking steps taken.
+    pub backtracks: u64,
+    /// Subtrees skipped by the admissibility pre-check.
+    pub subtrees_skipped: u64,
+}
+
+pub(crate) struct Cycle<'a> {
+    pub snap: &'a mut Snapshot,
+    pub journal: Journal,
+    pub cfg: SchedulerConfig,
+    pub greedy: bool,
+    pub backtracks_left: u32,
+    pub stats: CycleStats,
+}
+
+impl<'a> Cycle<'a> {
+    pub(crate) fn new(snap: &'a mut Snapshot, cfg: SchedulerConfig) -> Self {
+        Self {
+            snap,
+            journal: Journal::new(),
+            greedy: true,
+            backtracks_left: cfg.backtracking_limit,
+            cfg,
+            stats: CycleStats::default(),
+        }
+    }
+
+    /// Runs the (one- or two-pass) algorithm for a root group within `domain`.
+    pub(crate) fn run_root(&mut self, root: u32, domain: &Domain) -> (Outcome, Option<Outcome>) {
+        if !self.cfg.secure_minimums_first {
+            self.greedy = true;
+            return (self.schedule_group(root, domain, false).0, None);
+        }
+        self.greedy = false;
+        let first = self.schedule_group(root, domain, false).0;
+        if first.code != Code::Success {
+            return (first, None);
+        }
+        let mark = self.journal.mark();
+        self.greedy = true;
+        let second = self.schedule_group(root, domain, false).0;
+        if second.code != Code::Success {
+            // Extras must never undo the minimum: keep the first pass.
+            self.journal.revert_to(self.snap, mark);
+            return (first, None);
+        }
+        (second, Some(first))
+    }
+}
+
+/// A pod -> node decision.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Assignment {
+    /// The pod.
+    pub pod: PodKey,
+    /// The node it goes to.
+    pub node: String,
+}
+
+/// A topology domain a group was placed in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopologyDomain {
+    /// The node label key of the group's constraint.
+    pub key: String,
+    /// The chosen value.
+    pub value: String,
+}
+
+/// Per-group result of a cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupStatus {
+    /// The group.
+    pub group: GroupKey,
+    /// Its PlacementFeasible result in the final attempt (`None`: not attempted, e.g. an extra child
+    /// of a satisfied gang in a non-greedy pass, or a sibling after the parent aborted).
+    pub code: Option<Code>,
+    /// True when the whole hierarchy is scheduled and this group's requirement is met: the runtime sets
+    /// `PodGroupInitiallyScheduled` / `CompositePodGroupInitiallyScheduled` to True.
+    pub satisfied: bool,
+    /// Pods of its subtree placed in this cycle.
+    pub placed: u32,
+    /// Pods of its subtree already placed (running or assumed) before this cycle.
+    pub scheduled_before: u32,
+    /// Chosen topology domain.
+    pub domain: Option<TopologyDomain>,
+    /// Human-readable status.
+    pub message: String,
+}
+
+/// A pending pod left unplaced, with the reason (for `PodScheduled=False` and `FailedScheduling`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodStatus {
+    /// The pod.
+    pub pod: PodKey,
+    /// Why it was not placed.
+    pub message: String,
+}
+
+/// The decision of a cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The hierarchy's requirements are met: bind every assignment (all or nothing).
+    Scheduled,
+    /// Not schedulable now. `code` is the root's PlacementFeasible status.
+    Unschedulable {
+        /// Unschedulable (preemption may help) or UnschedulableAndUnresolvable.
+        code: Code,
+        /// The root's message.
+        message: String,
+    },
+    /// The hierarchy is invalid; mark every group with `reason` and do not schedule it.
+    Invalid {
+        /// `Invalid` or `SchedulerError`.
+        reason: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The unit cannot be scheduled yet (not a root, a group missing, nothing pending).
+    NotReady {
+        /// Why.
+        message: String,
+    },
+}
+
+/// Everything one cycle decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CycleOutcome {
+    /// The unit.
+    pub unit: UnitKey,
+    /// The decision.
+    pub verdict: Verdict,
+    /// Pod -> node assignments (only with [`Verdict::Scheduled`]), in name order.
+    pub assignments: Vec<Assignment>,
+    /// Every group of the hierarchy, root first then depth-first in child order.
+    pub groups: Vec<GroupStatus>,
+    /// Pending pods of the hierarchy that stay pending.
+    pub unschedulable_pods: Vec<PodStatus>,
+    /// KEP-6012's preemption trigger: the root is Unschedulable, or it is satisfied, was already
+    /// scheduled before, and some (gang) / all (basic) of its pending pods failed.
+    pub preemption_may_help: bool,
+    /// Counters.
+    pub stats: CycleStats,
+}
+
+impl CycleOutcome {
+    fn not_ready(unit: &UnitKey, message: String) -> Self {
+        Self {
+            unit: unit.clone(),
+            verdict: Verdict::NotReady { message },
+            assignments: Vec::new(),
+            groups: Vec::new(),
+            unschedulable_pods: Vec::new(),
+            preemption_may_help: false,
+            stats: CycleStats::default(),
+        }
+    }
+
+    /// True when the cycle produced a placement to bind.
+    pub fn is_scheduled(&self) -> bool {
+        self.verdict == Verdict::Scheduled
+    }
+}
+
+/// The scheduler core's entry point: configuration plus the cycle and preemption algorithms.
+///
+/// ```
+/// use kwas_scheduler::core::{Scheduler, SchedulerConfig, Snapshot, UnitKey, GroupKey};
+/// use kwas_scheduler::core::testing::{node, pod_in_group, pod_group_gang};
+///
+/// let mut snap = Snapshot::new();
+/// for i in 0..2 {
+///     snap.upsert_node(&node(&format!("n{i}"), "4", "8Gi", &[])).unwrap();
+/// }
+/// snap.upsert_pod_group(&pod_group_gang("ns", "gang", 3)).unwrap();
+/// for i in 0..3 {
+///     snap.upsert_pod(&pod_in_group("ns", &format!("p{i}"), "gang", "2", "1Gi")).unwrap();
+/// }
+/// let out = Scheduler::new(SchedulerConfig::default()).schedule(&mut snap, &UnitKey::Group(GroupKey::pod_group("ns", "gang")));
+/// assert!(out.is_scheduled());
+/// assert_eq!(out.assignments.len(), 3);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scheduler {
+    /// The configuration.
+    pub config: SchedulerConfig,
+}
+
+impl Scheduler {
+    /// A scheduler with `config`.
+    pub fn new(config: SchedulerConfig) -> Self {
+        Self { config }
+    }
+
+    /// Runs one cycle for `unit` (see the module docs). The snapshot is left as it was.
+    pub fn schedule(&self, snap: &mut Snapshot, unit: &UnitKey) -> CycleOutcome {
+        snap.prepare();
+        match unit {
+            UnitKey::Pod(key) => self.schedule_single_pod(snap, unit, key),
+            UnitKey::Group(key) => {
+                let root = match resolve_root(snap, key) {
+                    Ok(r) => r,
+                    Err(out) => return out.into_outcome(snap, unit, key),
+                };
+                let domain = Domain::whole(snap);
+                let mut cycle = Cycle::new(snap, self.config);
+                let (outcome, first) = cycle.run_root(root, &domain);
+                let out = cycle.finish(unit, root, &outcome, first.as_ref());
+                let mut journal = std::mem::take(&mut cycle.journal);
+                journal.revert_all(cycle.snap);
+                out
+            }
+        }
+    }
+
+    fn schedule_single_pod(&self, snap: &mut Snapshot, unit: &UnitKey, key: &PodKey) -> CycleOutcome {
+        let Some(pid) = snap.pod_id(key) else {
+            return CycleOutcome::not_ready(unit, format!("pod {key} not found"));
+        };
+        let p = snap.pod(pid);
+        if p.group_name.is_some() {
+            return CycleOutcome::not_ready(
+                unit,
+                format!("pod {key} belongs to a pod group; schedule its root group"),
+            );
+        }
+        if !p.schedulable_pending() || !snap.responsible_for(&p.scheduler_name) {
+            return CycleOutcome::not_ready(unit, format!("pod {key} is not pending for this scheduler"));
+        }
+        let domain = Domain::whole(snap);
+        let mut cycle = Cycle::new(snap, self.config);
+        let mut rankers = Vec::new();
+        cycle.stats.pods_tried += 1;
+        let out = match cycle.place_pod(pid, &domain, &mut rankers) {
+            Ok(node) => CycleOutcome {
+                unit: unit.clone(),
+                verdict: Verdict::Scheduled,
+                assignments: vec![Assignment {
+                    pod: key.clone(),
+                    node: cycle.snap.node_name(node).to_string(),
+                }],
+                groups: Vec::new(),
+                unschedulable_pods: Vec::new(),
+                preemption_may_help: false,
+                stats: cycle.stats,
+            },
+            Err(message) => CycleOutcome {
+                unit: unit.clone(),
+                verdict: Verdict::Unschedulable {
+                    code: Code::Unschedulable,
+                    message: message.clone(),
+                },
+                assignments: Vec::new(),
+                groups: Vec::new(),
+                unschedulable_pods: vec![PodStatus {
+                    pod: key.clone(),
+                    message,
+                }],
+                preemption_may_help: true,
+                stats: cycle.stats,
+            },
+        };
+        let mut journal = std::mem::take(&mut cycle.journal);
+        journal.revert_all(cycle.snap);
+        out
+    }
+}
+
+pub(crate) enum RootError {
+    NotReady(String),
+    Invalid(HierarchyError),
+}
+
+impl RootError {
+    /// The outcome for a unit that could not be resolved. An invalid hierarchy lists every group
+    /// connected to the unit, so the runtime can mark them all.
+    pub(crate) fn into_outcome(self, snap: &Snapshot, unit: &UnitKey, key: &GroupKey) -> CycleOutcome {
+        match self {
+            RootError::NotReady(m) => CycleOutcome::not_ready(unit, m),
+            RootError::Invalid(e) => {
+                let mut o = CycleOutcome::not_ready(unit, String::new());
+                let message = e.to_string();
+                o.groups = snap
+                    .hierarchy_members(key)
+                    .into_iter()
+                    .map(|group| GroupStatus {
+                        group,
+                        code: None,
+                        satisfied: false,
+                        placed: 0,
+                        scheduled_before: 0,
+                        domain: None,
+                        message: message.clone(),
+                    })
+                    .collect();
+                o.verdict = Verdict::Invalid {
+                    reason: e.reason().to_string(),
+                    message,
+                };
+                o
+            }
+        }
+    }
+}
+
+/// Finds the root group id for a unit key and validates its tree.
+pub(crate) fn resolve_root(snap: &Snapshot, key: &GroupKey) -> Result<u32, RootError> {
+    let Some(id) = snap.group_id(key) else {
+        return Err(RootError::NotReady(format!("{key} not found")));
+    };
+    match climb(snap, id) {
+        Climb::Root(r) if r == id => {}
+        Climb::Root(_) => return Err(RootError::NotReady(format!("{key} is not the root of its hierarchy"))),
+        Climb::Waiting(m) => return Err(RootError::NotReady(m)),
+        Climb::Invalid(e) => return Err(RootError::Invalid(e)),
+    }
+    validate_tree(snap, id).map_err(RootError::Invalid)?;
+    Ok(id)
+}
+
+impl Cycle<'_> {
+    pub(crate) fn walk(&self, g: u32, f: &mut dyn FnMut(&Snapshot, u32)) {
+        let mut stack = vec![g];
+        while let Some(id) = stack.pop() {
+            f(self.snap, id);
+            for &c in self.snap.children(id).iter().rev() {
+                stack.push(c);
+            }
+        }
+    }
+
+    /// Builds the public result from the final outcome tree and the journal, before it is reverted.
+    fn finish(&self, unit: &UnitKey, root: u32, outcome: &Outcome, first: Option<&Outcome>) -> CycleOutcome {
+        let snap = &*self.snap;
+        let mut by_group: HashMap<u32, &Outcome> = HashMap::new();
+        fn index<'o>(o: &'o Outcome, m: &mut HashMap<u32, &'o Outcome>) {
+            m.insert(o.group, o);
+            for c in &o.children {
+                index(c, m);
+            }
+        }
+        if let Some(f) = first {
+            index(f, &mut by_group);
+        }
+        index(outcome, &mut by_group);
+
+        let scheduled = outcome.code == Code::Success;
+        // Placements: every assume left in the journal.
+        let mut placed_node: HashMap<u32, u32> = HashMap::new();
+        for op in self.journal.ops_since(super::journal::Mark::default()) {
+            if let Op::Assume { pod, node } = op {
+                placed_node.insert(*pod, *node);
+            }
+        }
+        let mut assignments: Vec<Assignment> = if scheduled {
+            placed_node
+                .iter()
+                .map(|(p, n)| Assignment {
+                    pod: snap.pod(*p).key.clone(),
+                    node: snap.node_name(*n).to_string(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        assignments.sort();
+
+        // Per-group statuses, root first, depth-first in child order.
+        let mut order = Vec::new();
+        self.walk(root, &mut |_, id| order.push(id));
+        let mut groups = Vec::new();
+        let mut unschedulable_pods = Vec::new();
+        let mut pod_messages: HashMap<u32, &str> = HashMap::new();
+        for o in by_group.values() {
+            for (p, m) in &o.unplaced {
+                pod_messages.insert(*p, m.as_str());
+            }
+        }
+        let mut pending_total = 0u32;
+        for &id in &order {
+            let g = snap.group(id);
+            let o = by_group.get(&id);
+            let mut placed = 0;
+            let mut before = 0;
+            self.walk(id, &mut |snap, sub| {
+                for &p in snap.members(sub) {
+                    if placed_node.contains_key(&p) && scheduled {
+                        placed += 1;
+                    }
+                    let pi = snap.pod(p);
+                    if pi.node.is_some() && !pi.terminating {
+                        before += 1;
+                    }
+                }
+            });
+            let domain = o
+                .and_then(|o| o.domain.clone())
+                .and_then(|value| g.topology_key.clone().map(|key| TopologyDomain { key, value }));
+            let code = o.map(|o| o.code);
+            let message = match o {
+                Some(o) if o.code == Code::Success && !scheduled => {
+                    format!("the hierarchy could not be scheduled: {}", outcome.message)
+                }
+                Some(o) => o.message.clone(),
+                None if scheduled => "not attempted: the parent's requirement was met without it".to_string(),
+                None => format!("not attempted: {}", outcome.message),
+            };
+            groups.push(GroupStatus {
+                group: g.key.clone(),
+                code,
+                satisfied: scheduled && code == Some(Code::Success),
+                placed,
+                scheduled_before: before,
+                domain,
+                message,
+            });
+            if g.key.kind == GroupKind::PodGroup {
+                for &p in snap.members(id) {
+                    let pi = snap.pod(p);
+                    if !(pi.waiting() && snap.responsible_for(&pi.scheduler_name)) {
+                        continue;
+                    }
+                    pending_total += 1;
+                    if scheduled && placed_node.contains_key(&p) {
+                        continue;
+                    }
+                    let message = pod_messages
+                        .get(&p)
+                        .map(|m| m.to_string())
+                        .unwrap_or_else(|| groups.last().map(|s| s.message.clone()).unwrap_or_default());
+                    unschedulable_pods.push(PodStatus {
+                        pod: pi.key.clone(),
+                        message,
+                    });
+                }
+            }
+        }
+        unschedulable_pods.sort_by(|a, b| a.pod.cmp(&b.pod));
+
+        let root_info = snap.group(root);
+        let scheduled_before_root = groups.first().map(|g| g.scheduled_before).unwrap_or(0);
+        let placed_now = if scheduled { placed_node.len() as u32 } else { 0 };
+        let preemption_may_help = match outcome.code {
+            Code::Unschedulable => true,
+            Code::Success if scheduled_before_root > 0 && pending_total > placed_now => match root_info.policy {
+                Policy::Gang { .. } => true,
+                Policy::Basic => placed_now == 0,
+            },
+            _ => false,
+        };
+        let verdict = if scheduled {
+            Verdict::Scheduled
+        } else {
+            Verdict::Unschedulable {
+                code: outcome.code,
+                message: outcome.message.clone(),
+            }
+        };
+        CycleOutcome {
+            unit: unit.clone(),
+            verdict,
+            assignments,
+            groups,
+            unschedulable_pods,
+            preemption_may_help,
+            stats: self.stats,
+        }
+    }
+}

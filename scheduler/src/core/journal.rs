@@ -1,0 +1,127 @@
+//! The assume/revert journal (KEP-6012, "In-memory simulation state revert").
+//!
+//! Every tentative change a cycle makes to the snapshot (a pod assumed on a node, a preemption victim
+//! taken off its node, a victim put back) is applied through the journal and recorded. A caller takes a
+//! [`Journal::mark`] before trying something and [`Journal::revert_to`] it when the attempt fails; the
+//! recorded changes are undone in exact reverse order, the way Go's deferred `revertFn`s run. Nested
+//! attempts (a group inside a topology candidate inside a parent group) simply nest marks, so reverts
+//! accumulate up the recursion: a child that succeeded keeps its assumptions visible to its siblings, and
+//! all of them go when the enclosing attempt is reverted. At the end of a cycle the whole journal is
+//! reverted and the snapshot is exactly as before.
+
+use super::model::PodKey;
+use super::snapshot::{Snapshot, SnapshotError};
+
+/// One recorded change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// A pending pod placed on a node.
+    Assume { pod: u32, node: u32 },
+    /// A placed pod taken off its node (preemption simulation).
+    Remove { pod: u32, node: u32 },
+    /// A removed pod put back on its node (reprieve).
+    Restore { pod: u32, node: u32 },
+}
+
+/// A position in the journal to revert to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Mark(usize);
+
+/// The log of simulated changes; see the module docs.
+#[derive(Debug, Default)]
+pub struct Journal {
+    ops: Vec<Op>,
+}
+
+impl Journal {
+    /// An empty journal.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The current position.
+    pub fn mark(&self) -> Mark {
+        Mark(self.ops.len())
+    }
+
+    /// Number of recorded changes.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub(crate) fn assume_id(&mut self, snap: &mut Snapshot, pod: u32, node: u32) {
+        snap.sim_assume(pod, node);
+        self.ops.push(Op::Assume { pod, node });
+    }
+
+    pub(crate) fn remove_id(&mut self, snap: &mut Snapshot, pod: u32, node: u32) {
+        snap.sim_remove(pod, node);
+        self.ops.push(Op::Remove { pod, node });
+    }
+
+    pub(crate) fn restore_id(&mut self, snap: &mut Snapshot, pod: u32, node: u32) {
+        snap.sim_restore(pod, node);
+        self.ops.push(Op::Restore { pod, node });
+    }
+
+    pub(crate) fn ops_since(&self, mark: Mark) -> &[Op] {
+        self.ops.get(mark.0..).unwrap_or(&[])
+    }
+
+    /// Tentatively places a pending pod on a node.
+    pub fn assume(&mut self, snap: &mut Snapshot, pod: &PodKey, node: &str) -> Result<(), SnapshotError> {
+        let pid = snap
+            .pod_id(pod)
+            .ok_or_else(|| SnapshotError::PodNotFound(pod.clone()))?;
+        let nid = snap
+            .node_id(node)
+            .ok_or_else(|| SnapshotError::NodeNotFound(node.to_string()))?;
+        let p = snap.pod(pid);
+        if !p.schedulable_pending() {
+            return Err(SnapshotError::WrongState {
+                pod: pod.clone(),
+                state: p.state,
+                expected: "Pending and not yet placed in this simulation",
+            });
+        }
+        self.assume_id(snap, pid, nid);
+        Ok(())
+    }
+
+    /// Tentatively takes a placed pod off its node.
+    pub fn remove(&mut self, snap: &mut Snapshot, pod: &PodKey) -> Result<(), SnapshotError> {
+        let pid = snap
+            .pod_id(pod)
+            .ok_or_else(|| SnapshotError::PodNotFound(pod.clone()))?;
+        let p = snap.pod(pid);
+        let node = p.placed_node().ok_or(SnapshotError::WrongState {
+            pod: pod.clone(),
+            state: p.state,
+            expected: "placed on a node",
+        })?;
+        self.remove_id(snap, pid, node);
+        Ok(())
+    }
+
+    /// Undoes every change recorded after `mark`, newest first.
+    pub fn revert_to(&mut self, snap: &mut Snapshot, mark: Mark) {
+        while self.ops.len() > mark.0 {
+            match self.ops.pop() {
+                Some(Op::Assume { pod, node }) => snap.sim_unassume(pod, node),
+                Some(Op::Remove { pod, node }) => snap.sim_restore(pod, node),
+                Some(Op::Restore { pod, node }) => snap.sim_remove(pod, node),
+                None => break,
+            }
+        }
+    }
+
+    /// Undoes everything.
+    pub fn revert_all(&mut self, snap: &mut Snapshot) {
+        self.revert_to(snap, Mark(0));
+    }
+}

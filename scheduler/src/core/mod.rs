@@ -1,0 +1,130 @@
+//! The scheduler core: pure, synchronous scheduling algorithms over an in-memory [`Snapshot`].
+//!
+//! No client, no async, no I/O. A runtime keeps a [`Snapshot`] in sync with its informers, asks which
+//! units are ready ([`Snapshot::pending_units`], [`Snapshot::readiness`]), runs
+//! [`Scheduler::schedule`] for one root unit at a time, binds the returned assignments and records them
+//! with [`Snapshot::assume`] (undoing a failed binding with [`Snapshot::forget`]), and calls
+//! [`Scheduler::preempt`] when a cycle says preemption may help.
+//!
+//! ```
+//! use kwas_scheduler::core::testing::{GroupBuilder, node, pod_in_group};
+//! use kwas_scheduler::core::{Readiness, Scheduler, SchedulerConfig, Snapshot, Verdict};
+//!
+//! // The runtime mirrors the cluster into a snapshot...
+//! let mut snap = Snapshot::new();
+//! for i in 0..4 {
+//!     let rack = if i < 2 { "r1" } else { "r2" };
+//!     snap.upsert_node(&node(&format!("n{i}"), "4", "16Gi", &[("kwas.dev/rack", rack)])).unwrap();
+//! }
+//! snap.upsert_composite_pod_group(&GroupBuilder::gang("ns", "job", 2).composite()).unwrap();
+//! for (k, name) in ["workers-a", "workers-b"].iter().enumerate() {
+//!     let pg = GroupBuilder::gang("ns", name, 2).parent("job").topology("kwas.dev/rack").created(k as i64);
+//!     snap.upsert_pod_group(&pg.pod_group()).unwrap();
+//!     for j in 0..2 {
+//!         snap.upsert_pod(&pod_in_group("ns", &format!("{name}-{j}"), name, "3", "1Gi")).unwrap();
+//!     }
+//! }
+//! // ... asks what is ready, runs a cycle, binds, and records the bindings.
+//! let scheduler = Scheduler::new(SchedulerConfig::default());
+//! for (unit, readiness) in snap.pending_units() {
+//!     assert_eq!(readiness, Readiness::Ready);
+//!     let out = scheduler.schedule(&mut snap, &unit);
+//!     assert_eq!(out.verdict, Verdict::Scheduled);
+//!     for a in &out.assignments {
+//!         snap.assume(&a.pod, &a.node).unwrap(); // then bind; `forget` if the binding fails
+//!     }
+//!     // One gang per rack, all four pods placed.
+//!     assert_eq!(out.assignments.len(), 4);
+//! }
+//! ```
+//!
+//! # Choices where the KEPs leave room
+//!
+//! - **Basic groups** (a choice KEP-6012 leaves open). A Basic group's minimum `M` is 1: a Basic
+//!   PodGroup is satisfied once one of its pods is placed or running, a Basic CompositePodGroup once one
+//!   of its children is satisfied. So under a **gang parent a Basic child counts towards
+//!   `minGroupCount` as soon as it has one pod placed** ("start as soon as some data-downloaders are
+//!   ready", KEP-6012's JobSet story); its other pods are best-effort extras. A Basic child with no
+//!   placeable pod fails (Unschedulable; UnschedulableAndUnresolvable if it has no pods at all) and
+//!   counts against the parent like any failed child. Because `M` = 1, PlacementFeasible keeps a Basic
+//!   group in Wait until every member was tried, so members of a Basic group are scheduled independently
+//!   (a failing one never aborts its siblings) and the group fails only when none succeeds.
+//! - **Leaf failures** count as `U` (KEP-6012's note: pod-level UnschedulableAndUnresolvable is not
+//!   propagated in alpha). A PodGroup is UnschedulableAndUnresolvable only when it does not have enough
+//!   pods to ever reach its minimum.
+//! - **Pod order**: pods of a group are tried by priority, then first-seen time (upstream). Only the
+//!   non-greedy first pass of [`SchedulerConfig::secure_minimums_first`] deviates: it secures a gang's
+//!   minimum with its smallest pods, largest first, and leaves the rest to the greedy pass.
+//! - **Already placed pods** (bound, assumed, or placed earlier in the same cycle) count towards `S`;
+//!   terminating pods do not. They also pin their group's topology domain.
+//! - **Node scores** are upstream's `MostAllocated` (default, bin packing) or `LeastAllocated`
+//!   (spreading) at a scale of 10^6 instead of 100, so near-equal nodes are told apart; ties go to the
+//!   node whose name sorts first. **Placement scores** are the number of pods the placement holds, then
+//!   how tightly the domain is packed afterwards; ties go to the label value that sorts first.
+//! - **Priorities**: a group's priority is the priority of its pods (KEP-5710). All groups and pods of a
+//!   tree must share one priority and pods one `schedulerName`, else the tree is rejected
+//!   ([`hierarchy`]).
+//! - **Preemption** for a hierarchy that is already satisfied (extra pods failed) succeeds when it lets
+//!   more pending pods be placed than the cycle without preemption did. A unit's priority is the highest
+//!   priority among its pods. Pods already terminating are never victims.
+//! - **Commit**: a cycle never leaves changes in the snapshot; the runtime records what it binds with
+//!   [`Snapshot::assume`]. [`SchedulerConfig::alpha`] is the KEP's alpha algorithm;
+//!   [`SchedulerConfig::default`] adds the four Beta-plan improvements, each of which has its own switch.
+//!
+//! # Not modelled
+//!
+//! Inter-pod affinity and anti-affinity, topology spread constraints, preferred node affinity scoring,
+//! host ports, volumes and DRA claims are not part of the filters or scores. Nominated pods do not
+//! reserve capacity in the snapshot between a preemption and the next cycle (the runtime keeps the
+//! nomination and retries).
+//!
+//! Module map (one file per concern):
+//!
+//! | module | concern |
+//! | --- | --- |
+//! | [`quantity`] | `resource.Quantity` parsing |
+//! | [`resources`] | resource vectors, pod requests with the init-container rule |
+//! | [`snapshot`] | nodes, pods, groups, priority classes; building from k8s-openapi objects; assume / forget |
+//! | [`journal`] | the assume/revert journal |
+//! | [`filters`] | node filters (resources, selector and affinity, taints, cordon, pod count) |
+//! | [`scores`] | node scores (bin packing / spreading) and placement scores |
+//! | [`equivalence`] | equivalence classes sharing filter and scoring work |
+//! | [`status`] | status codes and PlacementFeasible (M / S / R / U / UU) |
+//! | [`podgroup`] | the PodGroup (leaf) cycle |
+//! | [`composite`] | the recursive CompositePodGroup cycle, admissibility pre-check, backtracking |
+//! | [`topology`] | multi-level topology placement: domains, pinning, evaluation, adaptive cap |
+//! | [`cycle`] | one cycle for one root unit, two-pass mode, results |
+//! | [`preemption`] | workload-aware preemption |
+//! | [`hierarchy`] | runtime hierarchy checks |
+//! | [`queue`] | PreEnqueue-style readiness of root units |
+//! | [`config`] | scoring and the algorithm switches |
+//! | [`testing`] | builders for API objects |
+
+pub mod composite;
+pub mod config;
+pub mod cycle;
+pub mod equivalence;
+pub mod filters;
+pub mod hierarchy;
+pub mod journal;
+pub mod model;
+pub mod podgroup;
+pub mod preemption;
+pub mod quantity;
+pub mod queue;
+pub mod resources;
+pub mod scores;
+pub mod snapshot;
+pub mod status;
+pub mod testing;
+pub mod topology;
+
+pub use config::{PlacementLimit, SchedulerConfig, ScoringStrategy};
+pub use cycle::{Assignment, CycleOutcome, CycleStats, GroupStatus, PodStatus, Scheduler, TopologyDomain, Verdict};
+pub use hierarchy::{HierarchyError, MAX_DEPTH};
+pub use journal::{Journal, Mark};
+pub use model::{DisruptionMode, GroupKey, GroupKind, PodKey, PodState, Policy, PreemptionPolicy, UnitKey};
+pub use preemption::{PreemptionOutcome, PreemptionVerdict, Victim, VictimUnit};
+pub use queue::Readiness;
+pub use snapshot::{Snapshot, SnapshotError};
+pub use status::{Code, Counts, placement_feasible};
