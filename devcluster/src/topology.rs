@@ -410,6 +410,39 @@ mod tests {
     }
 
     #[test]
+    fn command_line_flags_describe_a_grid() {
+        use clap::Parser;
+        #[derive(Debug, Parser)]
+        struct Cli {
+            #[command(flatten)]
+            pool: NodePoolArgs,
+        }
+        let cli = Cli::try_parse_from([
+            "devcluster",
+            "--blocks=2",
+            "--nodes-per-rack=1",
+            "--gpus=8",
+            "--taint=dedicated=gpu:NoSchedule",
+            "--node-label=pool=a",
+        ])
+        .unwrap();
+        let nodes = cli.pool.topology().unwrap().nodes();
+        assert_eq!(nodes.len(), 4, "2 blocks x 2 racks (default) x 1 node");
+        assert_eq!(nodes[0].capacity.gpus, 8);
+        assert_eq!(nodes[0].labels["pool"], "a");
+        assert_eq!(
+            nodes[0].taints[0],
+            Taint {
+                key: "dedicated".into(),
+                value: "gpu".into(),
+                effect: "NoSchedule".into()
+            }
+        );
+        let bad = Cli::try_parse_from(["devcluster", "--taint=oops"]).unwrap();
+        assert!(bad.pool.topology().is_err());
+    }
+
+    #[test]
     fn yaml_topology_with_taints_and_zones() {
         let t = Topology::from_yaml(
             "pools:\n- prefix: gpu\n  blocks: 3\n  racksPerBlock: 1\n  nodesPerRack: 1\n  zones: [a, b]\n  capacity: {cpu: \"8\", memory: 64Gi, pods: \"110\", gpus: 4}\n  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n",
