@@ -4,7 +4,7 @@
 //! policies, and admission. Synchronous: the HTTP layer and the in-process components (kubelet, garbage
 //! collector, node management) call these under the cluster lock.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -188,7 +188,7 @@ impl Deleted {
 }
 
 /// Work the garbage collector and namespace controller pick up.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum GcItem {
     /// An object with this uid is gone: its dependents may be orphaned.
     OwnerGone(String),
@@ -235,8 +235,9 @@ pub struct State {
     pub store: Store,
     /// The served resources.
     pub registry: Registry,
-    /// Work for the garbage collector.
-    pub gc_queue: VecDeque<GcItem>,
+    /// Work for the garbage collector (see [`State::enqueue`] and [`State::next_gc_item`]).
+    gc_queue: VecDeque<GcItem>,
+    gc_pending: HashSet<GcItem>,
     /// API behaviour settings.
     pub settings: ApiSettings,
     /// The field validation mode of the request being handled.
@@ -256,6 +257,7 @@ impl State {
             store: Store::new(history_limit),
             registry: Registry::new(),
             gc_queue: VecDeque::new(),
+            gc_pending: HashSet::new(),
             settings,
             field_validation: FieldValidation::Warn,
             warnings: Vec::new(),
@@ -296,6 +298,25 @@ impl State {
                 &opts,
             );
         }
+    }
+
+    /// Queues work for the garbage collector; an item already waiting is not queued twice.
+    pub fn enqueue(&mut self, item: GcItem) {
+        if self.gc_pending.insert(item.clone()) {
+            self.gc_queue.push_back(item);
+        }
+    }
+
+    /// The next queued garbage-collector item.
+    pub fn next_gc_item(&mut self) -> Option<GcItem> {
+        let item = self.gc_queue.pop_front()?;
+        self.gc_pending.remove(&item);
+        Some(item)
+    }
+
+    /// Whether garbage-collector work is waiting.
+    pub fn gc_pending(&self) -> bool {
+        !self.gc_queue.is_empty()
     }
 
     /// Looks up a served resource.
@@ -839,7 +860,7 @@ impl State {
                 m.insert("deletionGracePeriodSeconds".into(), json!(0));
                 obj["status"]["phase"] = json!("Terminating");
                 let stored = self.store.put(&res.storage, obj);
-                self.gc_queue.push_back(GcItem::Namespace(name.to_string()));
+                self.enqueue(GcItem::Namespace(name.to_string()));
                 return Ok(Deleted::Pending(stored));
             }
             return Ok(Deleted::Pending(old));
@@ -902,13 +923,13 @@ impl State {
         let stored = self.store.put(&res.storage, obj);
         let oref = object_ref(res, &stored);
         if finalizers.iter().any(|f| f == FOREGROUND_FINALIZER) {
-            self.gc_queue.push_back(GcItem::Foreground(oref.clone()));
+            self.enqueue(GcItem::Foreground(oref.clone()));
         }
         if finalizers.iter().any(|f| f == ORPHAN_FINALIZER) {
-            self.gc_queue.push_back(GcItem::Orphan(oref.clone()));
+            self.enqueue(GcItem::Orphan(oref.clone()));
         }
         if res.builtin == Some(Builtin::Crd) {
-            self.gc_queue.push_back(GcItem::CrdCleanup(name.to_string()));
+            self.enqueue(GcItem::CrdCleanup(name.to_string()));
         }
         Ok(Deleted::Pending(stored))
     }
@@ -949,20 +970,20 @@ impl State {
         let removed = self.store.remove(&res.storage, namespace, name)?;
         let uid = meta::uid(&removed).to_string();
         if !uid.is_empty() {
-            self.gc_queue.push_back(GcItem::OwnerGone(uid));
+            self.enqueue(GcItem::OwnerGone(uid));
         }
         for owner in meta::owner_refs(&removed) {
             if let Some((oref, o)) = self.store.get_by_uid(&owner.uid)
                 && meta::finalizers(&o).iter().any(|f| f == FOREGROUND_FINALIZER)
             {
-                self.gc_queue.push_back(GcItem::Foreground(oref));
+                self.enqueue(GcItem::Foreground(oref));
             }
         }
         if !namespace.is_empty()
             && let Some(ns) = self.store.get(&GroupResource::new("", "namespaces"), "", namespace)
             && meta::is_deleting(&ns)
         {
-            self.gc_queue.push_back(GcItem::Namespace(namespace.to_string()));
+            self.enqueue(GcItem::Namespace(namespace.to_string()));
         }
         if res.builtin == Some(Builtin::Crd) {
             crate::crd::unregister(self, &removed);
@@ -970,7 +991,7 @@ impl State {
         if let Some(crd) = crate::crd::owning_crd_name(self, res)
             && self.store.count(&res.storage) == 0
         {
-            self.gc_queue.push_back(GcItem::CrdCleanup(crd));
+            self.enqueue(GcItem::CrdCleanup(crd));
         }
         Some(removed)
     }
@@ -983,7 +1004,7 @@ impl State {
         if old.is_none() || old.is_some_and(|o| meta::owner_refs(o) != meta::owner_refs(stored)) {
             for owner in meta::owner_refs(stored) {
                 if self.store.get_by_uid(&owner.uid).is_none() {
-                    self.gc_queue.push_back(GcItem::OwnerGone(owner.uid));
+                    self.enqueue(GcItem::OwnerGone(owner.uid));
                 }
             }
         }

@@ -4,7 +4,7 @@
 //! protection controller (the `scheduling.k8s.io/podgroup-protection` finalizer, so groups go away leaves
 //! first), and event expiry.
 //!
-//! Work arrives through [`State::gc_queue`]; [`process`] handles items synchronously, and [`sweep`] does
+//! Work arrives through [`State::enqueue`]; [`process`] handles items synchronously, and [`sweep`] does
 //! the periodic checks. The cluster runs both on a background task.
 
 use std::time::Duration;
@@ -25,7 +25,7 @@ const MANAGER: &str = "generic-garbage-collector";
 pub fn process(state: &mut State, budget: usize) -> usize {
     let mut n = 0;
     while n < budget {
-        let Some(item) = state.gc_queue.pop_front() else { break };
+        let Some(item) = state.next_gc_item() else { break };
         n += 1;
         match item {
             GcItem::OwnerGone(uid) => owner_gone(state, &uid),

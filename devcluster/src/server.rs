@@ -69,7 +69,7 @@ impl Shared {
         let (r, wake) = {
             let mut s = self.state.lock();
             let r = f(&mut s);
-            (r, !s.gc_queue.is_empty())
+            (r, s.gc_pending())
         };
         if wake {
             self.gc_notify.notify_one();

@@ -1275,3 +1275,29 @@ async fn clusters_start_and_stop_quickly_even_when_stopped_at_once() {
         t.elapsed()
     );
 }
+
+#[tokio::test]
+async fn deleting_a_large_namespace_finishes_promptly() {
+    let c = common::cluster().await;
+    let nss: Api<Namespace> = Api::all(c.client());
+    nss.create(&PostParams::default(), &obj(json!({"metadata": {"name": "big"}})))
+        .await
+        .unwrap();
+    c.with_state(|s| {
+        let res = s.resource("", "v1", "configmaps").unwrap();
+        let opts = kwas_devcluster::api::WriteOptions::manager("test");
+        for i in 0..3000 {
+            s.create(&res, "big", json!({"metadata": {"name": format!("cm-{i}")}}), &opts)
+                .unwrap();
+        }
+    });
+    let started = std::time::Instant::now();
+    nss.delete("big", &DeleteParams::default()).await.unwrap();
+    wait_gone(&nss, "big").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    c.shutdown().await;
+}
