@@ -150,8 +150,54 @@ fn validate_labels(obj: &Value, causes: &mut Vec<FieldCause>) {
 
 // ----- typed decoding -----
 
+/// JSON numbers where Kubernetes expects a `Quantity` (`cpu: 1` in YAML arrives as a number): the apiserver
+/// accepts them, so they become canonical quantity strings (`1`, `0.5` -> `500m`) before typed decoding.
+pub fn normalize_quantities(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m.iter_mut() {
+                let quantity_map = matches!(
+                    k.as_str(),
+                    "requests" | "limits" | "capacity" | "allocatable" | "overhead"
+                );
+                if let (true, Value::Object(q)) = (quantity_map, &mut *child) {
+                    for value in q.values_mut() {
+                        if let Value::Number(n) = value {
+                            *value = Value::String(quantity_string(n));
+                        }
+                    }
+                } else {
+                    normalize_quantities(child);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize_quantities),
+        _ => {}
+    }
+}
+
+fn quantity_string(n: &serde_json::Number) -> String {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string();
+    }
+    let f = n.as_f64().unwrap_or(0.0);
+    let milli = (f * 1000.0).round();
+    if (milli - f * 1000.0).abs() < 1e-6 && milli.fract() == 0.0 {
+        if milli % 1000.0 == 0.0 {
+            format!("{}", milli / 1000.0)
+        } else {
+            format!("{milli}m")
+        }
+    } else {
+        n.to_string()
+    }
+}
+
 fn decode_builtin(state: &mut State, res: &ResourceInfo, b: Builtin, obj: &mut Value) -> Result<(), ApiError> {
     use k8s_openapi::api;
+    if matches!(b, Builtin::Pod | Builtin::Job | Builtin::Node) {
+        normalize_quantities(obj);
+    }
     match b {
         Builtin::Namespace => roundtrip::<api::core::v1::Namespace>(state, res, obj),
         Builtin::Node => roundtrip::<api::core::v1::Node>(state, res, obj),
@@ -908,5 +954,40 @@ pub mod scheduling {
         } else {
             Err(ApiError::from(errors.to_status(&res.group, &res.kind, meta::name(obj))))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_quantities_become_strings() {
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "resources": {
+            "requests": {"cpu": 0.5, "memory": "1Gi", "nvidia.com/gpu": 1}, "limits": {"cpu": 2}}}]}});
+        normalize_quantities(&mut pod);
+        assert_eq!(
+            pod["spec"]["containers"][0]["resources"],
+            json!({"requests": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"}, "limits": {"cpu": "2"}})
+        );
+    }
+
+    #[test]
+    fn pod_spec_defaults_and_update_rules() {
+        let mut spec = json!({"containers": [{"name": "c", "image": "nginx", "resources": {"limits": {"cpu": "1"}}}]});
+        default_pod_spec(&mut spec);
+        assert_eq!(spec["restartPolicy"], "Always");
+        assert_eq!(spec["schedulerName"], "default-scheduler");
+        assert_eq!(spec["containers"][0]["imagePullPolicy"], "Always");
+        assert_eq!(spec["containers"][0]["resources"]["requests"], json!({"cpu": "1"}));
+        let mut changed = spec.clone();
+        changed["containers"][0]["image"] = json!("nginx:2");
+        assert!(check_pod_spec_update("p", &spec, &changed).is_ok());
+        changed["nodeName"] = json!("n1");
+        let err = check_pod_spec_update("p", &spec, &changed).unwrap_err();
+        assert!(
+            err.message()
+                .starts_with("Pod \"p\" is invalid: spec: Forbidden: pod updates may not change fields")
+        );
     }
 }

@@ -63,6 +63,27 @@ async fn apply_client_side_and_server_side() {
     assert_eq!(pod["metadata"]["labels"]["tier"], "front");
     assert!(pod["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].is_string());
 
+    // Numeric quantities from YAML are accepted and canonicalized, as by kube-apiserver.
+    let gpu = POD.replace("name: web", "name: gpu").replace(
+        "    - containerPort: 80\n",
+        "    - containerPort: 80\n    resources:\n      requests: {cpu: 0.5, memory: 64Mi, nvidia.com/gpu: 1}\n      limits: {nvidia.com/gpu: 1}\n",
+    );
+    kubectl_ok(&c, &["apply", "-f", "-"], Some(&gpu));
+    let requests = json(&kubectl(
+        &c,
+        &[
+            "get",
+            "pod",
+            "gpu",
+            "-o",
+            "jsonpath={.spec.containers[0].resources.requests}",
+        ],
+    ));
+    assert_eq!(
+        requests,
+        serde_json::json!({"cpu": "500m", "memory": "64Mi", "nvidia.com/gpu": "1"})
+    );
+
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: fast\n  level: \"1\"\n";
     assert_eq!(
         kubectl_ok(&c, &["apply", "--server-side", "-f", "-"], Some(cm)).trim(),
