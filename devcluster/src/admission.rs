@@ -41,7 +41,7 @@ pub fn admit(
             match b {
                 Builtin::Namespace => admit_namespace(op, obj),
                 Builtin::Pod => admit_pod(state, res, op, old, obj, subresource)?,
-                Builtin::Job => admit_job(res, op, old, obj, subresource)?,
+                Builtin::Job => admit_job(res, op, old, obj, subresource, state.settings.job_scheduling_validation)?,
                 Builtin::PriorityClass => admit_priority_class(state, res, op, old, obj)?,
                 Builtin::PodGroup | Builtin::CompositePodGroup => admit_group(state, res, op, old, obj, subresource)?,
                 Builtin::Workload => scheduling::validate(res, op, old, obj, subresource)?,
@@ -762,6 +762,7 @@ fn admit_job(
     old: Option<&Value>,
     obj: &mut Value,
     subresource: Option<&str>,
+    scheduling_validation: bool,
 ) -> Result<(), ApiError> {
     if subresource == Some("status") {
         return Ok(());
@@ -854,6 +855,14 @@ fn admit_job(
                 spec.get("template").unwrap_or(&Value::Null),
             ));
         }
+    }
+    // spec.scheduling (KEP-6089 Job integration): the same rules the Job controller compiles with.
+    if scheduling_validation && let Ok(job) = serde_json::from_value::<k8s_openapi::api::batch::v1::Job>(obj.clone()) {
+        let errs = match old.map(|o| serde_json::from_value::<k8s_openapi::api::batch::v1::Job>(o.clone())) {
+            Some(Ok(old_job)) => workloadbuilder::job::validate_job_scheduling_update(&job, &old_job),
+            _ => workloadbuilder::job::validate_job_scheduling(&job),
+        };
+        causes.extend(errs.iter().map(FieldCause::from));
     }
     if !causes.is_empty() {
         return Err(ApiError::invalid(&res.group, &res.kind, &name, causes));

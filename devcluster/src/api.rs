@@ -218,12 +218,16 @@ pub struct ApiSettings {
     /// Whether PodGroups and CompositePodGroups get the `scheduling.k8s.io/podgroup-protection` finalizer
     /// on create (and the protection controller removes it).
     pub podgroup_protection: bool,
+    /// Whether a Job's `spec.scheduling` is validated on create and update (kube-apiserver with the
+    /// WorkloadWithJob gate does). Off, any block is stored and the Job controller meets it.
+    pub job_scheduling_validation: bool,
 }
 
 impl Default for ApiSettings {
     fn default() -> Self {
         ApiSettings {
             podgroup_protection: true,
+            job_scheduling_validation: true,
         }
     }
 }

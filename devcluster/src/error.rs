@@ -34,6 +34,16 @@ pub struct FieldCause {
     pub message: String,
 }
 
+impl From<&workloadbuilder::FieldError> for FieldCause {
+    fn from(e: &workloadbuilder::FieldError) -> Self {
+        FieldCause {
+            field: e.field.to_string(),
+            reason: e.error_type.cause_type(),
+            message: e.body(),
+        }
+    }
+}
+
 impl FieldCause {
     /// `<field>: Required value[: detail]`.
     pub fn required(field: impl Into<String>, detail: &str) -> Self {

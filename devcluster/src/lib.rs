@@ -101,6 +101,10 @@ pub struct DevClusterConfig {
     pub watch_history: usize,
     /// Whether PodGroups and CompositePodGroups get the PodGroup protection finalizer.
     pub podgroup_protection: bool,
+    /// Whether Jobs' `spec.scheduling` is validated at admission, as kube-apiserver does with the
+    /// WorkloadWithJob gate (on by default). Off emulates a server that stores any block, to see what the
+    /// Job controller does with invalid input.
+    pub job_scheduling_validation: bool,
 }
 
 impl Default for DevClusterConfig {
@@ -115,6 +119,7 @@ impl Default for DevClusterConfig {
             server: ServerSettings::default(),
             watch_history: 10_000,
             podgroup_protection: true,
+            job_scheduling_validation: true,
         }
     }
 }
@@ -154,6 +159,7 @@ impl DevCluster {
             config.watch_history,
             ApiSettings {
                 podgroup_protection: config.podgroup_protection,
+                job_scheduling_validation: config.job_scheduling_validation,
             },
         );
         let shared = Arc::new(Shared::new(
