@@ -129,7 +129,8 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
     let workloads: Api<Workload> = Api::all(client.clone());
     let pod_cfg = watcher::Config::default().labels(labels::CONTROLLER_UID);
     let ctx = Arc::new(ctx);
-    let sweeper = tokio::spawn(sweep_orphan_pods(client.clone()));
+    // Aborted when `run` returns or is dropped.
+    let _sweeper = AbortOnDrop(tokio::spawn(sweep_orphan_pods(client.clone())));
     let controller = Controller::new(jobs, watcher::Config::default());
     let store = controller.store();
     controller
@@ -162,7 +163,15 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
             }
         })
         .await;
-    sweeper.abort();
+}
+
+/// Aborts a background task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 fn error_policy(_job: Arc<Job>, error: &Error, _ctx: Arc<Context>) -> Action {
@@ -248,11 +257,20 @@ async fn record(events: &EventSink, planned: &[PlannedEvent]) {
     }
 }
 
-async fn reconcile_managed(job: &Job, ctx: &Context) -> Result<Action> {
+async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
     let client = &ctx.client;
-    let namespace = job.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
-    let name = job.name_any();
+    let namespace = cached.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
+    let name = cached.name_any();
     let jobs: Api<Job> = Api::namespaced(client.clone(), &namespace);
+    // The status must be the one this controller last wrote: a cached copy may lag behind it, and a pod
+    // whose finalizer was released after being counted would then be counted nowhere (and replaced).
+    let Some(job) = jobs.get_opt(&name).await? else {
+        return Ok(Action::await_change());
+    };
+    if job.metadata.uid != cached.metadata.uid {
+        return Ok(Action::await_change());
+    }
+    let job = &job;
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let events = EventSink::new(ctx.recorder.clone(), job);
     let pods = list_pods(client, job).await?;

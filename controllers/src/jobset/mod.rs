@@ -213,14 +213,19 @@ async fn fail_invalid(js: &JobSet, api: &Api<JobSet>, events: &EventSink, messag
     Ok(Action::await_change())
 }
 
-async fn reconcile_inner(js: &JobSet, ctx: &Context) -> Result<Action> {
-    if js.metadata.deletion_timestamp.is_some() {
+async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
+    let client = &ctx.client;
+    let namespace = cached.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
+    let name = cached.name_any();
+    let jobsets: Api<JobSet> = Api::namespaced(client.clone(), &namespace);
+    // Decisions rest on the status this controller last wrote (`restarts` above all), not a cached copy.
+    let Some(js) = jobsets.get_opt(&name).await? else {
+        return Ok(Action::await_change());
+    };
+    if js.metadata.uid != cached.metadata.uid || js.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    let client = &ctx.client;
-    let namespace = js.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
-    let name = js.name_any();
-    let jobsets: Api<JobSet> = Api::namespaced(client.clone(), &namespace);
+    let js = &js;
     let jobs_api: Api<Job> = Api::namespaced(client.clone(), &namespace);
     let events = EventSink::new(ctx.recorder.clone(), js);
     if is_finished(js) {

@@ -193,10 +193,16 @@ def test_job_with_scheduling(batch):
     listed = batch.list_namespaced_job(NS)
     rv = listed.metadata.resource_version
     t, events = collect_events(batch.list_namespaced_job, rv, 1)
-    patched = batch.patch_namespaced_job("train", NS, {"spec": {"parallelism": 2}})
-    assert patched.spec.parallelism == 2
+    # A gang minCount may not exceed parallelism: growing parallelism is fine, shrinking it below 4 is not.
+    try:
+        batch.patch_namespaced_job("train", NS, {"spec": {"parallelism": 2}})
+        raise AssertionError("parallelism below the gang's minCount was accepted")
+    except client.exceptions.ApiException as e:
+        assert e.status == 422 and "spec.scheduling.schedulingPolicy.gang.minCount" in e.body, e.body
+    patched = batch.patch_namespaced_job("train", NS, {"spec": {"parallelism": 6}})
+    assert patched.spec.parallelism == 6
     t.join(10)
-    assert events and events[0][0] == "MODIFIED" and events[0][1].spec.parallelism == 2
+    assert events and events[0][0] == "MODIFIED" and events[0][1].spec.parallelism == 6
     batch.delete_namespaced_job("train", NS, propagation_policy="Background")
     wait_until("the Job to be removed", lambda: gone(batch.read_namespaced_job, "train"))
 
