@@ -9,3 +9,5 @@
 #![warn(missing_docs)]
 
 pub mod core;
+#[cfg(feature = "runtime")]
+pub mod runtime;
