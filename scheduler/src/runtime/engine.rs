@@ -485,14 +485,13 @@ impl Engine {
     fn pod_gone(&mut self, key: &PodKey, now: Instant) {
         let placed = matches!(self.snap.pod_state(key), Some((PodState::Bound | PodState::Assumed, _)));
         self.snap.remove_pod(key);
-        if let Some(meta) = self.pods.remove(key) {
-            if let Some(g) = meta.group
-                && let Ok(unit) = self.snap.root_unit(&GroupKey::pod_group(key.namespace.clone(), g))
-                && self.queue.state(&unit).is_some()
-            {
-                // The unit's readiness may have changed (fewer pods).
-                self.touch(&unit, now);
-            }
+        if let Some(meta) = self.pods.remove(key)
+            && let Some(g) = meta.group
+            && let Ok(unit) = self.snap.root_unit(&GroupKey::pod_group(key.namespace.clone(), g))
+            && self.queue.state(&unit).is_some()
+        {
+            // The unit's readiness may have changed (fewer pods).
+            self.touch(&unit, now);
         }
         if let Some(set) = self.orphans.get_mut(&key.namespace) {
             set.remove(key);
@@ -563,12 +562,7 @@ impl Engine {
     /// Puts a pending pod's unit in the queue (or the pod itself, gated, while its hierarchy is not
     /// observed).
     fn route(&mut self, pod: &PodKey, now: Instant) {
-        let pending = self
-            .snap
-            .unit_summary(&UnitKey::Pod(pod.clone()))
-            .pending
-            .first()
-            .is_some();
+        let pending = !self.snap.unit_summary(&UnitKey::Pod(pod.clone())).pending.is_empty();
         let has_group = self.pods.get(pod).is_some_and(|m| m.group.is_some());
         if !pending {
             if let Some(set) = self.orphans.get_mut(&pod.namespace) {
