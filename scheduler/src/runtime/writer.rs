@@ -49,11 +49,18 @@ const MAX_WRITE_ATTEMPTS: u32 = 4;
 /// Carries out actions. See the module docs.
 #[derive(Clone)]
 pub struct Writers {
-    client: Client,
-    metrics: Metrics,
+    io: Io,
     binds: Arc<Semaphore>,
     bind_done: mpsc::UnboundedSender<BindDone>,
     writes: mpsc::UnboundedSender<Action>,
+}
+
+/// What the background writes need: the client and the event buffer (no handle on the write queue,
+/// so the queue closes when the last [`Writers`] is dropped).
+#[derive(Clone)]
+struct Io {
+    client: Client,
+    metrics: Metrics,
     events: mpsc::Sender<EventRecord>,
     field_manager: String,
 }
@@ -61,7 +68,7 @@ pub struct Writers {
 impl std::fmt::Debug for Writers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writers")
-            .field("field_manager", &self.field_manager)
+            .field("field_manager", &self.io.field_manager)
             .finish()
     }
 }
@@ -108,20 +115,23 @@ impl Writers {
         for _ in 0..4 {
             tasks.push(tokio::spawn(publish_events(recorder.clone(), events_rx.clone())));
         }
-        let writers = Self {
+        let io = Io {
             client,
             metrics,
-            binds: Arc::new(Semaphore::new(bind_concurrency.max(1))),
-            bind_done,
-            writes,
             events,
             field_manager: scheduler_name.to_string(),
         };
         tasks.push(tokio::spawn(run_writes(
-            writers.clone(),
+            io.clone(),
             writes_rx,
             write_concurrency.max(1),
         )));
+        let writers = Self {
+            io,
+            binds: Arc::new(Semaphore::new(bind_concurrency.max(1))),
+            bind_done,
+            writes,
+        };
         (writers, WriterTasks { tasks })
     }
 
@@ -129,22 +139,26 @@ impl Writers {
     pub fn dispatch(&self, action: Action) {
         match action {
             Action::Bind { pod, uid, node } => {
-                let this = self.clone();
+                let io = self.io.clone();
+                let binds = self.binds.clone();
+                let done = self.bind_done.clone();
                 tokio::spawn(async move {
-                    let result = match this.binds.clone().acquire_owned().await {
-                        Ok(_permit) => this.bind(&pod, uid, &node).await,
+                    let result = match binds.acquire_owned().await {
+                        Ok(_permit) => io.bind(&pod, uid, &node).await,
                         Err(_) => BindResult::Failed("scheduler shutting down".into()),
                     };
-                    let _ = this.bind_done.send(BindDone { pod, node, result });
+                    let _ = done.send(BindDone { pod, node, result });
                 });
             }
-            Action::Event(e) => self.event(e),
+            Action::Event(e) => self.io.event(e),
             other => {
                 let _ = self.writes.send(other);
             }
         }
     }
+}
 
+impl Io {
     fn event(&self, e: EventRecord) {
         if self.events.try_send(e).is_err() {
             self.metrics.event_dropped();
@@ -365,7 +379,7 @@ fn object_key(a: &Action) -> String {
 }
 
 /// Runs status writes and evictions: per object in order, `concurrency` objects at once.
-async fn run_writes(writers: Writers, mut rx: mpsc::UnboundedReceiver<Action>, concurrency: usize) {
+async fn run_writes(writers: Io, mut rx: mpsc::UnboundedReceiver<Action>, concurrency: usize) {
     let mut pending: HashMap<String, VecDeque<Action>> = HashMap::new();
     let mut ready: VecDeque<String> = VecDeque::new();
     let mut busy: HashSet<String> = HashSet::new();
