@@ -69,6 +69,16 @@ pub struct PodMeta {
     pub pod_scheduled: Option<PodCondition>,
     /// `status.nominatedNodeName`.
     pub nominated_node_name: Option<String>,
+    /// What scheduling depends on (generation, node, deletion, gates): a change that leaves it
+    /// alone (a status write, say) does not touch the snapshot or wake the pod's unit.
+    pub fingerprint: u64,
+}
+
+fn hash_of(v: impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    v.hash(&mut h);
+    h.finish()
 }
 
 impl PodMeta {
@@ -89,8 +99,34 @@ impl PodMeta {
             nominated_node_name: status
                 .and_then(|s| s.nominated_node_name.clone())
                 .filter(|n| !n.is_empty()),
+            fingerprint: hash_of((
+                pod.metadata.generation,
+                pod.metadata.deletion_timestamp.is_some(),
+                spec.and_then(|s| s.node_name.as_deref()),
+                spec.and_then(|s| s.scheduling_gates.as_ref()).map_or(0, Vec::len),
+                spec.and_then(|s| s.priority),
+                spec.and_then(|s| s.scheduler_name.as_deref()),
+            )),
         }
     }
+}
+
+fn node_fingerprint(n: &k8s_openapi::api::core::v1::Node) -> u64 {
+    let spec = n.spec.as_ref();
+    let taints: Vec<(&str, Option<&str>, &str)> = spec
+        .and_then(|s| s.taints.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|t| (t.key.as_str(), t.value.as_deref(), t.effect.as_str()))
+        .collect();
+    let status = n.status.as_ref();
+    let alloc: Vec<(&String, &str)> = status
+        .and_then(|s| s.allocatable.as_ref().or(s.capacity.as_ref()))
+        .into_iter()
+        .flatten()
+        .map(|(k, q)| (k, q.0.as_str()))
+        .collect();
+    hash_of((&n.metadata.labels, taints, spec.and_then(|s| s.unschedulable), alloc))
 }
 
 /// What the engine keeps of a group besides the snapshot.
@@ -104,6 +140,8 @@ pub struct GroupMeta {
     pub parent: Option<String>,
     /// `status.conditions`.
     pub conditions: Vec<Condition>,
+    /// `metadata.generation` (spec changes bump it; status writes do not).
+    pub generation: Option<i64>,
 }
 
 /// A preemption whose victims are terminating.
@@ -163,6 +201,8 @@ pub struct Engine {
     pods: HashMap<PodKey, PodMeta>,
     groups: HashMap<GroupKey, GroupMeta>,
     priority_classes: HashSet<String>,
+    /// Node name -> fingerprint of what scheduling reads from it.
+    nodes: HashMap<String, u64>,
     /// Pods whose group (or an ancestor) is not observed, by namespace.
     orphans: HashMap<String, BTreeSet<PodKey>>,
     /// Bindings in flight: pod -> its unit.
@@ -203,6 +243,7 @@ impl Engine {
             pods: HashMap::new(),
             groups: HashMap::new(),
             priority_classes: HashSet::new(),
+            nodes: HashMap::new(),
             orphans: HashMap::new(),
             binding: HashMap::new(),
             ongoing: HashMap::new(),
@@ -324,6 +365,7 @@ impl Engine {
                     .map(str::to_string)
                     .collect();
                 for n in gone {
+                    self.nodes.remove(&n);
                     self.snap.remove_node(&n);
                 }
             }
@@ -372,13 +414,23 @@ impl Engine {
 
     fn upsert(&mut self, o: Object, now: Instant) {
         match o {
-            Object::Node(n) => match self.snap.upsert_node(&n) {
-                Ok(()) => self.capacity_changed = true,
-                Err(e) => {
-                    self.metrics.invalid_object("Node");
-                    warn!(error = %e, "node not taken into the snapshot");
+            Object::Node(n) => {
+                let name = n.metadata.name.clone().unwrap_or_default();
+                let fp = node_fingerprint(&n);
+                if self.nodes.get(&name) == Some(&fp) {
+                    return;
                 }
-            },
+                match self.snap.upsert_node(&n) {
+                    Ok(()) => {
+                        self.nodes.insert(name, fp);
+                        self.capacity_changed = true;
+                    }
+                    Err(e) => {
+                        self.metrics.invalid_object("Node");
+                        warn!(error = %e, "node not taken into the snapshot");
+                    }
+                }
+            }
             Object::PriorityClass(pc) => {
                 self.priority_classes
                     .insert(pc.metadata.name.clone().unwrap_or_default());
@@ -402,7 +454,12 @@ impl Engine {
                         .as_ref()
                         .and_then(|s| s.conditions.clone())
                         .unwrap_or_default(),
+                    generation: pg.metadata.generation,
                 };
+                if self.unchanged_group(&key, &meta) {
+                    self.groups.insert(key, meta);
+                    return;
+                }
                 let result = self.snap.upsert_pod_group(&pg);
                 self.group_changed(key, meta, result.map_err(|e| e.to_string()), now);
             }
@@ -422,7 +479,12 @@ impl Engine {
                         .as_ref()
                         .and_then(|s| s.conditions.clone())
                         .unwrap_or_default(),
+                    generation: cpg.metadata.generation,
                 };
+                if self.unchanged_group(&key, &meta) {
+                    self.groups.insert(key, meta);
+                    return;
+                }
                 let result = self.snap.upsert_composite_pod_group(&cpg);
                 self.group_changed(key, meta, result.map_err(|e| e.to_string()), now);
             }
@@ -432,7 +494,9 @@ impl Engine {
     fn delete(&mut self, o: Object, now: Instant) {
         match o {
             Object::Node(n) => {
-                self.snap.remove_node(n.metadata.name.as_deref().unwrap_or_default());
+                let name = n.metadata.name.clone().unwrap_or_default();
+                self.nodes.remove(&name);
+                self.snap.remove_node(&name);
             }
             Object::PriorityClass(pc) => {
                 let name = pc.metadata.name.clone().unwrap_or_default();
@@ -463,20 +527,16 @@ impl Engine {
             self.pod_gone(&key, now);
             return;
         }
-        let was_placed = matches!(
-            self.snap.pod_state(&key),
-            Some((PodState::Bound | PodState::Assumed, _))
-        );
-        let was_deleting = self.pods.get(&key).is_some_and(|m| m.deleting);
+        let meta = PodMeta::from_pod(pod);
+        if self.pods.get(&key).is_some_and(|m| m.fingerprint == meta.fingerprint) {
+            // A status change (often our own write): nothing scheduling reads.
+            self.pods.insert(key, meta);
+            return;
+        }
         if let Err(e) = self.snap.upsert_pod(pod) {
             self.metrics.invalid_object("Pod");
             warn!(pod = %key, error = %e, "pod not taken into the snapshot");
             return;
-        }
-        let meta = PodMeta::from_pod(pod);
-        if meta.deleting && !was_deleting && was_placed {
-            // A terminating pod still holds its node, but it is a victim on its way out.
-            debug!(pod = %key, "pod terminating");
         }
         self.pods.insert(key.clone(), meta);
         self.route(&key, now);
@@ -506,6 +566,15 @@ impl Engine {
             o.victims.remove(key);
         }
         self.reserved_by.remove(key);
+    }
+
+    /// True when `meta` is the group already known with the same spec (a status write).
+    fn unchanged_group(&self, key: &GroupKey, meta: &GroupMeta) -> bool {
+        meta.generation.is_some()
+            && self
+                .groups
+                .get(key)
+                .is_some_and(|m| m.generation == meta.generation && self.snap.has_group(key))
     }
 
     fn group_changed(&mut self, key: GroupKey, meta: GroupMeta, result: Result<(), String>, now: Instant) {
@@ -1598,6 +1667,43 @@ mod tests {
             vec![("g-2".into(), "n1".into()), ("g-3".into(), "n1".into())],
             "{b:?}"
         );
+    }
+
+    #[test]
+    fn status_writes_do_not_wake_an_unschedulable_unit() {
+        let mut h = Harness::new();
+        h.node("n1", "1");
+        let mut p = pod("ns", "big", "2", "1Gi");
+        p.metadata.generation = Some(1);
+        h.pod(p.clone());
+        let out = h.run();
+        assert_eq!(pod_reasons(&out).len(), 1);
+        let unit = UnitKey::Pod(PodKey::new("ns", "big"));
+        assert_eq!(h.e.queue().state(&unit), Some(QueueState::Unschedulable));
+        // The echo of our own status write.
+        let written = match &out[0] {
+            Action::PodStatus(u) => u.prepared.clone().unwrap(),
+            other => panic!("{other:?}"),
+        };
+        p.status = Some(PodStatus {
+            conditions: Some(vec![written]),
+            ..Default::default()
+        });
+        p.metadata.resource_version = Some("2".into());
+        h.pod(p);
+        assert_eq!(h.e.queue().state(&unit), Some(QueueState::Unschedulable));
+        assert_eq!(
+            h.e.pod_meta(&PodKey::new("ns", "big"))
+                .unwrap()
+                .resource_version
+                .as_deref(),
+            Some("2")
+        );
+        // Nor do node status updates that change nothing scheduling reads.
+        h.node("n1", "1");
+        assert_eq!(h.e.queue().state(&unit), Some(QueueState::Unschedulable));
+        h.node("n1", "4");
+        assert_ne!(h.e.queue().state(&unit), Some(QueueState::Unschedulable));
     }
 
     #[test]
