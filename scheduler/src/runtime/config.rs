@@ -89,6 +89,10 @@ pub struct RuntimeConfig {
     /// How long a preemptor keeps its nominated nodes reserved while its victims terminate. After that
     /// it is retried like any unit and may preempt again.
     pub preemption_timeout: Duration,
+    /// How long a unit waits in PreEnqueue before its pods get the waiting message. Pods of a gang
+    /// usually arrive within milliseconds of each other; writing "waiting for minCount pods" to each
+    /// of them first would double the API writes of every gang.
+    pub waiting_message_delay: Duration,
     /// The scheduling algorithm's configuration.
     pub core: SchedulerConfig,
 }
@@ -104,6 +108,7 @@ impl Default for RuntimeConfig {
             event_buffer: 4096,
             backoff: BackoffConfig::default(),
             preemption_timeout: Duration::from_secs(120),
+            waiting_message_delay: Duration::from_secs(1),
             core: SchedulerConfig::default(),
         }
     }

@@ -46,7 +46,7 @@ use super::conditions::{
 use super::config::{BackoffConfig, RuntimeConfig};
 use super::informers::{InformerEvent, Kind, Object};
 use super::metrics::Metrics;
-use super::queue::{Failure, QueueDepth, SchedulingQueue};
+use super::queue::{Failure, QueueDepth, QueueState, SchedulingQueue};
 use crate::core::{
     CycleOutcome, GroupKey, GroupKind, PodKey, PodState, PreemptionVerdict, Readiness, Scheduler, SchedulerConfig,
     Snapshot, UnitKey, Verdict,
@@ -176,6 +176,8 @@ pub struct EngineSettings {
     pub backoff: BackoffConfig,
     /// How long reservations of a preemptor last.
     pub preemption_timeout: Duration,
+    /// How long a unit waits in PreEnqueue before its pods get the waiting message.
+    pub waiting_message_delay: Duration,
 }
 
 impl From<&RuntimeConfig> for EngineSettings {
@@ -186,6 +188,7 @@ impl From<&RuntimeConfig> for EngineSettings {
             core: c.core,
             backoff: c.backoff,
             preemption_timeout: c.preemption_timeout,
+            waiting_message_delay: c.waiting_message_delay,
         }
     }
 }
@@ -211,6 +214,9 @@ pub struct Engine {
     victim_of: HashMap<PodKey, UnitKey>,
     reserved_by: HashMap<PodKey, UnitKey>,
     relist: HashMap<Kind, HashSet<String>>,
+    /// Units waiting in PreEnqueue: since when, and whether their pods got the waiting message
+    /// (after `waiting_message_delay`).
+    gated: HashMap<UnitKey, (Instant, bool)>,
     synced: HashSet<Kind>,
     capacity_changed: bool,
 }
@@ -250,6 +256,7 @@ impl Engine {
             victim_of: HashMap::new(),
             reserved_by: HashMap::new(),
             relist: HashMap::new(),
+            gated: HashMap::new(),
             synced: HashSet::new(),
             capacity_changed: false,
         }
@@ -343,12 +350,34 @@ impl Engine {
         for u in due {
             self.queue.activate_now(&u, now);
         }
+        // Units gated long enough for their pods to get the waiting message.
+        let delay = self.settings.waiting_message_delay;
+        let queue = &self.queue;
+        self.gated.retain(|u, _| queue.state(u).is_some());
+        let gated_due: Vec<UnitKey> = self
+            .gated
+            .iter()
+            .filter(|(u, (since, written))| {
+                !*written && now.duration_since(*since) >= delay && queue.state(u) == Some(QueueState::Gated)
+            })
+            .map(|(u, _)| u.clone())
+            .collect();
+        for u in gated_due {
+            self.touch(&u, now);
+        }
         self.metrics.queue_depth(self.queue.depth());
     }
 
     /// When the engine next has something to do without an event.
     pub fn next_wakeup(&self) -> Option<Instant> {
-        let deadline = self.ongoing.values().map(|o| o.deadline).min();
+        let delay = self.settings.waiting_message_delay;
+        let messages = self
+            .gated
+            .iter()
+            .filter(|(u, (_, written))| !*written && self.queue.state(u) == Some(QueueState::Gated))
+            .map(|(_, (since, _))| *since + delay)
+            .min();
+        let deadline = self.ongoing.values().map(|o| o.deadline).chain(messages).min();
         match (self.queue.next_wakeup(), deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -796,6 +825,12 @@ impl Engine {
     fn gate(&mut self, unit: &UnitKey, message: &str, pods: Vec<PodKey>, now: Instant, out: &mut Vec<Action>) {
         debug!(unit = %unit, message, "unit waits in PreEnqueue");
         self.queue.gate(unit, now);
+        let delay = self.settings.waiting_message_delay;
+        let entry = self.gated.entry(unit.clone()).or_insert((now, false));
+        if !entry.1 && now.duration_since(entry.0) < delay {
+            return;
+        }
+        entry.1 = true;
         for p in pods {
             self.pod_condition(&p, REASON_SCHEDULING_GATED, message, false, out);
         }
@@ -823,6 +858,7 @@ impl Engine {
     }
 
     fn cycle(&mut self, unit: &UnitKey, now: Instant, out: &mut Vec<Action>) {
+        self.gated.remove(unit);
         let is_group = matches!(unit, UnitKey::Group(_));
         let started = Instant::now();
         let outcome = self.scheduler.schedule(&mut self.snap, unit);
@@ -1134,7 +1170,6 @@ fn object_key(o: &Object) -> String {
 mod tests {
     use super::*;
     use crate::core::testing::{GroupBuilder, bound, node, pod, pod_in_group, with_priority};
-    use crate::runtime::queue::QueueState;
     use k8s_openapi::api::core::v1::PodStatus;
     use kwas_api::names::conditions::REASON_INVALID;
 
@@ -1150,6 +1185,7 @@ mod tests {
             core: SchedulerConfig::default(),
             backoff: BackoffConfig::default(),
             preemption_timeout: Duration::from_secs(60),
+            waiting_message_delay: Duration::from_secs(1),
         }
     }
 
@@ -1270,6 +1306,11 @@ mod tests {
         h.pod(pod_in_group("ns", "g-0", "g", "1", "1Gi"));
         h.pod(pod_in_group("ns", "g-1", "g", "1", "1Gi"));
         let out = h.run();
+        assert!(out.is_empty(), "no message before the delay: {out:?}");
+        assert_eq!(h.e.next_wakeup(), Some(h.now + Duration::from_secs(1)));
+        h.advance(Duration::from_secs(1));
+        h.e.end_of_batch(h.now);
+        let out = h.run();
         assert!(binds(&out).is_empty());
         let reasons = pod_reasons(&out);
         assert_eq!(reasons.len(), 2, "{reasons:?}");
@@ -1319,6 +1360,9 @@ mod tests {
         let mut h = Harness::new();
         h.node("n1", "4");
         h.pod(pod_in_group("ns", "p", "late", "1", "1Gi"));
+        assert!(h.run().is_empty());
+        h.advance(Duration::from_secs(2));
+        h.e.end_of_batch(h.now);
         let out = h.run();
         assert_eq!(
             pod_reasons(&out),
