@@ -29,6 +29,7 @@ pub struct Health {
     ready: AtomicBool,
     leader: AtomicBool,
     running: AtomicBool,
+    admin_addr: std::sync::OnceLock<std::net::SocketAddr>,
 }
 
 impl Default for Health {
@@ -39,6 +40,7 @@ impl Default for Health {
             ready: AtomicBool::new(false),
             leader: AtomicBool::new(false),
             running: AtomicBool::new(true),
+            admin_addr: std::sync::OnceLock::new(),
         }
     }
 }
@@ -75,6 +77,16 @@ impl Health {
     /// Whether this instance schedules.
     pub fn leader(&self) -> bool {
         self.leader.load(Ordering::Relaxed)
+    }
+
+    /// Records where the admin server listens.
+    pub fn set_admin_addr(&self, addr: std::net::SocketAddr) {
+        let _ = self.admin_addr.set(addr);
+    }
+
+    /// Where the admin server listens (the actual port when configured with port 0).
+    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
+        self.admin_addr.get().copied()
     }
 
     /// The loop stopped.

@@ -95,6 +95,22 @@ pub use metrics::Metrics;
 use informers::InformerEvent;
 use writer::Writers;
 
+/// Every API call the runtime makes, as `(API group, resource, verbs)`: the least-privilege RBAC
+/// rules of `deploy/scheduler/rbac.yaml` (cluster-wide), which a test keeps in step. Leader
+/// election adds `get`, `create` and `patch` on its Lease (a namespaced Role).
+pub const API_ACCESS: &[(&str, &str, &[&str])] = &[
+    ("", "nodes", &["list", "watch"]),
+    ("scheduling.k8s.io", "priorityclasses", &["list", "watch"]),
+    ("", "pods", &["get", "list", "watch", "delete"]),
+    ("", "pods/binding", &["create"]),
+    ("", "pods/status", &["patch"]),
+    ("scheduling.k8s.io", "podgroups", &["get", "list", "watch"]),
+    ("scheduling.k8s.io", "compositepodgroups", &["get", "list", "watch"]),
+    ("scheduling.k8s.io", "podgroups/status", &["patch"]),
+    ("scheduling.k8s.io", "compositepodgroups/status", &["patch"]),
+    ("events.k8s.io", "events", &["create", "patch"]),
+];
+
 /// Informer events applied in one go before the loop looks at the queue again.
 const MAX_EVENTS_PER_TURN: usize = 10_000;
 /// How long shutdown waits for queued status writes and events.
@@ -121,6 +137,11 @@ impl RuntimeHandle {
     /// The runtime's metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// Where the admin server listens, once it does.
+    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
+        self.health.admin_addr()
     }
 }
 
@@ -205,6 +226,9 @@ impl SchedulerRuntime {
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .map_err(|source| Error::Admin { addr, source })?;
+                if let Ok(local) = listener.local_addr() {
+                    health.set_admin_addr(local);
+                }
                 let app = admin::router(health.clone(), metrics.clone());
                 let mut stop = admin_stop_rx.clone();
                 info!(%addr, "admin server listening");
