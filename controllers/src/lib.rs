@@ -18,6 +18,7 @@ pub mod error;
 pub mod job;
 pub mod jobset;
 pub mod metrics;
+pub mod runtime;
 pub mod sync;
 
 pub use error::{Error, Result};

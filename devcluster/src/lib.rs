@@ -1,4 +1,345 @@
 //! # kwas-devcluster
 //!
 //! An embedded Kubernetes API server on loopback with simulated nodes and a simulated kubelet, so kwas
-//! runs and is tested on one machine with no cluster. Filled in by the devcluster issue.
+//! runs and is tested on one machine with no cluster. Real HTTP and JSON: kube-rs, kubectl 1.37 and the
+//! official Python client work against it unchanged, through the kubeconfig it writes.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_openapi::api::core::v1::Node;
+//! use kwas_devcluster::{DevCluster, DevClusterConfig, topology::{Capacity, Topology}};
+//!
+//! let cluster = DevCluster::start(DevClusterConfig {
+//!     topology: Topology::grid(2, 2, 4, Capacity { gpus: 8, ..Default::default() }),
+//!     ..Default::default()
+//! })
+//! .await?;
+//! let nodes: kube::Api<Node> = kube::Api::all(cluster.client());
+//! assert_eq!(nodes.list(&Default::default()).await?.items.len(), 16);
+//! println!("export KUBECONFIG={}", cluster.kubeconfig_path().display());
+//! cluster.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Module map
+//!
+//! | module | role |
+//! | --- | --- |
+//! | [`store`] | JSON objects per resource, the global resourceVersion, owner index, bounded watch history |
+//! | [`api`] | get / list / create / update / patch / delete / deletecollection semantics over the store |
+//! | [`admission`] | typed decoding, defaults, validation, immutability, priority, scheduling.k8s.io checks |
+//! | [`apply`] | server-side apply and `managedFields` |
+//! | [`patch`] | JSON merge, JSON and strategic merge patches |
+//! | [`crd`] | CustomResourceDefinitions and schema-driven custom resources |
+//! | [`gc`] | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry |
+//! | [`watch`], [`http`], [`discovery`], [`table`], [`openapi`] | the wire: watches, routing, discovery, Tables, OpenAPI |
+//! | [`kubelet`], [`topology`] | simulated nodes and kubelet |
+//! | [`faults`] | fault injection |
+//!
+//! See the crate README for what is emulated and what is not.
+
+#![warn(missing_docs)]
+
+pub mod admission;
+pub mod api;
+pub mod apply;
+pub mod convert;
+pub mod crd;
+pub mod discovery;
+pub mod error;
+pub mod faults;
+pub mod gc;
+pub mod http;
+pub mod kubeconfig;
+pub mod kubelet;
+pub mod meta;
+pub mod openapi;
+pub mod patch;
+pub mod pods;
+pub mod resources;
+pub mod selectors;
+pub mod server;
+pub mod store;
+pub mod table;
+pub mod topology;
+pub mod watch;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+pub use error::{ApiError, Error, Result};
+pub use faults::{FaultConfig, FaultRule, Faults, Verb};
+pub use kubelet::KubeletConfig;
+pub use server::ServerSettings;
+pub use topology::{Capacity, NodePool, NodePoolArgs, NodeSpec, Taint, Topology};
+
+use api::{ApiSettings, DeleteOptions, State, WriteOptions};
+use server::Shared;
+
+/// How a cluster is started.
+#[derive(Debug, Clone)]
+pub struct DevClusterConfig {
+    /// Address to listen on (loopback by default).
+    pub host: String,
+    /// Port; 0 picks a free one.
+    pub port: u16,
+    /// Where to write the kubeconfig; `None` writes it into a temporary directory removed at shutdown.
+    pub kubeconfig_path: Option<PathBuf>,
+    /// The simulated nodes.
+    pub topology: Topology,
+    /// The simulated kubelet.
+    pub kubelet: KubeletConfig,
+    /// Fault injection (no rules by default).
+    pub faults: FaultConfig,
+    /// Watch, event and controller timing.
+    pub server: ServerSettings,
+    /// How many events each resource keeps for watches (older resourceVersions get 410 Gone).
+    pub watch_history: usize,
+    /// Whether PodGroups and CompositePodGroups get the PodGroup protection finalizer.
+    pub podgroup_protection: bool,
+    /// Whether Jobs' `spec.scheduling` is validated at admission, as kube-apiserver does with the
+    /// WorkloadWithJob gate (on by default). Off emulates a server that stores any block, to see what the
+    /// Job controller does with invalid input.
+    pub job_scheduling_validation: bool,
+}
+
+impl Default for DevClusterConfig {
+    fn default() -> Self {
+        DevClusterConfig {
+            host: "127.0.0.1".into(),
+            port: 0,
+            kubeconfig_path: None,
+            topology: Topology::default(),
+            kubelet: KubeletConfig::default(),
+            faults: FaultConfig::default(),
+            server: ServerSettings::default(),
+            watch_history: 10_000,
+            podgroup_protection: true,
+            job_scheduling_validation: true,
+        }
+    }
+}
+
+/// A running cluster. Dropping it stops the server; [`DevCluster::shutdown`] also waits for it.
+pub struct DevCluster {
+    shared: Arc<Shared>,
+    base_url: String,
+    kubeconfig_path: PathBuf,
+    client: kube::Client,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    node_index: AtomicUsize,
+    _tempdir: Option<tempfile::TempDir>,
+}
+
+const MANAGER: &str = "devcluster";
+
+impl DevCluster {
+    /// Starts a cluster: binds the port, starts the API server, the controllers and the kubelet, creates
+    /// the topology's nodes and writes the kubeconfig.
+    pub async fn start(config: DevClusterConfig) -> Result<DevCluster> {
+        config.topology.validate()?;
+        let addr = format!("{}:{}", config.host, config.port);
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: addr.clone(),
+                source,
+            })?;
+        let local = listener.local_addr().map_err(|source| Error::Bind {
+            addr: addr.clone(),
+            source,
+        })?;
+        let server_address = local.to_string();
+        let base_url = format!("http://{server_address}");
+        let state = State::new(
+            config.watch_history,
+            ApiSettings {
+                podgroup_protection: config.podgroup_protection,
+                job_scheduling_validation: config.job_scheduling_validation,
+            },
+        );
+        let shared = Arc::new(Shared::new(
+            state,
+            Faults::new(config.faults.clone()),
+            config.server.clone(),
+            server_address,
+        ));
+
+        let mut tasks = Vec::new();
+        let app = http::router(shared.clone());
+        let mut stop = shared.shutdown_signal();
+        tasks.push(tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+                server::stopped(&mut stop).await;
+            });
+            if let Err(e) = serve.await {
+                tracing::error!(error = %e, "devcluster server stopped");
+            }
+        }));
+        tasks.push(tokio::spawn(server::run_controllers(shared.clone())));
+        if config.kubelet.enabled {
+            tasks.push(tokio::spawn(kubelet::run(shared.clone(), config.kubelet.clone())));
+        }
+
+        let (kubeconfig_path, tempdir) = match &config.kubeconfig_path {
+            Some(p) => (p.clone(), None),
+            None => {
+                let dir = tempfile::Builder::new()
+                    .prefix("kwas-devcluster-")
+                    .tempdir()
+                    .map_err(|source| Error::Io {
+                        path: "temporary directory".into(),
+                        source,
+                    })?;
+                (dir.path().join("kubeconfig"), Some(dir))
+            }
+        };
+        kubeconfig::write(&kubeconfig_path, &base_url)?;
+        let uri: http_uri::Uri = base_url
+            .parse()
+            .map_err(|e: http_uri::InvalidUri| Error::Client(e.to_string()))?;
+        let mut kcfg = kube::Config::new(uri);
+        kcfg.default_namespace = "default".into();
+        let client = kube::Client::try_from(kcfg).map_err(|e| Error::Client(e.to_string()))?;
+
+        let cluster = DevCluster {
+            shared,
+            base_url,
+            kubeconfig_path,
+            client,
+            tasks,
+            node_index: AtomicUsize::new(0),
+            _tempdir: tempdir,
+        };
+        for spec in config.topology.nodes() {
+            cluster.add_node(spec)?;
+        }
+        Ok(cluster)
+    }
+
+    /// A kube-rs client for the cluster (default namespace `default`).
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// The server URL (`http://127.0.0.1:<port>`).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The kubeconfig file kubectl and other clients can use.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig_path
+    }
+
+    /// The fault injector: set or clear rules while the cluster runs.
+    pub fn faults(&self) -> &Faults {
+        &self.shared.faults
+    }
+
+    /// Adds a simulated node.
+    pub fn add_node(&self, spec: NodeSpec) -> Result<()> {
+        let index = self.node_index.fetch_add(1, Ordering::Relaxed) + 1;
+        let node = topology::node_object(&spec, index);
+        self.shared.with(|s| {
+            let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
+            s.create(&res, "", node, &WriteOptions::manager(MANAGER)).map(|_| ())
+        })?;
+        Ok(())
+    }
+
+    /// Removes a node; its pods fail (see [`kubelet`]).
+    pub fn remove_node(&self, name: &str) -> Result<()> {
+        self.shared.with(|s| {
+            let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
+            s.delete(
+                &res,
+                "",
+                name,
+                &DeleteOptions {
+                    grace_period_seconds: Some(0),
+                    ..Default::default()
+                },
+            )
+            .map(|_| ())
+        })?;
+        Ok(())
+    }
+
+    /// Marks a node unschedulable (like `kubectl cordon`; the node gets the
+    /// `node.kubernetes.io/unschedulable:NoSchedule` taint).
+    pub fn cordon(&self, name: &str) -> Result<()> {
+        self.set_unschedulable(name, true)
+    }
+
+    /// Makes a cordoned node schedulable again.
+    pub fn uncordon(&self, name: &str) -> Result<()> {
+        self.set_unschedulable(name, false)
+    }
+
+    fn set_unschedulable(&self, name: &str, value: bool) -> Result<()> {
+        self.shared.with(|s| {
+            let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
+            let patch = json!({"spec": {"unschedulable": if value { Value::Bool(true) } else { Value::Null }}});
+            s.patch(
+                &res,
+                "",
+                name,
+                api::PatchType::Merge,
+                &patch,
+                None,
+                &WriteOptions::manager(MANAGER),
+            )
+            .map(|_| ())
+        })?;
+        Ok(())
+    }
+
+    /// Names of the current nodes.
+    pub fn node_names(&self) -> Vec<String> {
+        self.shared.with(|s| {
+            s.store
+                .list(&resources::GroupResource::new("", "nodes"), None)
+                .iter()
+                .map(|n| meta::name(n).to_string())
+                .collect()
+        })
+    }
+
+    /// Runs a closure on the cluster state (for tools and tests that need to look inside).
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        self.shared.with(f)
+    }
+
+    /// Stops the server and the simulation, and waits for them.
+    pub async fn shutdown(mut self) {
+        self.shared.signal_shutdown();
+        for t in std::mem::take(&mut self.tasks) {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+    }
+}
+
+impl std::fmt::Debug for DevCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DevCluster")
+            .field("base_url", &self.base_url)
+            .field("kubeconfig_path", &self.kubeconfig_path)
+            .finish()
+    }
+}
+
+impl Drop for DevCluster {
+    fn drop(&mut self) {
+        self.shared.signal_shutdown();
+    }
+}
+
+mod http_uri {
+    pub use axum::http::Uri;
+    pub use axum::http::uri::InvalidUri;
+}

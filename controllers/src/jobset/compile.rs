@@ -301,3 +301,10 @@ pub fn compile(js: &JobSet) -> Result<Workload, FieldErrors> {
         &jobset_owner(js),
     )
 }
+
+/// The Workload the controller creates: [`compile`]d and marked as managed by the JobSet controller.
+pub fn desired_workload(js: &JobSet) -> Result<Workload, FieldErrors> {
+    let mut workload = compile(js)?;
+    crate::sync::mark_managed(&mut workload.metadata, kwas_api::names::JOBSET_CONTROLLER_NAME);
+    Ok(workload)
+}

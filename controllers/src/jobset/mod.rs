@@ -46,7 +46,7 @@ use crate::sync::{
 use children::{
     ChildWiring, child_group_name, children, desired_child_group, desired_job, desired_root_group, root_group_name,
 };
-use compile::compile;
+use compile::desired_workload;
 
 /// Configuration of the JobSet controller.
 #[derive(Clone, Debug)]
@@ -234,7 +234,7 @@ async fn reconcile_inner(js: &JobSet, ctx: &Context) -> Result<Action> {
     }
 
     // 1. Compile.
-    let desired = match compile(js) {
+    let desired = match desired_workload(js) {
         Ok(w) => w,
         Err(errs) => {
             return fail_invalid(
@@ -251,9 +251,7 @@ async fn reconcile_inner(js: &JobSet, ctx: &Context) -> Result<Action> {
     let found = find_workloads(client, &namespace, kwas_api::names::KWAS_GROUP, "JobSet", &name).await?;
     let workload = match found.as_slice() {
         [] => {
-            let mut w = desired.clone();
-            crate::sync::mark_managed(&mut w.metadata, JOBSET_CONTROLLER_NAME);
-            let created = create_workload(client, &w, &events).await;
+            let created = create_workload(client, &desired, &events).await;
             ctx.metrics.scheduling_sync("jobset", created.is_ok());
             created?
         }

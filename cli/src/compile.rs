@@ -1,0 +1,233 @@
+//! `kwas compile FILE`: Job and JobSet manifests to the Workload and runtime groups their controllers would
+//! create, offline. Validation errors are rendered as kubectl renders the API server's `Invalid` errors.
+//!
+//! Names derive from `metadata.uid` as the controllers' do; a manifest without a uid (not yet created)
+//! compiles as if its uid were empty, so the Workload's name differs from the one the cluster will show.
+
+use std::fmt::Write as _;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::batch::v1::Job;
+use kube::ResourceExt;
+use kwas_api::jobset::{JobSet, PodGroupManagement};
+use kwas_api::names::JOB_CONTROLLER_NAME;
+use kwas_controllers::job::mode::{ManagementMode, UnmanagedReason, management_mode};
+use kwas_controllers::job::scheduling::{desired_root_pod_group, desired_workload};
+use kwas_controllers::jobset::children::{
+    ChildWiring, child_group_name, children, desired_child_group, desired_job, desired_root_group, root_group_name,
+};
+use serde::Deserialize;
+use serde_json::Value;
+use workloadbuilder::FieldErrors;
+
+/// The uid given to manifests that have none (objects not created yet).
+pub const PLACEHOLDER_UID: &str = "00000000-0000-0000-0000-000000000000";
+
+/// How manifests are compiled.
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// The PodGroup management of JobSets that do not choose one.
+    pub management: PodGroupManagement,
+    /// The namespace of manifests that name none (as kubectl's `--namespace`).
+    pub namespace: String,
+}
+
+/// One compiled input document.
+#[derive(Debug, Default)]
+pub struct Compiled {
+    /// The objects, in creation order.
+    pub objects: Vec<Value>,
+    /// Notes for the user (for example why a Job compiles to nothing).
+    pub notes: Vec<String>,
+}
+
+/// kubectl's rendering of a 422 `Invalid` Status for `kind` `name` with `errs`.
+pub fn kubectl_invalid(kind: &str, name: &str, errs: &FieldErrors) -> String {
+    let mut s = format!("The {kind} {name:?} is invalid:");
+    if errs.len() == 1 {
+        let e = &errs.as_slice()[0];
+        let _ = write!(s, " {}: {}", e.field, e.body());
+        return s;
+    }
+    s.push_str(" \n");
+    for e in errs {
+        let _ = writeln!(s, "* {}: {}", e.field, e.body());
+    }
+    s.trim_end().to_string()
+}
+
+/// Parse every YAML document of `input` (empty documents are skipped).
+pub fn documents(input: &str) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for doc in serde_norway::Deserializer::from_str(input) {
+        let value = Value::deserialize(doc).context("parsing YAML")?;
+        if !value.is_null() {
+            out.push(value);
+        }
+    }
+    Ok(out)
+}
+
+/// Compile one manifest.
+pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compiled> {
+    let api_version = doc
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut doc = doc.clone();
+    let meta = doc
+        .as_object_mut()
+        .context("a manifest is a YAML mapping")?
+        .entry("metadata")
+        .or_insert_with(|| serde_json::json!({}));
+    let meta = meta.as_object_mut().context("metadata is a mapping")?;
+    meta.entry("namespace")
+        .or_insert_with(|| Value::String(options.namespace.clone()));
+    let placeholder = !meta.contains_key("uid");
+    meta.entry("uid")
+        .or_insert_with(|| Value::String(PLACEHOLDER_UID.to_string()));
+    let mut out = match (api_version.as_str(), kind.as_str()) {
+        ("batch/v1", "Job") => compile_job(&serde_json::from_value(doc).context("decoding the Job")?)?,
+        ("kwas.dev/v1alpha1", "JobSet") => compile_jobset(
+            &serde_json::from_value(doc).context("decoding the JobSet")?,
+            options.management,
+        )?,
+        _ => bail!("kwas compile handles batch/v1 Jobs and kwas.dev/v1alpha1 JobSets, not {api_version} {kind}"),
+    };
+    if placeholder && !out.objects.is_empty() {
+        out.notes.push(format!(
+            "{kind} has no metadata.uid (not created yet): names derived from it use {PLACEHOLDER_UID} and differ from the cluster's"
+        ));
+    }
+    Ok(out)
+}
+
+fn to_value<T: serde::Serialize>(obj: &T) -> Result<Value> {
+    Ok(serde_json::to_value(obj)?)
+}
+
+fn compile_job(job: &Job) -> Result<Compiled> {
+    let mut out = Compiled::default();
+    let name = job.name_any();
+    match management_mode(job).map_err(|e| anyhow::anyhow!(kubectl_invalid("Job", &name, &e)))? {
+        ManagementMode::None(UnmanagedReason::PodTemplateSchedulingGroup) => {
+            out.notes.push(format!(
+                "Job {name}: its pod template names a PodGroup; the Job controller creates no scheduling objects"
+            ));
+        }
+        ManagementMode::None(UnmanagedReason::ParentManaged) => {
+            out.notes.push(format!(
+                "Job {name}: its parent controller manages its scheduling objects"
+            ));
+        }
+        ManagementMode::PodGroupOnly(m) => {
+            out.notes.push(format!(
+                "Job {name}: delegated; its PodGroup is instantiated from template {} of the parent's Workload at run time",
+                m.group_template_name
+            ));
+        }
+        ManagementMode::Both => {
+            let workload = desired_workload(job, JOB_CONTROLLER_NAME)
+                .map_err(|e| anyhow::anyhow!(kubectl_invalid("Job", &name, &e)))?;
+            let template = workload
+                .spec
+                .pod_group_templates
+                .as_ref()
+                .and_then(|t| t.first())
+                .map(|t| t.name.clone())
+                .unwrap_or_default();
+            let group = desired_root_pod_group(job, &workload, &template, JOB_CONTROLLER_NAME)?;
+            out.objects.push(to_value(&workload)?);
+            out.objects.push(to_value(&group)?);
+        }
+    }
+    Ok(out)
+}
+
+fn compile_jobset(js: &JobSet, default_management: PodGroupManagement) -> Result<Compiled> {
+    let name = js.name_any();
+    let workload = kwas_controllers::jobset::compile::desired_workload(js)
+        .map_err(|e| anyhow::anyhow!(kubectl_invalid("JobSet", &name, &e)))?;
+    let root = desired_root_group(js, &workload)?;
+    let management = js
+        .spec
+        .scheduling
+        .as_ref()
+        .and_then(|s| s.pod_group_management)
+        .unwrap_or(default_management);
+    let mut out = Compiled::default();
+    out.objects.push(to_value(&workload)?);
+    out.objects.push(to_value(&root)?);
+    let wiring = ChildWiring {
+        management,
+        root_group: root_group_name(&workload.name_any()),
+        job_managed_by: Some(JOB_CONTROLLER_NAME.to_string()),
+        restart_attempt: 0,
+    };
+    for child in children(js) {
+        match management {
+            PodGroupManagement::Centralized => out
+                .objects
+                .push(to_value(&desired_child_group(js, &workload, &child)?)?),
+            PodGroupManagement::Delegated => {
+                let job = desired_job(js, &child, &wiring);
+                let mapping = workloadbuilder::DownwardMapping::read(
+                    job.metadata.annotations.as_ref().unwrap_or(&Default::default()),
+                )
+                .map_err(|e| anyhow::anyhow!(e.to_string()))?
+                .context("a delegated child Job carries the downward-mapping annotations")?;
+                let group = kwas_controllers::job::scheduling::desired_delegated_pod_group(
+                    &job,
+                    &workload,
+                    &mapping,
+                    JOB_CONTROLLER_NAME,
+                )?;
+                debug_assert_eq!(group.metadata.name.as_deref(), Some(child_group_name(&child).as_str()));
+                out.objects.push(to_value(&group)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Render objects as a multi-document YAML stream.
+pub fn to_yaml(objects: &[Value]) -> Result<String> {
+    let mut s = String::new();
+    for o in objects {
+        s.push_str("---\n");
+        s.push_str(&serde_norway::to_string(o)?);
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use workloadbuilder::FieldError;
+
+    #[test]
+    fn kubectl_rendering() {
+        let one: FieldErrors = FieldError::invalid("spec.scheduling.disruptionMode", "", "bad").into();
+        assert_eq!(
+            kubectl_invalid("Job", "train", &one),
+            "The Job \"train\" is invalid: spec.scheduling.disruptionMode: Invalid value: \"\": bad"
+        );
+        let two: FieldErrors = vec![
+            FieldError::required("spec.a", ""),
+            FieldError::forbidden("spec.b", "no"),
+        ]
+        .into();
+        assert_eq!(
+            kubectl_invalid("Job", "t", &two),
+            "The Job \"t\" is invalid: \n* spec.a: Required value\n* spec.b: Forbidden: no"
+        );
+    }
+
+    #[test]
+    fn multi_document_input() {
+        let docs = documents("---\napiVersion: v1\nkind: A\n---\n---\napiVersion: v1\nkind: B\n").unwrap();
+        assert_eq!(docs.len(), 2);
+    }
+}

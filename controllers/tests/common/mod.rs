@@ -1,0 +1,180 @@
+//! Shared helpers for the controllers' devcluster tests: a cluster, a stand-in binder (these tests do not
+//! need the scheduler; they bind pods through the binding subresource themselves), controllers that can be
+//! stopped and restarted, and polling.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use kube::api::{Api, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use kwas_controllers::job::plan::JobConfig;
+use kwas_controllers::job::{self, JobControllerConfig};
+use kwas_controllers::jobset::{self, JobSetControllerConfig};
+use kwas_controllers::metrics::Metrics;
+use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, KubeletConfig, ServerSettings, Topology};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A small cluster (2 racks x 2 nodes), fast kubelet and controllers of the API server.
+pub async fn cluster_with(tweak: impl FnOnce(&mut DevClusterConfig)) -> DevCluster {
+    let mut config = DevClusterConfig {
+        topology: Topology::grid(
+            1,
+            2,
+            2,
+            Capacity {
+                gpus: 4,
+                ..Default::default()
+            },
+        ),
+        kubelet: KubeletConfig {
+            start_delay: Duration::from_millis(20),
+            ..Default::default()
+        },
+        server: ServerSettings {
+            bookmark_interval: Duration::from_millis(200),
+            sweep_interval: Duration::from_millis(50),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    tweak(&mut config);
+    DevCluster::start(config).await.expect("devcluster starts")
+}
+
+/// The default test cluster.
+pub async fn cluster() -> DevCluster {
+    cluster_with(|_| {}).await
+}
+
+/// A background task that stops when dropped or stopped.
+pub struct Task {
+    stop: Option<oneshot::Sender<()>>,
+    handle: JoinHandle<()>,
+}
+
+impl Task {
+    /// Stop the task and wait for it (a controller "crash": no more reconciles from this instance).
+    pub async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        self.handle.abort();
+        let _ = (&mut self.handle).await;
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
+}
+
+fn spawn<F>(f: impl FnOnce(oneshot::Receiver<()>) -> F) -> Task
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    Task {
+        stop: Some(tx),
+        handle: tokio::spawn(f(rx)),
+    }
+}
+
+/// Job controller settings for tests: manages Jobs with no `managedBy`, short failure backoff.
+pub fn job_config() -> JobControllerConfig {
+    JobControllerConfig {
+        manage_unset: true,
+        job: JobConfig {
+            backoff_base: Duration::from_millis(50),
+            backoff_max: Duration::from_millis(200),
+        },
+        ..Default::default()
+    }
+}
+
+/// Start the Job controller.
+pub fn start_job_controller(client: Client, config: JobControllerConfig) -> Task {
+    spawn(move |rx| async move {
+        let ctx = job::Context::new(client, config, Metrics::unregistered());
+        job::run(ctx, async move {
+            let _ = rx.await;
+        })
+        .await;
+    })
+}
+
+/// Start the JobSet controller.
+pub fn start_jobset_controller(client: Client, config: JobSetControllerConfig) -> Task {
+    spawn(move |rx| async move {
+        let ctx = jobset::Context::new(client, config, Metrics::unregistered());
+        jobset::run(ctx, async move {
+            let _ = rx.await;
+        })
+        .await;
+    })
+}
+
+/// A stand-in scheduler: binds every pending pod to the nodes in turn, through `pods/binding`.
+pub fn start_binder(client: Client, nodes: Vec<String>) -> Task {
+    spawn(move |_rx| async move {
+        let pods: Api<Pod> = Api::all(client.clone());
+        let mut stream = std::pin::pin!(
+            watcher(pods, watcher::Config::default().fields("spec.nodeName="))
+                .applied_objects()
+                .default_backoff()
+        );
+        let mut bound = BTreeSet::new();
+        let mut next = 0usize;
+        while let Some(Ok(pod)) = stream.next().await {
+            let uid = pod.uid().unwrap_or_default();
+            if pod.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
+                || pod.metadata.deletion_timestamp.is_some()
+                || !bound.insert(uid)
+            {
+                continue;
+            }
+            let node = nodes[next % nodes.len()].clone();
+            next += 1;
+            let binding = Binding {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(pod.name_any()),
+                    namespace: pod.namespace(),
+                    ..Default::default()
+                },
+                target: ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Node".into()),
+                    name: Some(node),
+                    ..Default::default()
+                },
+            };
+            let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+            let _ = api
+                .create_subresource::<Binding, Binding>("binding", &pod.name_any(), &PostParams::default(), &binding)
+                .await;
+        }
+    })
+}
+
+/// Polls `f` until it returns `Some`, or panics after `timeout` with `what`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}

@@ -1,0 +1,456 @@
+//! The JobSet controller on devcluster with the Job controller: both PodGroup management strategies,
+//! restarts of the controller, deletion and garbage collection, failure restarts, suspend, conflicting
+//! configurations and invalid input.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, CustomResourceExt, ResourceExt};
+use kwas_api::jobset::{JobSet, PodGroupManagement};
+use kwas_controllers::jobset::JobSetControllerConfig;
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(20);
+
+async fn install_crd(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &JobSet::crd()).await.unwrap();
+    let api: Api<JobSet> = Api::namespaced(client.clone(), "default");
+    eventually(T, "the JobSet resource served", || async {
+        api.list(&ListParams::default()).await.ok().map(|_| ())
+    })
+    .await;
+}
+
+fn template(parallelism: i32, run: &str, exit: Option<&str>, scheduling: Option<Value>) -> Value {
+    let mut annotations = json!({"kwas.dev/sim-run-duration": run});
+    if let Some(e) = exit {
+        annotations["kwas.dev/sim-exit-phase"] = json!(e);
+    }
+    let mut spec = json!({
+        "parallelism": parallelism, "completions": parallelism, "backoffLimit": 0,
+        "template": {"metadata": {"annotations": annotations}, "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    });
+    if let Some(s) = scheduling {
+        spec["scheduling"] = s;
+    }
+    json!({"spec": spec})
+}
+
+fn jobset(name: &str, spec: Value) -> JobSet {
+    serde_json::from_value(json!({"apiVersion": "kwas.dev/v1alpha1", "kind": "JobSet", "metadata": {"name": name, "namespace": "default"}, "spec": spec})).unwrap()
+}
+
+fn two_replicated_jobs(management: &str) -> Value {
+    json!({
+        "scheduling": {
+            "podGroupManagement": management,
+            "replicatedJobPolicies": [{"targetReplicatedJob": "workers", "schedulingPolicy": {"gang": {}}, "schedulingConstraints": {"topology": [{"key": "kwas.dev/rack"}]}}]
+        },
+        "replicatedJobs": [
+            {"name": "driver", "replicas": 1, "template": template(1, "100ms", None, None)},
+            {"name": "workers", "replicas": 2, "template": template(2, "100ms", None, None)}
+        ]
+    })
+}
+
+async fn list<K>(client: &Client) -> Vec<K>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(client.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+}
+
+async fn get_js(client: &Client, name: &str) -> JobSet {
+    Api::<JobSet>::namespaced(client.clone(), "default")
+        .get(name)
+        .await
+        .unwrap()
+}
+
+fn js_condition<'a>(
+    js: &'a JobSet,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    js.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == "True")
+}
+
+async fn wait_js(client: &Client, name: &str, type_: &str) -> JobSet {
+    eventually(T, &format!("JobSet {name} {type_}"), || async {
+        let js = get_js(client, name).await;
+        js_condition(&js, type_).is_some().then_some(js)
+    })
+    .await
+}
+
+struct Env {
+    cluster: kwas_devcluster::DevCluster,
+    client: Client,
+    _binder: Task,
+    _jobs: Task,
+    jobsets: Option<Task>,
+}
+
+async fn env(management: PodGroupManagement) -> Env {
+    let cluster = cluster().await;
+    let client = cluster.client();
+    install_crd(&client).await;
+    let binder = start_binder(client.clone(), cluster.node_names());
+    let jobs = start_job_controller(client.clone(), job_config());
+    let config = JobSetControllerConfig {
+        default_management: management,
+        ..Default::default()
+    };
+    let jobsets = start_jobset_controller(client.clone(), config);
+    Env {
+        cluster,
+        client,
+        _binder: binder,
+        _jobs: jobs,
+        jobsets: Some(jobsets),
+    }
+}
+
+fn group_parent(g: &PodGroup) -> Option<&str> {
+    g.spec.parent_composite_pod_group_name.as_deref()
+}
+
+#[tokio::test]
+async fn centralized_management_creates_every_group_and_runs_to_completion() {
+    let e = env(PodGroupManagement::Centralized).await;
+    let c = &e.client;
+    Api::<JobSet>::namespaced(c.clone(), "default")
+        .create(
+            &PostParams::default(),
+            &jobset("pretrain", two_replicated_jobs("Centralized")),
+        )
+        .await
+        .unwrap();
+    let done = wait_js(c, "pretrain", "Completed").await;
+    let status = done.status.unwrap();
+    let counts: Vec<(String, i32)> = status
+        .replicated_jobs_status
+        .iter()
+        .map(|r| (r.name.clone(), r.succeeded))
+        .collect();
+    assert_eq!(counts, [("driver".to_string(), 1), ("workers".to_string(), 2)]);
+    let workloads: Vec<Workload> = list(c).await;
+    assert_eq!(workloads.len(), 1);
+    assert_eq!(workloads[0].owner_references()[0].kind, "JobSet");
+    let roots: Vec<CompositePodGroup> = list(c).await;
+    assert_eq!(roots.len(), 1);
+    assert_eq!(
+        roots[0].spec.scheduling_policy.gang.as_ref().unwrap().min_group_count,
+        3
+    );
+    let groups: Vec<PodGroup> = list(c).await;
+    assert_eq!(groups.len(), 3);
+    for g in &groups {
+        assert_eq!(group_parent(g), Some(roots[0].name_any().as_str()));
+        assert_eq!(
+            g.owner_references()[0].kind,
+            "JobSet",
+            "centralized groups are owned by the JobSet"
+        );
+    }
+    let jobs: Vec<Job> = list(c).await;
+    assert_eq!(jobs.len(), 3);
+    for j in &jobs {
+        let group = j
+            .spec
+            .as_ref()
+            .unwrap()
+            .template
+            .spec
+            .as_ref()
+            .unwrap()
+            .scheduling_group
+            .as_ref()
+            .unwrap()
+            .pod_group_name
+            .clone()
+            .unwrap();
+        assert!(groups.iter().any(|g| g.name_any() == group));
+        assert!(
+            j.spec.as_ref().unwrap().scheduling.is_none(),
+            "the child's scheduling block is stripped"
+        );
+    }
+    // Every pod carries its Job's group.
+    let pods: Vec<Pod> = list(c).await;
+    assert_eq!(pods.len(), 5);
+    assert!(pods.iter().all(|p| p.spec.as_ref().unwrap().scheduling_group.is_some()));
+    assert_eq!(status.workload_name, Some(workloads[0].name_any()));
+    e.cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn delegated_management_lets_the_job_controller_create_the_groups() {
+    let e = env(PodGroupManagement::Centralized).await;
+    let c = &e.client;
+    Api::<JobSet>::namespaced(c.clone(), "default")
+        .create(
+            &PostParams::default(),
+            &jobset("pretrain", two_replicated_jobs("Delegated")),
+        )
+        .await
+        .unwrap();
+    wait_js(c, "pretrain", "Completed").await;
+    let roots: Vec<CompositePodGroup> = list(c).await;
+    let groups: Vec<PodGroup> = list(c).await;
+    assert_eq!(groups.len(), 3);
+    for g in &groups {
+        assert_eq!(group_parent(g), Some(roots[0].name_any().as_str()));
+        assert_eq!(
+            g.owner_references()[0].kind,
+            "Job",
+            "delegated groups are owned by their Job"
+        );
+    }
+    for j in list::<Job>(c).await {
+        let mapping = workloadbuilder::DownwardMapping::read(j.metadata.annotations.as_ref().unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            mapping.parent_composite_pod_group.as_deref(),
+            Some(roots[0].name_any().as_str())
+        );
+    }
+    assert_eq!(list::<Workload>(c).await.len(), 1, "only the JobSet's Workload");
+    e.cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_restarted_jobset_controller_creates_no_duplicates() {
+    let mut e = env(PodGroupManagement::Centralized).await;
+    let c = e.client.clone();
+    let mut spec = two_replicated_jobs("Centralized");
+    spec["replicatedJobs"][1]["replicas"] = json!(4);
+    spec["replicatedJobs"][1]["template"] = template(2, "400ms", None, None);
+    Api::<JobSet>::namespaced(c.clone(), "default")
+        .create(&PostParams::default(), &jobset("pretrain", spec))
+        .await
+        .unwrap();
+    eventually(T, "some child Jobs", || async {
+        (!list::<Job>(&c).await.is_empty()).then_some(())
+    })
+    .await;
+    e.jobsets.take().unwrap().stop().await;
+    let _again = start_jobset_controller(c.clone(), JobSetControllerConfig::default());
+    wait_js(&c, "pretrain", "Completed").await;
+    assert_eq!(list::<Workload>(&c).await.len(), 1);
+    assert_eq!(list::<CompositePodGroup>(&c).await.len(), 1);
+    assert_eq!(list::<PodGroup>(&c).await.len(), 5);
+    assert_eq!(list::<Job>(&c).await.len(), 5);
+    e.cluster.shutdown().await;
+}
+
+/// The resourceVersions at which the first `expected` objects of kind `K` were deleted.
+fn deletions<K>(client: &Client, expected: usize) -> tokio::task::JoinHandle<Vec<u64>>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), "default");
+    tokio::spawn(async move {
+        let mut out = Vec::new();
+        let mut stream = std::pin::pin!(kube::runtime::watcher(api, Default::default()));
+        let deadline = tokio::time::Instant::now() + T;
+        while let Ok(Some(event)) = tokio::time::timeout_at(deadline, stream.next()).await {
+            if let Ok(kube::runtime::watcher::Event::Delete(o)) = event {
+                out.push(
+                    o.meta()
+                        .resource_version
+                        .as_deref()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0),
+                );
+                if out.len() == expected {
+                    break;
+                }
+            }
+        }
+        out
+    })
+}
+
+#[tokio::test]
+async fn deleting_a_jobset_removes_everything_below_it_groups_bottom_up() {
+    let e = env(PodGroupManagement::Centralized).await;
+    let c = &e.client;
+    let mut spec = two_replicated_jobs("Centralized");
+    spec["replicatedJobs"][0]["template"] = template(1, "1h", None, None);
+    spec["replicatedJobs"][1]["template"] = template(2, "1h", None, None);
+    Api::<JobSet>::namespaced(c.clone(), "default")
+        .create(&PostParams::default(), &jobset("pretrain", spec))
+        .await
+        .unwrap();
+    eventually(T, "running pods", || async {
+        let pods: Vec<Pod> = list(c).await;
+        (pods.len() == 5
+            && pods
+                .iter()
+                .all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")))
+        .then_some(())
+    })
+    .await;
+    let group_deletions = deletions::<PodGroup>(c, 3);
+    let root_deletions = deletions::<CompositePodGroup>(c, 1);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    Api::<JobSet>::namespaced(c.clone(), "default")
+        .delete("pretrain", &DeleteParams::background())
+        .await
+        .unwrap();
+    eventually(T, "everything below the JobSet gone", || async {
+        let gone = list::<Job>(c).await.is_empty()
+            && list::<Pod>(c).await.is_empty()
+            && list::<PodGroup>(c).await.is_empty()
+            && list::<CompositePodGroup>(c).await.is_empty()
+            && list::<Workload>(c).await.is_empty();
+        gone.then_some(())
+    })
+    .await;
+    let groups = group_deletions.await.unwrap();
+    let root = root_deletions.await.unwrap();
+    assert_eq!(groups.len(), 3);
+    assert_eq!(root.len(), 1);
+    assert!(
+        groups.iter().all(|g| *g < root[0]),
+        "PodGroups {groups:?} go before their CompositePodGroup {root:?}"
+    );
+    e.cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_job_restarts_the_jobset_until_max_restarts() {
+    let e = env(PodGroupManagement::Centralized).await;
+    let c = &e.client;
+    let spec = json!({
+        "failurePolicy": {"maxRestarts": 1},
+        "replicatedJobs": [
+            {"name": "ok", "replicas": 1, "template": template(1, "1h", None, None)},
+            {"name": "broken", "replicas": 1, "template": template(1, "50ms", Some("Failed"), None)}
+        ]
+    });
+    Api::<JobSet>::namespaced(c.clone(), "default")
+        .create(&PostParams::default(), &jobset("flaky", spec))
+        .await
+        .unwrap();
+    let failed = wait_js(c, "flaky", "Failed").await;
+    assert_eq!(js_condition(&failed, "Failed").unwrap().reason, "ReachedMaxRestarts");
+    assert_eq!(failed.status.as_ref().unwrap().restarts, 1);
+    eventually(T, "the second attempt's Jobs removed after failing", || async {
+        let jobs: Vec<Job> = list(c).await;
+        let active = jobs
+            .iter()
+            .filter(|j| {
+                j.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_none_or(|c| c.is_empty())
+            })
+            .count();
+        (active == 0 && jobs.iter().all(|j| j.labels()["kwas.dev/restart-attempt"] == "1")).then_some(())
+    })
+    .await;
+    e.cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn suspend_propagates_to_child_jobs() {
+    let e = env(PodGroupManagement::Centralized).await;
+    let c = &e.client;
+    let mut spec = two_replicated_jobs("Centralized");
+    spec["suspend"] = json!(true);
+    Api::<JobSet>::namespaced(c.clone(), "default")
+        .create(&PostParams::default(), &jobset("later", spec))
+        .await
+        .unwrap();
+    wait_js(c, "later", "Suspended").await;
+    eventually(T, "suspended child Jobs", || async {
+        let jobs: Vec<Job> = list(c).await;
+        (jobs.len() == 3 && jobs.iter().all(|j| j.spec.as_ref().unwrap().suspend == Some(true))).then_some(())
+    })
+    .await;
+    assert!(list::<Pod>(c).await.is_empty());
+    Api::<JobSet>::namespaced(c.clone(), "default")
+        .patch(
+            "later",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"suspend": false}})),
+        )
+        .await
+        .unwrap();
+    wait_js(c, "later", "Completed").await;
+    e.cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn conflicting_and_invalid_configurations_fail_with_field_paths_and_create_nothing() {
+    let e = env(PodGroupManagement::Centralized).await;
+    let c = &e.client;
+    let api = Api::<JobSet>::namespaced(c.clone(), "default");
+    // Option A and Option B for the same replicated job.
+    let mut both = two_replicated_jobs("Centralized");
+    both["replicatedJobs"][1]["template"] = template(2, "1s", None, Some(json!({"schedulingPolicy": {"gang": {}}})));
+    api.create(&PostParams::default(), &jobset("both", both)).await.unwrap();
+    // A policy naming no replicated job.
+    let mut dangling = two_replicated_jobs("Centralized");
+    dangling["scheduling"]["replicatedJobPolicies"][0]["targetReplicatedJob"] = json!("wrokers");
+    api.create(&PostParams::default(), &jobset("dangling", dangling))
+        .await
+        .unwrap();
+    // `all` disruption with the Basic escape hatch at the root.
+    let mut all_basic = two_replicated_jobs("Centralized");
+    all_basic["scheduling"]["schedulingPolicy"] = json!({"basic": {}});
+    all_basic["scheduling"]["disruptionMode"] = json!({"all": {}});
+    api.create(&PostParams::default(), &jobset("allbasic", all_basic))
+        .await
+        .unwrap();
+    for (name, path) in [
+        ("both", "spec.replicatedJobs[1].template.spec.scheduling: Forbidden"),
+        (
+            "dangling",
+            "spec.scheduling.replicatedJobPolicies[0].targetReplicatedJob: Not found: \"wrokers\"",
+        ),
+        (
+            "allbasic",
+            "spec.scheduling.disruptionMode: Invalid value: \"\": the disruptionMode `all` is not supported with the Basic scheduling policy",
+        ),
+    ] {
+        let failed = wait_js(c, name, "Failed").await;
+        let cond = js_condition(&failed, "Failed").unwrap();
+        assert_eq!(cond.reason, "InvalidSchedulingConfiguration");
+        assert!(cond.message.contains(path), "{name}: {}", cond.message);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(list::<Workload>(c).await.is_empty());
+    assert!(list::<Job>(c).await.is_empty());
+    assert!(list::<CompositePodGroup>(c).await.is_empty());
+    e.cluster.shutdown().await;
+}

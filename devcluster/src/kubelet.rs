@@ -1,0 +1,528 @@
+//! The simulated kubelet: runs the pods bound to any existing Node.
+//!
+//! - A bound, pending pod becomes `Running` after [`KubeletConfig::start_delay`], with the conditions
+//!   (`PodReadyToStartContainers`, `Initialized`, `Ready`, `ContainersReady`, `PodScheduled`),
+//!   `containerStatuses`, `startTime`, host and pod IPs a real kubelet reports.
+//! - With the [`SIM_RUN_DURATION`] annotation (a Go duration: `30s`, `1m30s`, `500ms`) its containers
+//!   exit after that long, with exit code 0 or, when [`SIM_EXIT_PHASE`] is `Failed`, 1. Then the pod's
+//!   `restartPolicy` decides like a kubelet: `Never` (and `OnFailure` after a success) ends the pod in
+//!   `Succeeded` / `Failed`; `Always` (and `OnFailure` after a failure) restarts the containers
+//!   (`restartCount` + 1, `lastState.terminated`). Without the annotation the pod runs until deleted.
+//! - A deleted pod (deletionTimestamp set) stops after [`SIM_SHUTDOWN_DURATION`] (default 0: the
+//!   containers exit on SIGTERM), never later than its grace period; containers stopped by the grace
+//!   period end with 137 and the pod `Failed`, others with 0 and `Succeeded`. Then the kubelet deletes it
+//!   with grace period 0, as a real kubelet does.
+//! - When a Node is removed, its non-terminal pods fail (`reason: NodeLost`, a `DisruptionTarget`
+//!   condition with reason `DeletionByPodGC`); pods already being deleted there are removed, like the pod
+//!   garbage collector does for pods on nodes that no longer exist.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::api::{DeleteOptions, State, WriteOptions};
+use crate::meta;
+use crate::pods::set_condition;
+use crate::resources::GroupResource;
+use crate::server::Shared;
+use crate::store::EventType;
+
+pub use kwas_api::names::annotations::{SIM_EXIT_PHASE, SIM_RUN_DURATION};
+
+/// How long a deleted pod's containers take to stop after SIGTERM (a Go duration, capped at the grace
+/// period). Default `0s`.
+pub const SIM_SHUTDOWN_DURATION: &str = "kwas.dev/sim-shutdown-duration";
+
+const MANAGER: &str = "kubelet";
+
+/// Simulated kubelet settings.
+#[derive(Debug, Clone)]
+pub struct KubeletConfig {
+    /// Whether the kubelet runs at all (without it pods stay Pending, as on nodes with no kubelet).
+    pub enabled: bool,
+    /// Delay between a pod being bound and it running.
+    pub start_delay: Duration,
+}
+
+impl Default for KubeletConfig {
+    fn default() -> Self {
+        KubeletConfig {
+            enabled: true,
+            start_delay: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Parses a Go duration (`1h2m3.5s`, `500ms`, `10us`, `0`).
+pub fn parse_go_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if s == "0" {
+        return Some(Duration::ZERO);
+    }
+    if s.is_empty() || s.starts_with('-') {
+        return None;
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        if num_end == 0 {
+            return None;
+        }
+        let n: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let factor = match &rest[..unit_end] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        total += n * factor;
+        rest = &rest[unit_end..];
+    }
+    Some(Duration::from_secs_f64(total))
+}
+
+#[derive(Debug, Default)]
+struct Track {
+    started: bool,
+    terminating: bool,
+}
+
+/// Runs the kubelet until the cluster shuts down.
+pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
+    let pods = GroupResource::new("", "pods");
+    let nodes = GroupResource::new("", "nodes");
+    let mut shutdown = shared.shutdown_signal();
+    let (mut pod_sub, mut node_sub) = shared.with(|s| (s.store.subscribe(&pods), s.store.subscribe(&nodes)));
+    let mut tracked: HashMap<String, Track> = HashMap::new();
+    let mut ips: u32 = 0;
+    let (mut last_pod, mut last_node, initial) =
+        shared.with(|s| (s.store.current_rv(), s.store.current_rv(), s.store.list(&pods, None)));
+    for p in initial {
+        handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
+    }
+    loop {
+        pod_sub.borrow_and_update();
+        node_sub.borrow_and_update();
+        let batch = shared.with(|s| {
+            let n = s.store.events_since(&nodes, last_node, 512);
+            let p = s.store.events_since(&pods, last_pod, 512);
+            (n, p, s.store.current_rv())
+        });
+        let (node_events, pod_events, now_rv) = batch;
+        let mut idle = true;
+        match node_events {
+            Ok(events) => {
+                for e in &events {
+                    idle = false;
+                    last_node = e.rv;
+                    let name = meta::name(&e.object).to_string();
+                    match e.kind {
+                        EventType::Deleted => shared.with(|s| fail_pods_on_lost_node(s, &name)),
+                        EventType::Added => {
+                            // Pods bound to a node before it existed start once it does.
+                            let waiting: Vec<_> = shared.with(|s| {
+                                s.store
+                                    .list(&pods, None)
+                                    .into_iter()
+                                    .filter(|p| {
+                                        p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(name.as_str())
+                                    })
+                                    .collect()
+                            });
+                            for p in waiting {
+                                handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
+                            }
+                        }
+                        EventType::Modified => {}
+                    }
+                }
+            }
+            Err(_) => last_node = now_rv,
+        }
+        match pod_events {
+            Ok(events) => {
+                for e in &events {
+                    idle = false;
+                    last_pod = e.rv;
+                    handle_pod(
+                        &shared,
+                        &cfg,
+                        &mut tracked,
+                        &mut ips,
+                        &e.object,
+                        e.kind == EventType::Deleted,
+                    );
+                }
+            }
+            Err(_) => {
+                // Fell behind the history window: resynchronize from the current state.
+                let (rv, all) = shared.with(|s| (s.store.current_rv(), s.store.list(&pods, None)));
+                last_pod = rv;
+                tracked.retain(|uid, _| all.iter().any(|p| meta::uid(p) == uid));
+                for p in all {
+                    handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
+                }
+                idle = false;
+            }
+        }
+        if idle {
+            tokio::select! {
+                r = pod_sub.changed() => if r.is_err() { return },
+                r = node_sub.changed() => if r.is_err() { return },
+                _ = crate::server::stopped(&mut shutdown) => return,
+            }
+        }
+    }
+}
+
+fn handle_pod(
+    shared: &Arc<Shared>,
+    cfg: &KubeletConfig,
+    tracked: &mut HashMap<String, Track>,
+    ips: &mut u32,
+    pod: &Value,
+    deleted: bool,
+) {
+    let uid = meta::uid(pod).to_string();
+    if deleted {
+        tracked.remove(&uid);
+        return;
+    }
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if node.is_empty() {
+        return;
+    }
+    let phase = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("Pending")
+        .to_string();
+    let node_exists = shared.with(|s| s.store.get(&GroupResource::new("", "nodes"), "", &node).is_some());
+    let track = tracked.entry(uid.clone()).or_default();
+    let ns = meta::namespace(pod).to_string();
+    let name = meta::name(pod).to_string();
+    if meta::is_deleting(pod) {
+        if track.terminating {
+            return;
+        }
+        track.terminating = true;
+        let grace = meta::metadata(pod)
+            .and_then(|m| m.get("deletionGracePeriodSeconds"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let grace = Duration::from_secs(grace.max(0).unsigned_abs());
+        let wanted = meta::annotation(pod, SIM_SHUTDOWN_DURATION)
+            .and_then(parse_go_duration)
+            .unwrap_or(Duration::ZERO);
+        let (delay, killed) = if !node_exists {
+            (Duration::ZERO, true)
+        } else if wanted > grace {
+            (grace, true)
+        } else {
+            (wanted, false)
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            shared.with(|s| terminate(s, &ns, &name, &uid, killed));
+        });
+        return;
+    }
+    if phase == "Pending" && !track.started && node_exists {
+        track.started = true;
+        *ips += 1;
+        let pod_ip = format!("10.244.{}.{}", (*ips >> 8) % 256, *ips % 256 + 1);
+        let run = meta::annotation(pod, SIM_RUN_DURATION).and_then(parse_go_duration);
+        let fail = meta::annotation(pod, SIM_EXIT_PHASE) == Some("Failed");
+        let shared = shared.clone();
+        let delay = cfg.start_delay;
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let started = shared.with(|s| start(s, &ns, &name, &uid, &node, &pod_ip));
+            let Some(run) = run.filter(|_| started) else { return };
+            let mut restarts = 0;
+            loop {
+                tokio::time::sleep(run).await;
+                match shared.with(|s| exit(s, &ns, &name, &uid, restarts, fail)) {
+                    Some(next) => restarts = next,
+                    None => return,
+                }
+            }
+        });
+    }
+}
+
+fn pods_res(s: &State) -> Option<Arc<crate::resources::ResourceInfo>> {
+    s.resource("", "v1", "pods")
+}
+
+fn current(s: &State, ns: &str, name: &str, uid: &str) -> Option<Value> {
+    let p = s.store.get(&GroupResource::new("", "pods"), ns, name)?;
+    (meta::uid(&p) == uid).then(|| (*p).clone())
+}
+
+fn container_statuses(pod: &Value, state_of: impl Fn(&str, i64) -> Value, ready: bool, restarts: i64) -> Vec<Value> {
+    let uid = meta::uid(pod);
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+                    let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+                    json!({
+                        "name": name,
+                        "image": image,
+                        "imageID": format!("sim://{image}"),
+                        "containerID": format!("sim://{}-{name}-{restarts}", uid.split('-').next().unwrap_or(uid)),
+                        "ready": ready,
+                        "started": ready,
+                        "restartCount": restarts,
+                        "state": state_of(name, restarts),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn write_status(s: &mut State, pod: Value) {
+    let Some(res) = pods_res(s) else { return };
+    let ns = meta::namespace(&pod).to_string();
+    let name = meta::name(&pod).to_string();
+    if let Err(e) = s.update(&res, &ns, &name, pod, Some("status"), &WriteOptions::manager(MANAGER)) {
+        tracing::debug!(pod = %name, error = %e, "kubelet status update failed");
+    }
+}
+
+fn start(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, pod_ip: &str) -> bool {
+    let Some(mut pod) = current(s, ns, name, uid) else {
+        return false;
+    };
+    if meta::is_deleting(&pod)
+        || pod
+            .pointer("/status/phase")
+            .and_then(Value::as_str)
+            .unwrap_or("Pending")
+            != "Pending"
+    {
+        return false;
+    }
+    let Some(node_obj) = s.store.get(&GroupResource::new("", "nodes"), "", node) else {
+        return false;
+    };
+    let host_ip = node_obj
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .and_then(|a| {
+            a.iter()
+                .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
+        })
+        .and_then(|x| x.get("address"))
+        .and_then(Value::as_str)
+        .unwrap_or("10.0.0.1")
+        .to_string();
+    let now = meta::now_rfc3339();
+    let statuses = container_statuses(&pod, |_, _| json!({"running": {"startedAt": now}}), true, 0);
+    {
+        let st = meta::ensure_object(meta::ensure_object(&mut pod).entry("status").or_insert(json!({})));
+        st.insert("phase".into(), json!("Running"));
+        st.insert("hostIP".into(), json!(host_ip));
+        st.insert("hostIPs".into(), json!([{"ip": host_ip}]));
+        st.insert("podIP".into(), json!(pod_ip));
+        st.insert("podIPs".into(), json!([{"ip": pod_ip}]));
+        st.insert("startTime".into(), json!(now));
+        st.insert("containerStatuses".into(), json!(statuses));
+    }
+    for c in [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+    ] {
+        set_condition(&mut pod, c, "True", "", "");
+    }
+    write_status(s, pod);
+    true
+}
+
+/// A container run ended: restart (returning the new restart count) or end the pod.
+fn exit(s: &mut State, ns: &str, name: &str, uid: &str, restarts: i64, fail: bool) -> Option<i64> {
+    let mut pod = current(s, ns, name, uid)?;
+    if meta::is_deleting(&pod) || pod.pointer("/status/phase").and_then(Value::as_str) != Some("Running") {
+        return None;
+    }
+    let seen = pod
+        .pointer("/status/containerStatuses/0/restartCount")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if seen != restarts {
+        return None;
+    }
+    let policy = pod
+        .pointer("/spec/restartPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("Always")
+        .to_string();
+    let restart = policy == "Always" || (policy == "OnFailure" && fail);
+    let started = pod
+        .pointer("/status/containerStatuses/0/state/running/startedAt")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let now = meta::now_rfc3339();
+    let (code, reason) = if fail { (1, "Error") } else { (0, "Completed") };
+    let terminated =
+        json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now}});
+    if restart {
+        let next = restarts + 1;
+        let mut statuses = container_statuses(&pod, |_, _| json!({"running": {"startedAt": now}}), true, next);
+        for st in &mut statuses {
+            st["lastState"] = terminated.clone();
+        }
+        pod["status"]["containerStatuses"] = json!(statuses);
+        write_status(s, pod);
+        return Some(next);
+    }
+    let statuses = container_statuses(&pod, |_, _| terminated.clone(), false, restarts);
+    pod["status"]["containerStatuses"] = json!(statuses);
+    let phase = if fail { "Failed" } else { "Succeeded" };
+    pod["status"]["phase"] = json!(phase);
+    let reason = if fail { "PodFailed" } else { "PodCompleted" };
+    for c in ["Ready", "ContainersReady"] {
+        set_condition(&mut pod, c, "False", reason, "");
+    }
+    set_condition(&mut pod, "PodReadyToStartContainers", "False", "", "");
+    write_status(s, pod);
+    None
+}
+
+/// Stops a deleted pod's containers and removes it (grace period 0).
+fn terminate(s: &mut State, ns: &str, name: &str, uid: &str, killed: bool) {
+    let Some(mut pod) = current(s, ns, name, uid) else {
+        return;
+    };
+    let phase = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("Pending")
+        .to_string();
+    if phase != "Succeeded" && phase != "Failed" {
+        let now = meta::now_rfc3339();
+        let started = pod
+            .pointer("/status/startTime")
+            .and_then(Value::as_str)
+            .unwrap_or(&now)
+            .to_string();
+        let (code, reason) = if killed { (137, "Error") } else { (0, "Completed") };
+        let restarts = pod
+            .pointer("/status/containerStatuses/0/restartCount")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let statuses = container_statuses(
+            &pod,
+            |_, _| json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now}}),
+            false,
+            restarts,
+        );
+        pod["status"]["containerStatuses"] = json!(statuses);
+        pod["status"]["phase"] = json!(if killed { "Failed" } else { "Succeeded" });
+        for c in ["Ready", "ContainersReady"] {
+            set_condition(&mut pod, c, "False", "PodCompleted", "");
+        }
+        write_status(s, pod);
+    }
+    let Some(res) = pods_res(s) else { return };
+    let opts = DeleteOptions {
+        grace_period_seconds: Some(0),
+        precondition_uid: Some(uid.to_string()),
+        ..Default::default()
+    };
+    let _ = s.delete(&res, ns, name, &opts);
+}
+
+/// A node was removed: its pods fail; pods already being deleted there are removed.
+pub fn fail_pods_on_lost_node(s: &mut State, node: &str) {
+    let Some(res) = pods_res(s) else { return };
+    let on_node: Vec<_> = s
+        .store
+        .list(&res.storage, None)
+        .into_iter()
+        .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node))
+        .collect();
+    for p in on_node {
+        let ns = meta::namespace(&p).to_string();
+        let name = meta::name(&p).to_string();
+        if meta::is_deleting(&p) {
+            let opts = DeleteOptions {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            };
+            let _ = s.delete(&res, &ns, &name, &opts);
+            continue;
+        }
+        let phase = p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending");
+        if phase == "Succeeded" || phase == "Failed" {
+            continue;
+        }
+        let mut pod = (*p).clone();
+        let now = meta::now_rfc3339();
+        let restarts = pod
+            .pointer("/status/containerStatuses/0/restartCount")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let statuses = container_statuses(
+            &pod,
+            |_, _| json!({"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": now}}),
+            false,
+            restarts,
+        );
+        pod["status"]["containerStatuses"] = json!(statuses);
+        pod["status"]["phase"] = json!("Failed");
+        pod["status"]["reason"] = json!("NodeLost");
+        pod["status"]["message"] = json!(format!("node {node:?} was removed"));
+        for c in ["Ready", "ContainersReady"] {
+            set_condition(&mut pod, c, "False", "PodFailed", "");
+        }
+        set_condition(
+            &mut pod,
+            kwas_api::names::conditions::DISRUPTION_TARGET,
+            "True",
+            "DeletionByPodGC",
+            &format!("PodGC: node {node} no longer exists"),
+        );
+        write_status(s, pod);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_go_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_go_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_go_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_go_duration("0"), Some(Duration::ZERO));
+        assert_eq!(parse_go_duration("10"), None);
+        assert_eq!(parse_go_duration("-1s"), None);
+        assert_eq!(parse_go_duration("3 days"), None);
+    }
+}

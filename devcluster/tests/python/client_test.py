@@ -1,0 +1,230 @@
+"""The official Kubernetes Python client (37.x) against devcluster.
+
+Creates, lists, watches, patches and deletes Workloads, PodGroups and CompositePodGroups through the typed
+scheduling.k8s.io/v1alpha3 API, and a Job with spec.scheduling through the batch API.
+
+Usage: client_test.py KUBECONFIG. Prints one line per check and a closing "N passed, N failed" line; exits
+non-zero when a check fails.
+"""
+
+import sys
+import threading
+import time
+import traceback
+
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+
+NS = "default"
+
+
+def wait_until(what, fn, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def gone(read, name):
+    try:
+        read(name, NS)
+        return False
+    except ApiException as e:
+        if e.status == 404:
+            return True
+        raise
+
+
+def collect_events(list_fn, resource_version, count, **kwargs):
+    """Watches from resource_version in a thread until `count` events arrived; returns (thread, events)."""
+    events = []
+
+    def run():
+        w = watch.Watch()
+        for ev in w.stream(list_fn, namespace=NS, resource_version=resource_version, timeout_seconds=10, **kwargs):
+            events.append((ev["type"], ev["object"]))
+            if len(events) >= count:
+                w.stop()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, events
+
+
+def workload(name):
+    return client.V1alpha3Workload(
+        api_version="scheduling.k8s.io/v1alpha3",
+        kind="Workload",
+        metadata=client.V1ObjectMeta(name=name, labels={"suite": "python"}),
+        spec=client.V1alpha3WorkloadSpec(
+            composite_pod_group_templates=[
+                client.V1alpha3CompositePodGroupTemplate(
+                    name="job",
+                    scheduling_policy=client.V1alpha3CompositePodGroupSchedulingPolicy(
+                        gang=client.V1alpha3CompositeGangSchedulingPolicy(min_group_count=2)
+                    ),
+                    pod_group_templates=[
+                        client.V1alpha3PodGroupTemplate(
+                            name="workers",
+                            scheduling_policy=client.V1alpha3PodGroupSchedulingPolicy(
+                                gang=client.V1alpha3GangSchedulingPolicy(min_count=4)
+                            ),
+                        )
+                    ],
+                )
+            ]
+        ),
+    )
+
+
+def test_workload_lifecycle(api):
+    created = api.create_namespaced_workload(NS, workload("training"))
+    assert isinstance(created, client.V1alpha3Workload)
+    assert created.metadata.uid and created.metadata.resource_version
+    tpl = created.spec.composite_pod_group_templates[0]
+    assert tpl.pod_group_templates[0].scheduling_policy.gang.min_count == 4
+    listed = api.list_namespaced_workload(NS, label_selector="suite=python")
+    assert [w.metadata.name for w in listed.items] == ["training"]
+    rv = listed.metadata.resource_version
+    t, events = collect_events(api.list_namespaced_workload, rv, 2)
+    patched = api.patch_namespaced_workload("training", NS, {"metadata": {"labels": {"patched": "yes"}}})
+    assert patched.metadata.labels["patched"] == "yes"
+    api.delete_namespaced_workload("training", NS)
+    t.join(10)
+    assert [e[0] for e in events] == ["MODIFIED", "DELETED"], events
+    assert all(isinstance(e[1], client.V1alpha3Workload) for e in events)
+    assert gone(api.read_namespaced_workload, "training")
+
+
+def test_invalid_workload_is_rejected_with_field_path(api):
+    bad = workload("bad")
+    bad.spec.composite_pod_group_templates[0].pod_group_templates[0].scheduling_policy.gang.min_count = 0
+    try:
+        api.create_namespaced_workload(NS, bad)
+    except ApiException as e:
+        assert e.status == 422, e.status
+        assert "is invalid" in e.body and "compositePodGroupTemplates[0].podGroupTemplates[0].schedulingPolicy.gang.minCount" in e.body, e.body
+        return
+    raise AssertionError("the invalid Workload was accepted")
+
+
+def test_pod_group_lifecycle(api):
+    rv = api.list_namespaced_pod_group(NS).metadata.resource_version
+    t, events = collect_events(api.list_namespaced_pod_group, rv, 5)
+    pg = client.V1alpha3PodGroup(
+        metadata=client.V1ObjectMeta(name="workers-0"),
+        spec=client.V1alpha3PodGroupSpec(
+            workload_ref=client.V1alpha3WorkloadReference(workload_name="training", template_name="workers"),
+            scheduling_policy=client.V1alpha3PodGroupSchedulingPolicy(gang=client.V1alpha3GangSchedulingPolicy(min_count=2)),
+        ),
+    )
+    created = api.create_namespaced_pod_group(NS, pg)
+    assert created.spec.disruption_mode.single is not None, created.spec.disruption_mode
+    assert created.metadata.finalizers == ["scheduling.k8s.io/podgroup-protection"]
+    patched = api.patch_namespaced_pod_group("workers-0", NS, {"spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}})
+    assert patched.spec.scheduling_policy.gang.min_count == 3
+    assert patched.metadata.generation == 2
+    status = {"status": {"conditions": [{
+        "type": "PodGroupInitiallyScheduled", "status": "False", "reason": "Unschedulable",
+        "message": "waiting for minCount pods from a gang to appear in scheduling queue",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+    with_status = api.patch_namespaced_pod_group_status("workers-0", NS, status)
+    assert with_status.status.conditions[0].reason == "Unschedulable"
+    assert with_status.metadata.generation == 2
+    api.delete_namespaced_pod_group("workers-0", NS)
+    wait_until("the PodGroup to be released and removed", lambda: gone(api.read_namespaced_pod_group, "workers-0"))
+    t.join(10)
+    kinds = [e[0] for e in events]
+    # created, spec patch, status patch, deletionTimestamp set, finalizer released and removed
+    assert kinds == ["ADDED", "MODIFIED", "MODIFIED", "MODIFIED", "DELETED"], kinds
+
+
+def test_composite_pod_group_lifecycle(api):
+    cpg = client.V1alpha3CompositePodGroup(
+        metadata=client.V1ObjectMeta(name="training-job"),
+        spec=client.V1alpha3CompositePodGroupSpec(
+            workload_ref=client.V1alpha3WorkloadReference(workload_name="training", template_name="job"),
+            scheduling_policy=client.V1alpha3CompositePodGroupSchedulingPolicy(
+                gang=client.V1alpha3CompositeGangSchedulingPolicy(min_group_count=2)
+            ),
+        ),
+    )
+    created = api.create_namespaced_composite_pod_group(NS, cpg)
+    assert created.spec.scheduling_policy.gang.min_group_count == 2
+    listed = api.list_namespaced_composite_pod_group(NS)
+    assert [c.metadata.name for c in listed.items] == ["training-job"]
+    patched = api.patch_namespaced_composite_pod_group("training-job", NS, {"metadata": {"annotations": {"a": "b"}}})
+    assert patched.metadata.annotations == {"a": "b"}
+    try:
+        api.patch_namespaced_composite_pod_group("training-job", NS, {"spec": {"schedulingPolicy": {"gang": {"minGroupCount": 3}}}})
+        raise AssertionError("the immutable spec was changed")
+    except ApiException as e:
+        assert e.status == 422, e.body
+    api.delete_namespaced_composite_pod_group("training-job", NS)
+    wait_until("the CompositePodGroup to be removed", lambda: gone(api.read_namespaced_composite_pod_group, "training-job"))
+
+
+def test_job_with_scheduling(batch):
+    job = client.V1Job(
+        metadata=client.V1ObjectMeta(name="train"),
+        spec=client.V1JobSpec(
+            parallelism=4,
+            completions=4,
+            scheduling=client.V1JobSchedulingConfiguration(
+                scheduling_policy=client.V1alpha3WorkloadPodGroupSchedulingPolicy(
+                    gang=client.V1alpha3WorkloadPodGroupGangSchedulingPolicy(min_count=4)
+                )
+            ),
+            template=client.V1PodTemplateSpec(
+                spec=client.V1PodSpec(
+                    restart_policy="Never",
+                    containers=[client.V1Container(name="trainer", image="busybox:1.36")],
+                )
+            ),
+        ),
+    )
+    created = batch.create_namespaced_job(NS, job)
+    assert created.spec.scheduling.scheduling_policy.gang.min_count == 4
+    assert created.spec.backoff_limit == 6
+    assert created.spec.template.metadata.labels["batch.kubernetes.io/job-name"] == "train"
+    listed = batch.list_namespaced_job(NS)
+    rv = listed.metadata.resource_version
+    t, events = collect_events(batch.list_namespaced_job, rv, 1)
+    patched = batch.patch_namespaced_job("train", NS, {"spec": {"parallelism": 2}})
+    assert patched.spec.parallelism == 2
+    t.join(10)
+    assert events and events[0][0] == "MODIFIED" and events[0][1].spec.parallelism == 2
+    batch.delete_namespaced_job("train", NS, propagation_policy="Background")
+    wait_until("the Job to be removed", lambda: gone(batch.read_namespaced_job, "train"))
+
+
+def main():
+    config.load_kube_config(config_file=sys.argv[1])
+    api = client.SchedulingV1alpha3Api()
+    batch = client.BatchV1Api()
+    tests = [
+        (test_workload_lifecycle, api),
+        (test_invalid_workload_is_rejected_with_field_path, api),
+        (test_pod_group_lifecycle, api),
+        (test_composite_pod_group_lifecycle, api),
+        (test_job_with_scheduling, batch),
+    ]
+    passed = failed = 0
+    for fn, arg in tests:
+        try:
+            fn(arg)
+            passed += 1
+            print(f"ok {fn.__name__}")
+        except Exception:
+            failed += 1
+            print(f"FAILED {fn.__name__}")
+            traceback.print_exc()
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

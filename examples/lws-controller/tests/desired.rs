@@ -1,0 +1,77 @@
+//! What the example controller creates for a LeaderWorkerSet: one CompositePodGroup per replica from the same
+//! template, each with a leader and a workers PodGroup, all checked against the API server's rules.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use lws_controller::{LeaderWorkerSet, desired};
+use serde_json::json;
+use workloadbuilder::{validate_composite_pod_group, validate_pod_group, validate_workload};
+
+fn lws(scheduling: serde_json::Value) -> LeaderWorkerSet {
+    serde_json::from_value(json!({
+        "apiVersion": "examples.kwas.dev/v1alpha1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "serve", "namespace": "default", "uid": "lws-uid"},
+        "spec": {
+            "replicas": 2,
+            "size": 3,
+            "leaderTemplate": {"spec": {"containers": [{"name": "leader", "image": "vllm"}]}},
+            "workerTemplate": {"spec": {"containers": [{"name": "worker", "image": "vllm"}]}},
+            "scheduling": scheduling
+        }
+    }))
+    .unwrap()
+}
+
+#[test]
+fn one_composite_instance_per_replica_from_one_template() {
+    let d = desired(&lws(
+        json!({"group": {"schedulingConstraints": {"topology": [{"key": "kwas.dev/rack"}]}}}),
+    ))
+    .unwrap();
+    assert!(validate_workload(&d.workload).is_empty());
+    assert!(validate_composite_pod_group(&d.root).is_empty());
+    assert_eq!(d.replicas.len(), 2);
+    for (i, r) in d.replicas.iter().enumerate() {
+        assert_eq!(r.group.spec.workload_ref.template_name, "group");
+        assert_eq!(
+            r.group.spec.parent_composite_pod_group_name.as_deref(),
+            Some("serve-root")
+        );
+        assert_eq!(r.group.spec.scheduling_policy.gang.as_ref().unwrap().min_group_count, 2);
+        assert!(r.group.spec.disruption_mode.as_ref().unwrap().all.is_some());
+        assert!(validate_composite_pod_group(&r.group).is_empty());
+        let workers = r.workers.as_ref().unwrap();
+        assert_eq!(
+            workers.spec.parent_composite_pod_group_name.as_deref(),
+            Some(format!("serve-{i}").as_str())
+        );
+        assert_eq!(workers.spec.scheduling_policy.gang.as_ref().unwrap().min_count, 2);
+        assert!(validate_pod_group(&r.leader).is_empty() && validate_pod_group(workers).is_empty());
+        assert_eq!(r.pods.len(), 3);
+    }
+    insta::assert_yaml_snapshot!(json!({
+        "workload": d.workload,
+        "root": d.root,
+        "replica0": {"group": d.replicas[0].group, "leader": d.replicas[0].leader, "workers": d.replicas[0].workers, "pods": d.replicas[0].pods},
+    }));
+}
+
+#[test]
+fn basic_escape_hatch_drops_atomic_disruption() {
+    let d = desired(&lws(json!({"group": {"schedulingPolicy": {"basic": {}}}}))).unwrap();
+    let g = &d.replicas[0].group;
+    assert!(g.spec.scheduling_policy.basic.is_some());
+    assert!(g.spec.disruption_mode.as_ref().unwrap().single.is_some());
+}
+
+#[test]
+fn invalid_intent_has_field_paths() {
+    let errs = desired(&lws(
+        json!({"group": {"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}}}),
+    ))
+    .unwrap_err();
+    assert_eq!(
+        errs.to_string(),
+        "spec.scheduling.group.disruptionMode: Invalid value: \"\": the disruptionMode `all` is not supported with the Basic scheduling policy"
+    );
+}
