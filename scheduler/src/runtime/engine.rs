@@ -753,7 +753,7 @@ impl Engine {
                 }
                 let message = format!("Binding rejected: {e}");
                 self.pod_condition(pod, REASON_SCHEDULER_ERROR, &message, true, out);
-                                if let Some(unit) = unit {
+                if let Some(unit) = unit {
                     if self.queue.state(&unit).is_none() {
                         self.touch(&unit, now);
                     }
