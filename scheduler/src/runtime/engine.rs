@@ -217,6 +217,10 @@ pub struct Engine {
     /// Units waiting in PreEnqueue: since when, and whether their pods got the waiting message
     /// (after `waiting_message_delay`).
     gated: HashMap<UnitKey, (Instant, bool)>,
+    /// When gated units' messages fall due (units whose pods have not got it yet).
+    gated_due: BTreeSet<(Instant, UnitKey)>,
+    /// When `gated` was last pruned of units that left the queue.
+    gated_pruned: Option<Instant>,
     synced: HashSet<Kind>,
     capacity_changed: bool,
 }
@@ -257,6 +261,8 @@ impl Engine {
             reserved_by: HashMap::new(),
             relist: HashMap::new(),
             gated: HashMap::new(),
+            gated_due: BTreeSet::new(),
+            gated_pruned: None,
             synced: HashSet::new(),
             capacity_changed: false,
         }
@@ -351,32 +357,31 @@ impl Engine {
             self.queue.activate_now(&u, now);
         }
         // Units gated long enough for their pods to get the waiting message.
-        let delay = self.settings.waiting_message_delay;
-        let queue = &self.queue;
-        self.gated.retain(|u, _| queue.state(u).is_some());
-        let gated_due: Vec<UnitKey> = self
-            .gated
-            .iter()
-            .filter(|(u, (since, written))| {
-                !*written && now.duration_since(*since) >= delay && queue.state(u) == Some(QueueState::Gated)
-            })
-            .map(|(u, _)| u.clone())
-            .collect();
-        for u in gated_due {
-            self.touch(&u, now);
+        while let Some((t, _)) = self.gated_due.first() {
+            if *t > now {
+                break;
+            }
+            if let Some((_, u)) = self.gated_due.pop_first()
+                && self.queue.state(&u) == Some(QueueState::Gated)
+                && self.gated.get(&u).is_some_and(|(_, written)| !*written)
+            {
+                self.touch(&u, now);
+            }
+        }
+        if self
+            .gated_pruned
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(10))
+        {
+            let queue = &self.queue;
+            self.gated.retain(|u, _| queue.state(u).is_some());
+            self.gated_pruned = Some(now);
         }
         self.metrics.queue_depth(self.queue.depth());
     }
 
     /// When the engine next has something to do without an event.
     pub fn next_wakeup(&self) -> Option<Instant> {
-        let delay = self.settings.waiting_message_delay;
-        let messages = self
-            .gated
-            .iter()
-            .filter(|(u, (_, written))| !*written && self.queue.state(u) == Some(QueueState::Gated))
-            .map(|(_, (since, _))| *since + delay)
-            .min();
+        let messages = self.gated_due.first().map(|(t, _)| *t);
         let deadline = self.ongoing.values().map(|o| o.deadline).chain(messages).min();
         match (self.queue.next_wakeup(), deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -829,7 +834,10 @@ impl Engine {
         debug!(unit = %unit, message, "unit waits in PreEnqueue");
         self.queue.gate(unit, now);
         let delay = self.settings.waiting_message_delay;
-        let entry = self.gated.entry(unit.clone()).or_insert((now, false));
+        let entry = self.gated.entry(unit.clone()).or_insert_with(|| {
+            self.gated_due.insert((now + delay, unit.clone()));
+            (now, false)
+        });
         if !entry.1 && now.duration_since(entry.0) < delay {
             return;
         }

@@ -15,7 +15,7 @@
 //! The queue is pure: it never looks at the cluster; the runtime tells it what happened.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use super::config::BackoffConfig;
@@ -85,7 +85,8 @@ pub struct SchedulingQueue {
     entries: HashMap<UnitKey, Entry>,
     active: BTreeSet<ActiveKey>,
     backoff: BTreeSet<(Instant, u64, UnitKey)>,
-    unschedulable: HashSet<UnitKey>,
+    /// Unschedulable units by the time they became so (oldest first).
+    unschedulable: BTreeSet<(Instant, u64, UnitKey)>,
     gated: usize,
     seq: u64,
 }
@@ -98,7 +99,7 @@ impl SchedulingQueue {
             entries: HashMap::new(),
             active: BTreeSet::new(),
             backoff: BTreeSet::new(),
-            unschedulable: HashSet::new(),
+            unschedulable: BTreeSet::new(),
             gated: 0,
             seq: 0,
         }
@@ -149,7 +150,7 @@ impl SchedulingQueue {
                 }
             }
             QueueState::Unschedulable => {
-                self.unschedulable.remove(unit);
+                self.unschedulable.remove(&(e.since, e.seq, unit.clone()));
             }
             QueueState::Gated => self.gated -= 1,
             QueueState::InFlight => {}
@@ -172,7 +173,7 @@ impl SchedulingQueue {
                 self.backoff.insert((t, e.seq, unit.clone()));
             }
             QueueState::Unschedulable => {
-                self.unschedulable.insert(unit.clone());
+                self.unschedulable.insert((now, e.seq, unit.clone()));
             }
             QueueState::Gated => self.gated += 1,
             QueueState::InFlight => {}
@@ -253,7 +254,7 @@ impl SchedulingQueue {
     /// A cluster event that may make unschedulable units fit (capacity freed, a node added or
     /// changed): every unschedulable unit moves to backoff or active. Gated units stay.
     pub fn move_all_unschedulable(&mut self, now: Instant) {
-        let units: Vec<UnitKey> = self.unschedulable.iter().cloned().collect();
+        let units: Vec<UnitKey> = self.unschedulable.iter().map(|(_, _, u)| u.clone()).collect();
         for u in units {
             let s = self.activation_state(&u, now);
             self.set_state(&u, s, now);
@@ -291,8 +292,8 @@ impl SchedulingQueue {
         let stale: Vec<UnitKey> = self
             .unschedulable
             .iter()
-            .filter(|u| self.entries.get(*u).is_some_and(|e| now.duration_since(e.since) >= max))
-            .cloned()
+            .take_while(|(since, _, _)| now.duration_since(*since) >= max)
+            .map(|(_, _, u)| u.clone())
             .collect();
         for u in stale {
             let s = self.activation_state(&u, now);
@@ -305,11 +306,7 @@ impl SchedulingQueue {
     pub fn next_wakeup(&self) -> Option<Instant> {
         let backoff = self.backoff.first().map(|(t, _, _)| *t);
         let max = self.config.max_unschedulable;
-        let stale = self
-            .unschedulable
-            .iter()
-            .filter_map(|u| self.entries.get(u).map(|e| e.since + max))
-            .min();
+        let stale = self.unschedulable.first().map(|(since, _, _)| *since + max);
         match (backoff, stale) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
