@@ -449,54 +449,68 @@ async fn a_gang_of_gangs_lands_each_gang_in_one_rack_all_in_one_block() {
     c.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn preemption_marks_and_deletes_victims_and_nominates_the_preemptor() {
+/// Waits until `pod` is bound, recording the `DisruptionTarget` conditions seen on pods meanwhile
+/// (victims carry it while they terminate) and the nominations the preemptor got.
+async fn bound_after_preemption(
+    client: &Client,
+    pod: &str,
+) -> (BTreeMap<String, (String, String, String)>, Option<String>) {
+    let mut victims = BTreeMap::new();
+    let mut nominated = None;
+    let start = Instant::now();
+    loop {
+        let all = pods(client).await;
+        for p in &all {
+            if let Some(c) = pod_condition(p, DISRUPTION_TARGET) {
+                victims.insert(name_of(p), c);
+            }
+            if name_of(p) == pod
+                && let Some(n) = p.status.as_ref().and_then(|s| s.nominated_node_name.clone())
+            {
+                nominated = Some(n);
+            }
+        }
+        if all.iter().any(|p| name_of(p) == pod && node_of(p).is_some()) {
+            return (victims, nominated);
+        }
+        assert!(start.elapsed() < TIMEOUT, "{pod} was never bound");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Fills two 4-cpu nodes with a low-priority gang of four 2-cpu pods (disruption mode `all` or
+/// `single`), then creates a 2-cpu high-priority gang; returns the victims seen, the preemptor's
+/// nomination and node, and the low gang's pods left bound.
+async fn preempt_one_gang(
+    all: bool,
+) -> (
+    BTreeMap<String, (String, String, String)>,
+    Option<String>,
+    Option<String>,
+    usize,
+    DevCluster,
+) {
     let c = cluster(1, 1, 2, "4").await;
     let client = c.client();
     let s = start(client.clone(), config());
-    // Low priority: an `all` gang on one node, a `single` gang on the other.
     priority_class(&client, "low", 1).await;
     priority_class(&client, "high", 100).await;
-    create_group_in_class(&client, &GroupBuilder::gang(NS, "low-all", 2).all(), "low").await;
-    create_group_in_class(&client, &GroupBuilder::gang(NS, "low-single", 2), "low").await;
-    for g in ["low-all", "low-single"] {
-        for i in 0..2 {
-            create_pod(&client, in_class(pod(&format!("{g}-{i}"), Some(g), "2"), "low")).await;
-        }
+    let b = GroupBuilder::gang(NS, "low", 4);
+    create_group_in_class(&client, &if all { b.all() } else { b }, "low").await;
+    for i in 0..4 {
+        create_pod(&client, in_class(pod(&format!("low-{i}"), Some("low"), "2"), "low")).await;
     }
-    eventually("the low gangs bound", || async {
+    eventually("the low gang bound", || async {
         bound(&client, "low-").await.len() == 4
     })
     .await;
-    // A high-priority pod of 2 cpu: the least disruptive choice is one pod of the `single` gang.
     create_group_in_class(&client, &GroupBuilder::gang(NS, "high", 1), "high").await;
     create_pod(&client, in_class(pod("high-0", Some("high"), "2"), "high")).await;
-    // Watch the victims go: they carry DisruptionTarget while they terminate.
-    let mut victims: BTreeMap<String, (String, String, String)> = BTreeMap::new();
-    let start = Instant::now();
-    while bound(&client, "high").await.is_empty() {
-        assert!(start.elapsed() < TIMEOUT, "the preemptor was never bound");
-        for p in pods(&client).await {
-            if let Some(c) = pod_condition(&p, DISRUPTION_TARGET) {
-                victims.insert(name_of(&p), c);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let high = get_pod(&client, "high-0").await.unwrap();
-    assert!(node_of(&high).is_some());
-    let remaining = bound(&client, "low-").await;
-    let all_left = remaining.keys().filter(|k| k.starts_with("low-all")).count();
-    let single_left = remaining.keys().filter(|k| k.starts_with("low-single")).count();
-    assert!(
-        (all_left == 0 && single_left == 2) || (all_left == 2 && single_left == 1),
-        "an `all` gang goes whole, a `single` one loses only what is needed: {remaining:?}"
-    );
-    assert!(s.handle.metrics().victims() >= 1);
-    if all_left == 0 {
-        let dt = group_condition(&client, "low-all", DISRUPTION_TARGET).await.unwrap();
-        assert_eq!((dt.0.as_str(), dt.1.as_str()), ("True", REASON_PREEMPTION_BY_SCHEDULER));
-    }
+    let (victims, nominated) = bound_after_preemption(&client, "high-0").await;
+    let node = node_of(&get_pod(&client, "high-0").await.unwrap());
+    let left = bound(&client, "low-").await.len();
+    let expected = if all { 4 } else { 1 };
+    eventually("victims counted", || async { s.handle.metrics().victims() == expected }).await;
     for (name, (status, reason, message)) in &victims {
         assert!(name.starts_with("low-"), "{name}");
         assert_eq!(
@@ -509,6 +523,39 @@ async fn preemption_marks_and_deletes_victims_and_nominates_the_preemptor() {
         );
     }
     s.stop().await;
+    (victims, nominated, node, left, c)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preemption_takes_only_what_it_needs_from_a_single_gang() {
+    let (victims, nominated, node, left, c) = preempt_one_gang(false).await;
+    assert_eq!(left, 3, "one pod of the `single` gang goes");
+    assert!(victims.len() <= 1, "{victims:?}");
+    if let Some(n) = nominated {
+        assert_eq!(Some(n), node, "bound where it was nominated");
+    }
+    let client = c.client();
+    assert!(group_condition(&client, "low", DISRUPTION_TARGET).await.is_none());
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preemption_takes_an_all_gang_whole() {
+    let (_, nominated, node, left, c) = preempt_one_gang(true).await;
+    assert_eq!(
+        left, 0,
+        "the `all` gang goes whole, though one pod would have made room"
+    );
+    if let Some(n) = nominated {
+        assert_eq!(Some(n), node, "bound where it was nominated");
+    }
+    let client = c.client();
+    let dt = group_condition(&client, "low", DISRUPTION_TARGET).await.unwrap();
+    assert_eq!((dt.0.as_str(), dt.1.as_str()), ("True", REASON_PREEMPTION_BY_SCHEDULER));
+    assert_eq!(
+        dt.2,
+        "kwas-scheduler: preempting to accommodate a higher priority podgroup"
+    );
     c.shutdown().await;
 }
 
