@@ -1,6 +1,8 @@
 //! The `kwas` command line.
 
 mod compile;
+mod controllers;
+mod kube_client;
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -19,6 +21,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the Job and JobSet controllers against a cluster (kubeconfig or in-cluster).
+    Controllers(controllers::ControllersArgs),
     /// Compile Job and JobSet manifests into the Workload and runtime groups their controllers create, offline.
     Compile {
         /// Manifest file (YAML, several documents allowed); `-` reads standard input.
@@ -41,9 +45,12 @@ enum Format {
     Json,
 }
 
+/// PodGroup management of JobSets.
 #[derive(Clone, Copy, Debug, ValueEnum)]
-enum Management {
+pub enum Management {
+    /// The JobSet controller creates every PodGroup.
     Centralized,
+    /// The Job controller creates each child Job's PodGroup.
     Delegated,
 }
 
@@ -86,15 +93,30 @@ fn run_compile(file: &PathBuf, output: Format, management: Management, namespace
     Ok(())
 }
 
+fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match &cli.command {
+    let result = match cli.command {
+        Command::Controllers(args) => {
+            init_logging();
+            runtime().and_then(|rt| rt.block_on(controllers::run(args)))
+        }
         Command::Compile {
             file,
             output,
             jobset_management,
             namespace,
-        } => run_compile(file, *output, *jobset_management, namespace),
+        } => run_compile(&file, output, jobset_management, &namespace),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

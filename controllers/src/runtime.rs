@@ -22,6 +22,32 @@ use crate::job::{self, JobControllerConfig};
 use crate::jobset::{self, JobSetControllerConfig};
 use crate::metrics::Metrics;
 
+/// Every API call the controllers make, as `(group, resource, verbs)`: what `deploy/controllers/rbac.yaml`
+/// grants, and nothing more (a test checks the manifest against this list).
+pub const API_ACCESS: &[(&str, &str, &[&str])] = &[
+    ("batch", "jobs", &["get", "list", "watch", "create", "patch", "delete"]),
+    ("batch", "jobs/status", &["patch"]),
+    ("", "pods", &["list", "watch", "create", "patch", "delete"]),
+    (
+        "scheduling.k8s.io",
+        "workloads",
+        &["get", "list", "watch", "create", "patch"],
+    ),
+    (
+        "scheduling.k8s.io",
+        "podgroups",
+        &["get", "list", "watch", "create", "patch", "delete"],
+    ),
+    (
+        "scheduling.k8s.io",
+        "compositepodgroups",
+        &["get", "list", "watch", "create", "delete"],
+    ),
+    ("kwas.dev", "jobsets", &["get", "list", "watch"]),
+    ("kwas.dev", "jobsets/status", &["patch"]),
+    ("events.k8s.io", "events", &["create", "patch"]),
+];
+
 /// Leader election settings.
 #[derive(Clone, Debug)]
 pub struct LeaderElection {

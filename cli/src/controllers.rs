@@ -1,0 +1,104 @@
+//! `kwas controllers`: the Job and JobSet controllers against a cluster.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+use kwas_api::jobset::PodGroupManagement;
+use kwas_api::names::JOB_CONTROLLER_NAME;
+use kwas_controllers::job::JobControllerConfig;
+use kwas_controllers::job::plan::JobConfig;
+use kwas_controllers::jobset::JobSetControllerConfig;
+use kwas_controllers::runtime::{ControllersConfig, LeaderElection, RunError};
+
+use crate::Management;
+use crate::kube_client::{client, identity, lease_namespace};
+
+/// Flags of `kwas controllers`.
+#[derive(Debug, Args)]
+pub struct ControllersArgs {
+    /// Kubeconfig to use (default: KUBECONFIG, ~/.kube/config, or the in-cluster service account).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The `spec.managedBy` of the Jobs the Job controller manages.
+    #[arg(long, default_value = JOB_CONTROLLER_NAME)]
+    pub job_managed_by: String,
+    /// Also manage Jobs with no `spec.managedBy` (only where no other Job controller runs).
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub manage_unset_jobs: bool,
+    /// Delay before re-creating pods after the first failure (doubles per failure, capped at 6m).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub job_backoff: Duration,
+    /// PodGroup management of JobSets that do not choose one.
+    #[arg(long, value_enum, default_value_t = Management::Centralized)]
+    pub jobset_management: Management,
+    /// `spec.managedBy` of the JobSets' child Jobs (empty: the cluster's default Job controller).
+    #[arg(long, default_value = JOB_CONTROLLER_NAME)]
+    pub child_jobs_managed_by: String,
+    /// Do not run the Job controller.
+    #[arg(long)]
+    pub no_job_controller: bool,
+    /// Do not run the JobSet controller.
+    #[arg(long)]
+    pub no_jobset_controller: bool,
+    /// Elect a leader on a Lease before running.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub leader_elect: bool,
+    /// The leader election Lease.
+    #[arg(long, default_value = "kwas-controllers")]
+    pub lease_name: String,
+    /// Serve /healthz, /readyz and /metrics here.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub admin_addr: SocketAddr,
+}
+
+/// Parse a Go-style duration (`500ms`, `10s`, `1m`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    kwas_devcluster::kubelet::parse_go_duration(s)
+        .ok_or_else(|| format!("{s:?} is not a duration such as 500ms, 10s or 1m"))
+}
+
+impl ControllersArgs {
+    /// The runtime configuration these flags describe.
+    pub fn config(&self, admin: Option<SocketAddr>) -> ControllersConfig {
+        ControllersConfig {
+            job: (!self.no_job_controller).then(|| JobControllerConfig {
+                managed_by: self.job_managed_by.clone(),
+                manage_unset: self.manage_unset_jobs,
+                job: JobConfig {
+                    backoff_base: self.job_backoff,
+                    ..JobConfig::default()
+                },
+                ..JobControllerConfig::default()
+            }),
+            jobset: (!self.no_jobset_controller).then(|| JobSetControllerConfig {
+                default_management: PodGroupManagement::from(self.jobset_management),
+                job_managed_by: (!self.child_jobs_managed_by.is_empty()).then(|| self.child_jobs_managed_by.clone()),
+            }),
+            leader_election: self.leader_elect.then(|| LeaderElection {
+                lease_name: self.lease_name.clone(),
+                namespace: lease_namespace(),
+                identity: identity(),
+                duration_seconds: 15,
+            }),
+            admin_addr: admin,
+        }
+    }
+}
+
+/// Run until interrupted.
+pub async fn run(args: ControllersArgs) -> Result<()> {
+    let client = client(args.kubeconfig.as_deref()).await?;
+    let config = args.config(Some(args.admin_addr));
+    match kwas_controllers::runtime::run(client, config, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
+    {
+        Ok(()) => Ok(()),
+        Err(RunError::LeadershipLost) => anyhow::bail!("leadership lost; exiting so a fresh instance takes over"),
+        Err(e) => Err(e.into()),
+    }
+}

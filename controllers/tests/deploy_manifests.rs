@@ -1,0 +1,93 @@
+//! The deploy manifests in `deploy/controllers/` grant exactly what the controllers call and run them
+//! in-cluster with probes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kwas_controllers::runtime::API_ACCESS;
+use serde_json::Value;
+
+fn documents(file: &str) -> Vec<Value> {
+    let path = format!("{}/../deploy/controllers/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    text.split("\n---")
+        .filter(|d| {
+            d.lines()
+                .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        })
+        .map(|d| serde_norway::from_str(d).unwrap())
+        .collect()
+}
+
+type Grants = BTreeMap<(String, String), BTreeSet<String>>;
+
+fn grants(rules: &Value) -> Grants {
+    let mut out = Grants::new();
+    for r in rules.as_array().unwrap() {
+        for g in r["apiGroups"].as_array().unwrap() {
+            for res in r["resources"].as_array().unwrap() {
+                for v in r["verbs"].as_array().unwrap() {
+                    out.entry((g.as_str().unwrap().into(), res.as_str().unwrap().into()))
+                        .or_default()
+                        .insert(v.as_str().unwrap().into());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_cluster_role_grants_exactly_what_the_controllers_call() {
+    let docs = documents("rbac.yaml");
+    let role = docs.iter().find(|d| d["kind"] == "ClusterRole").unwrap();
+    let granted = grants(&role["rules"]);
+    let mut wanted = Grants::new();
+    for (group, resource, verbs) in API_ACCESS {
+        wanted
+            .entry((group.to_string(), resource.to_string()))
+            .or_default()
+            .extend(verbs.iter().map(|v| v.to_string()));
+    }
+    assert_eq!(granted, wanted);
+    assert!(granted.values().all(|v| !v.contains("*")), "no wildcards");
+}
+
+#[test]
+fn the_lease_role_names_one_lease() {
+    let docs = documents("rbac.yaml");
+    let role = docs.iter().find(|d| d["kind"] == "Role").unwrap();
+    let named = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r.get("resourceNames").is_some())
+        .unwrap();
+    assert_eq!(named["resourceNames"][0], "kwas-controllers");
+    let deployment = &documents("deployment.yaml")[0];
+    let args: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(args.contains(&"--lease-name=kwas-controllers"));
+}
+
+#[test]
+fn the_deployment_runs_in_cluster_with_probes() {
+    let d = &documents("deployment.yaml")[0];
+    let pod = &d["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "kwas-controllers");
+    let c = &pod["containers"][0];
+    assert_eq!(c["args"][0], "controllers");
+    assert!(
+        !c["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a.as_str().unwrap().contains("kubeconfig"))
+    );
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+}
