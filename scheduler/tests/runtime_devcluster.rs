@@ -560,6 +560,34 @@ async fn preemption_takes_an_all_gang_whole() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_hierarchy_is_marked_and_not_scheduled() {
+    let c = cluster(1, 1, 1, "4").await;
+    let client = c.client();
+    let s = start(client.clone(), config());
+    // A composite with disruption mode `all` over a `single` child: KEP-6012 forbids the nesting.
+    create_composite(&client, &GroupBuilder::gang(NS, "root", 1).all()).await;
+    create_group(&client, &GroupBuilder::gang(NS, "leaf", 1).parent("root")).await;
+    create_pod(&client, pod("leaf-0", Some("leaf"), "1")).await;
+    eventually("the hierarchy marked invalid", || async {
+        let root = composite_condition(&client, "root", COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED).await;
+        let leaf = group_condition(&client, "leaf", POD_GROUP_INITIALLY_SCHEDULED).await;
+        root.is_some_and(|c| c.0 == "False" && c.1 == "Invalid" && c.2.contains("disruption mode `all`"))
+            && leaf.is_some_and(|c| c.0 == "False" && c.1 == "Invalid")
+    })
+    .await;
+    eventually("the pod told why", || async {
+        get_pod(&client, "leaf-0")
+            .await
+            .and_then(|p| pod_condition(&p, POD_SCHEDULED))
+            .is_some_and(|c| c.1 == REASON_SCHEDULER_ERROR && c.2.starts_with("invalid group hierarchy"))
+    })
+    .await;
+    assert!(bound(&client, "leaf").await.is_empty());
+    s.stop().await;
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_binding_is_released_and_retried() {
     let c = cluster(1, 1, 1, "4").await;
     let client = c.client();

@@ -146,6 +146,54 @@ impl RuntimeHandle {
 }
 
 /// The scheduler runtime. See the module docs.
+///
+/// Against devcluster (an in-process API server with simulated nodes), a gang of three is bound:
+///
+/// ```
+/// # #![allow(clippy::unwrap_used)]
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kube::api::{Api, PostParams};
+/// use kwas_api::v1alpha3::PodGroup;
+/// use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, Topology};
+/// use kwas_scheduler::core::testing::{GroupBuilder, pod_with};
+/// use kwas_scheduler::runtime::{RuntimeConfig, SchedulerRuntime};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let cluster = DevCluster::start(DevClusterConfig {
+///     topology: Topology::grid(1, 1, 2, Capacity::default()),
+///     ..Default::default()
+/// })
+/// .await
+/// .unwrap();
+/// let client = cluster.client();
+/// let runtime = SchedulerRuntime::new(client.clone(), RuntimeConfig::default()).unwrap();
+/// let handle = runtime.handle();
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// let task = tokio::spawn(runtime.run(async move {
+///     let _ = stopped.await;
+/// }));
+///
+/// let groups: Api<PodGroup> = Api::namespaced(client.clone(), "default");
+/// groups.create(&PostParams::default(), &GroupBuilder::gang("default", "gang", 3).pod_group()).await.unwrap();
+/// let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+/// for i in 0..3 {
+///     let mut p = pod_with("default", &format!("gang-{i}"), Some("gang"), &[("cpu", "1")]);
+///     let spec = p.spec.as_mut().unwrap();
+///     spec.scheduler_name = Some("kwas-scheduler".into());
+///     spec.containers[0].image = Some("registry.k8s.io/pause:3.10".into());
+///     pods.create(&PostParams::default(), &p).await.unwrap();
+/// }
+/// while handle.metrics().pods_scheduled() < 3 {
+///     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+/// }
+/// let bound = pods.list(&Default::default()).await.unwrap().items;
+/// assert!(bound.iter().all(|p| p.spec.as_ref().unwrap().node_name.is_some()));
+///
+/// stop.send(()).unwrap();
+/// task.await.unwrap().unwrap();
+/// cluster.shutdown().await;
+/// # });
+/// ```
 pub struct SchedulerRuntime {
     client: Client,
     config: RuntimeConfig,
