@@ -716,7 +716,7 @@ async fn a_scheduler_dying_mid_binding_leaves_no_partial_gang() {
         rules: vec![FaultRule {
             resources: vec!["pods".into()],
             verbs: vec![Verb::Create],
-            latency: Duration::from_millis(400),
+            latency: Duration::from_millis(800),
             ..Default::default()
         }],
     });
