@@ -223,6 +223,8 @@ pub struct Engine {
     gated_pruned: Option<Instant>,
     synced: HashSet<Kind>,
     capacity_changed: bool,
+    /// Actions decided while applying informer events, for [`Engine::take_deferred`].
+    deferred: Vec<Action>,
 }
 
 fn ns_name(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
@@ -265,6 +267,7 @@ impl Engine {
             gated_pruned: None,
             synced: HashSet::new(),
             capacity_changed: false,
+            deferred: Vec::new(),
         }
     }
 
@@ -377,6 +380,11 @@ impl Engine {
             self.gated_pruned = Some(now);
         }
         self.metrics.queue_depth(self.queue.depth());
+    }
+
+    /// Actions decided while applying informer events (a condition on a pod the snapshot rejected).
+    pub fn take_deferred(&mut self, out: &mut Vec<Action>) {
+        out.append(&mut self.deferred);
     }
 
     /// When the engine next has something to do without an event.
@@ -570,6 +578,25 @@ impl Engine {
         if let Err(e) = self.snap.upsert_pod(pod) {
             self.metrics.invalid_object("Pod");
             warn!(pod = %key, error = %e, "pod not taken into the snapshot");
+            // A pending pod of ours learns why it is never scheduled.
+            let spec = pod.spec.as_ref();
+            let scheduler = spec
+                .and_then(|s| s.scheduler_name.as_deref())
+                .unwrap_or(kwas_api::names::DEFAULT_SCHEDULER_NAME);
+            let pending = spec.and_then(|s| s.node_name.as_ref()).is_none_or(|n| n.is_empty());
+            if pending && self.settings.scheduler_names.iter().any(|n| n == scheduler) {
+                let known = self.pods.contains_key(&key);
+                self.pods.insert(key.clone(), meta);
+                let mut out = std::mem::take(&mut self.deferred);
+                self.pod_condition(&key, REASON_SCHEDULER_ERROR, &e.to_string(), true, &mut out);
+                self.deferred = out;
+                if !known {
+                    // Not in the snapshot: forget it again so a fixed version is taken in full.
+                    if let Some(m) = self.pods.get_mut(&key) {
+                        m.fingerprint = 0;
+                    }
+                }
+            }
             return;
         }
         self.pods.insert(key.clone(), meta);
@@ -1759,6 +1786,30 @@ mod tests {
         assert_eq!(h.e.queue().state(&unit), Some(QueueState::Unschedulable));
         h.node("n1", "4");
         assert_ne!(h.e.queue().state(&unit), Some(QueueState::Unschedulable));
+    }
+
+    #[test]
+    fn a_pod_the_snapshot_rejects_is_told_why() {
+        let mut h = Harness::new();
+        h.node("n1", "2");
+        h.pod(pod("ns", "bad", "lots", "1Gi"));
+        let mut out = Vec::new();
+        h.e.take_deferred(&mut out);
+        let reasons = pod_reasons(&out);
+        assert_eq!(reasons.len(), 1, "{out:?}");
+        assert_eq!(reasons[0].1, REASON_SCHEDULER_ERROR);
+        assert!(
+            reasons[0].2.contains("spec.containers[0].resources.requests[cpu]"),
+            "{}",
+            reasons[0].2
+        );
+        assert_eq!(event_reasons(&out), vec!["FailedScheduling"]);
+        assert!(h.run().is_empty());
+        // Fixed (a new version), it is scheduled.
+        let mut fixed = pod("ns", "bad", "1", "1Gi");
+        fixed.metadata.generation = Some(2);
+        h.pod(fixed);
+        assert_eq!(binds(&h.run()), vec![("bad".into(), "n1".into())]);
     }
 
     #[test]

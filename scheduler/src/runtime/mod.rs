@@ -351,6 +351,7 @@ impl SchedulerRuntime {
                 leader = on_leadership(&mut engine, *leader_rx.borrow_and_update(), &health, &metrics);
             }
             engine.end_of_batch(now);
+            engine.take_deferred(&mut actions);
             health.set_ready(engine.synced());
             health.beat();
 
