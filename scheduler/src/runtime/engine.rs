@@ -357,7 +357,12 @@ impl Engine {
             .map(|(u, _)| u.clone())
             .collect();
         for u in due {
-            self.queue.activate_now(&u, now);
+            if self.queue.state(&u).is_some() {
+                self.queue.activate_now(&u, now);
+            } else {
+                // The preemptor is gone (deleted, or nothing left to place).
+                self.release(&u);
+            }
         }
         // Units gated long enough for their pods to get the waiting message.
         while let Some((t, _)) = self.gated_due.first() {
@@ -1810,6 +1815,22 @@ mod tests {
         fixed.metadata.generation = Some(2);
         h.pod(fixed);
         assert_eq!(binds(&h.run()), vec![("bad".into(), "n1".into())]);
+    }
+
+    #[test]
+    fn a_deleted_preemptor_drops_its_reservation() {
+        let mut h = Harness::new();
+        h.node("n1", "2");
+        h.pod(bound(with_priority(pod("ns", "low", "2", "1Gi"), 1), "n1"));
+        let high = with_priority(pod("ns", "high", "2", "1Gi"), 10);
+        h.pod(high.clone());
+        h.run();
+        assert_eq!(h.e.preempting().len(), 1);
+        h.delete(Object::Pod(Box::new(high)));
+        h.advance(Duration::from_secs(61));
+        h.e.end_of_batch(h.now);
+        assert!(h.e.preempting().is_empty());
+        assert!(h.e.next_wakeup().is_none_or(|t| t > h.now), "no timer left in the past");
     }
 
     #[test]

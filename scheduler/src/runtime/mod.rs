@@ -373,7 +373,12 @@ impl SchedulerRuntime {
                 continue;
             }
 
-            let wake = engine.next_wakeup();
+            // Only a scheduling leader has timers to honour (a follower never pops its queue).
+            let wake = if leader && engine.synced() {
+                engine.next_wakeup()
+            } else {
+                None
+            };
             let sleep = async {
                 match wake {
                     Some(t) => tokio::time::sleep_until(t.into()).await,
