@@ -5,7 +5,13 @@
 //!
 //! [`core`] is the algorithm library: pure and synchronous, over an in-memory snapshot built from
 //! k8s-openapi objects. See its docs and the crate README for the design choices.
+//!
+//! `runtime` (cargo feature `runtime`, on by default) runs the core against a cluster with kube-rs:
+//! informers, a PreEnqueue-gated queue with backoff, binding, group and pod conditions, events,
+//! preemption actuation, leader election and `/healthz`, `/readyz`, `/metrics`.
 
 #![warn(missing_docs)]
 
 pub mod core;
+#[cfg(feature = "runtime")]
+pub mod runtime;

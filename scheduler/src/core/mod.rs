@@ -125,6 +125,6 @@ pub use hierarchy::{HierarchyError, MAX_DEPTH};
 pub use journal::{Journal, Mark};
 pub use model::{DisruptionMode, GroupKey, GroupKind, PodKey, PodState, Policy, PreemptionPolicy, UnitKey};
 pub use preemption::{PreemptionOutcome, PreemptionVerdict, Victim, VictimUnit};
-pub use queue::Readiness;
+pub use queue::{Readiness, UnitSummary};
 pub use snapshot::{Snapshot, SnapshotError};
 pub use status::{Code, Counts, placement_feasible};

@@ -35,6 +35,18 @@ pub fn waiting_for_group_message(group: &str) -> String {
 /// Upstream's message for a gang without enough pods.
 pub const WAITING_FOR_MIN_COUNT: &str = "waiting for minCount pods from a gang to appear in scheduling queue";
 
+/// What a runtime's queue needs to know about a unit (see [`Snapshot::unit_summary`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UnitSummary {
+    /// The unit's queueing priority: the highest effective priority among its pending pods (a group's
+    /// pods use their group's priority), 0 when nothing is pending.
+    pub priority: i32,
+    /// Pending pods of the unit's tree this scheduler places, in key order.
+    pub pending: Vec<PodKey>,
+    /// Pods of the unit's tree already placed (bound or assumed, not terminating).
+    pub placed: u32,
+}
+
 impl Snapshot {
     /// The root unit a pod is scheduled with, or why it cannot be determined yet.
     pub fn unit_of(&self, pod: &PodKey) -> Result<UnitKey, Readiness> {
@@ -53,6 +65,65 @@ impl Snapshot {
             Climb::Waiting(m) => Err(Readiness::Waiting(m)),
             Climb::Invalid(e) => Err(Readiness::Invalid(e)),
         }
+    }
+
+    /// The root unit of `group`'s hierarchy, or why it cannot be determined yet (the group or an
+    /// ancestor is not observed, or the parent references are invalid).
+    pub fn root_unit(&self, group: &GroupKey) -> Result<UnitKey, Readiness> {
+        let Some(id) = self.group_id(group) else {
+            return Err(Readiness::Waiting(format!("{group} not found")));
+        };
+        match climb(self, id) {
+            Climb::Root(r) => Ok(UnitKey::Group(self.group(r).key.clone())),
+            Climb::Waiting(m) => Err(Readiness::Waiting(m)),
+            Climb::Invalid(e) => Err(Readiness::Invalid(e)),
+        }
+    }
+
+    /// Priority, pending pods and placed pods of a unit: a plain pod, or the tree under a group (which
+    /// need not be a root). Unknown units have an empty summary.
+    pub fn unit_summary(&self, unit: &UnitKey) -> UnitSummary {
+        let mut out = UnitSummary::default();
+        let mut best: Option<i32> = None;
+        let mut visit = |pid: u32, out: &mut UnitSummary| {
+            let p = self.pod(pid);
+            if p.terminating {
+                return;
+            }
+            if p.node.is_some() {
+                out.placed += 1;
+            } else if p.schedulable_pending() && self.responsible_for(&p.scheduler_name) {
+                out.pending.push(p.key.clone());
+                let prio = self.effective_priority(pid);
+                best = Some(best.map_or(prio, |b| b.max(prio)));
+            }
+        };
+        match unit {
+            UnitKey::Pod(key) => {
+                if let Some(pid) = self.pod_id(key) {
+                    visit(pid, &mut out);
+                }
+            }
+            UnitKey::Group(key) => {
+                let Some(id) = self.group_id(key) else {
+                    return out;
+                };
+                let mut seen = std::collections::HashSet::new();
+                let mut stack = vec![id];
+                while let Some(g) = stack.pop() {
+                    if !seen.insert(g) {
+                        continue;
+                    }
+                    for &pid in self.members(g) {
+                        visit(pid, &mut out);
+                    }
+                    stack.extend(self.children(g).iter().copied());
+                }
+            }
+        }
+        out.pending.sort();
+        out.priority = best.unwrap_or(0);
+        out
     }
 
     /// Whether `unit` is ready for a cycle (see the module docs).
@@ -138,5 +209,47 @@ impl Snapshot {
         waiting.sort_by(|a, b| a.0.cmp(&b.0));
         out.extend(waiting);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::testing::{GroupBuilder, bound, node, pod_in_group, with_priority};
+
+    #[test]
+    fn root_unit_and_summary_cover_the_whole_tree() {
+        let mut snap = Snapshot::new();
+        snap.set_scheduler_names(vec!["default-scheduler".into()]);
+        snap.upsert_node(&node("n1", "8", "8Gi", &[])).unwrap();
+        let leaf = GroupKey::pod_group("ns", "a");
+        assert!(matches!(snap.root_unit(&leaf), Err(Readiness::Waiting(_))));
+        snap.upsert_pod_group(&GroupBuilder::gang("ns", "a", 2).parent("job").priority(5).pod_group())
+            .unwrap();
+        match snap.root_unit(&leaf) {
+            Err(Readiness::Waiting(m)) => assert!(m.contains("\"job\""), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        snap.upsert_composite_pod_group(&GroupBuilder::gang("ns", "job", 1).priority(5).composite())
+            .unwrap();
+        let root = UnitKey::Group(GroupKey::composite("ns", "job"));
+        assert_eq!(snap.root_unit(&leaf), Ok(root.clone()));
+        snap.upsert_pod(&with_priority(pod_in_group("ns", "a-1", "a", "1", "1Gi"), 5))
+            .unwrap();
+        snap.upsert_pod(&with_priority(pod_in_group("ns", "a-0", "a", "1", "1Gi"), 5))
+            .unwrap();
+        snap.upsert_pod(&bound(
+            with_priority(pod_in_group("ns", "a-2", "a", "1", "1Gi"), 5),
+            "n1",
+        ))
+        .unwrap();
+        let s = snap.unit_summary(&root);
+        assert_eq!(s.priority, 5);
+        assert_eq!(s.pending, vec![PodKey::new("ns", "a-0"), PodKey::new("ns", "a-1")]);
+        assert_eq!(s.placed, 1);
+        assert_eq!(
+            snap.unit_summary(&UnitKey::Group(GroupKey::pod_group("ns", "zz"))),
+            UnitSummary::default()
+        );
     }
 }

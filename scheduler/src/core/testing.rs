@@ -31,6 +31,12 @@ fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
         .collect()
 }
 
+/// `{}`: the value of the API's empty marker structs (`basic: {}`, `all: {}`). Their `Default` is
+/// JSON `null`, which the API server reads as "not set".
+fn empty() -> k8s_openapi::serde_json::Value {
+    k8s_openapi::serde_json::Value::Object(Default::default())
+}
+
 /// A node with `cpu`, `memory`, 110 pods and `labels`.
 pub fn node(name: &str, cpu: &str, memory: &str, labels: &[(&str, &str)]) -> Node {
     node_with(name, &[("cpu", cpu), ("memory", memory), ("pods", "110")], labels)
@@ -223,14 +229,14 @@ impl GroupBuilder {
             metadata: self.meta(),
             spec: PodGroupSpec {
                 scheduling_policy: PodGroupSchedulingPolicy {
-                    basic: self.min.is_none().then_some(BasicSchedulingPolicy::default()),
+                    basic: self.min.is_none().then_some(BasicSchedulingPolicy(empty())),
                     gang: self.min.map(|m| GangSchedulingPolicy { min_count: m }),
                 },
                 scheduling_constraints: self.topology.as_ref().map(|k| PodGroupSchedulingConstraints {
                     topology: Some(vec![TopologyConstraint { key: k.clone() }]),
                 }),
                 disruption_mode: self.all.then_some(DisruptionMode {
-                    all: Some(AllDisruptionMode::default()),
+                    all: Some(AllDisruptionMode(empty())),
                     single: None,
                 }),
                 parent_composite_pod_group_name: self.parent.clone(),
@@ -249,14 +255,14 @@ impl GroupBuilder {
             metadata: self.meta(),
             spec: CompositePodGroupSpec {
                 scheduling_policy: CompositePodGroupSchedulingPolicy {
-                    basic: self.min.is_none().then_some(CompositeBasicSchedulingPolicy::default()),
+                    basic: self.min.is_none().then_some(CompositeBasicSchedulingPolicy(empty())),
                     gang: self.min.map(|m| CompositeGangSchedulingPolicy { min_group_count: m }),
                 },
                 scheduling_constraints: self.topology.as_ref().map(|k| CompositePodGroupSchedulingConstraints {
                     topology: Some(vec![TopologyConstraint { key: k.clone() }]),
                 }),
                 disruption_mode: self.all.then_some(CompositeDisruptionMode {
-                    all: Some(AllCompositeDisruptionMode::default()),
+                    all: Some(AllCompositeDisruptionMode(empty())),
                     single: None,
                 }),
                 parent_composite_pod_group_name: self.parent.clone(),

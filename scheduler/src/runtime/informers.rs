@@ -1,0 +1,140 @@
+//! Informers: one kube-runtime watcher per kind (nodes, pods, PodGroups, CompositePodGroups,
+//! PriorityClasses), merged into one stream of [`InformerEvent`]s that the scheduling loop applies
+//! to its snapshot between cycles.
+//!
+//! Watchers re-list after a desync; a re-list arrives as `InitStart`, `InitApply`... `InitDone`, and
+//! objects known before but not listed again are deleted at `InitDone`.
+
+use std::pin::Pin;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use kwas_api::v1alpha3::{CompositePodGroup, PodGroup};
+
+/// The kinds the scheduler watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// Nodes.
+    Node,
+    /// Pods.
+    Pod,
+    /// PodGroups.
+    PodGroup,
+    /// CompositePodGroups.
+    CompositePodGroup,
+    /// PriorityClasses.
+    PriorityClass,
+}
+
+impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 5] = [
+        Kind::Node,
+        Kind::Pod,
+        Kind::PodGroup,
+        Kind::CompositePodGroup,
+        Kind::PriorityClass,
+    ];
+
+    /// The kind's name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Kind::Node => "Node",
+            Kind::Pod => "Pod",
+            Kind::PodGroup => "PodGroup",
+            Kind::CompositePodGroup => "CompositePodGroup",
+            Kind::PriorityClass => "PriorityClass",
+        }
+    }
+}
+
+/// An object of a watched kind.
+#[derive(Debug, Clone)]
+pub enum Object {
+    /// A node.
+    Node(Box<Node>),
+    /// A pod.
+    Pod(Box<Pod>),
+    /// A PodGroup.
+    PodGroup(Box<PodGroup>),
+    /// A CompositePodGroup.
+    CompositePodGroup(Box<CompositePodGroup>),
+    /// A PriorityClass.
+    PriorityClass(Box<PriorityClass>),
+}
+
+impl Object {
+    /// The object's kind.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Object::Node(_) => Kind::Node,
+            Object::Pod(_) => Kind::Pod,
+            Object::PodGroup(_) => Kind::PodGroup,
+            Object::CompositePodGroup(_) => Kind::CompositePodGroup,
+            Object::PriorityClass(_) => Kind::PriorityClass,
+        }
+    }
+}
+
+/// One informer event.
+#[derive(Debug, Clone)]
+pub enum InformerEvent {
+    /// An object was added or changed.
+    Apply(Object),
+    /// An object was deleted.
+    Delete(Object),
+    /// A (re-)list of the kind starts.
+    InitStart(Kind),
+    /// An object of a (re-)list.
+    InitApply(Object),
+    /// The (re-)list is complete.
+    InitDone(Kind),
+    /// The watch failed; it is retried with backoff.
+    Error(Kind, String),
+}
+
+/// The merged informer stream.
+pub type InformerStream = Pin<Box<dyn Stream<Item = InformerEvent> + Send>>;
+
+fn informer<K>(api: Api<K>, kind: Kind, wrap: fn(K) -> Object) -> InformerStream
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default,
+{
+    watcher(api, watcher::Config::default())
+        .default_backoff()
+        .map(move |r| match r {
+            Ok(watcher::Event::Apply(o)) => InformerEvent::Apply(wrap(o)),
+            Ok(watcher::Event::Delete(o)) => InformerEvent::Delete(wrap(o)),
+            Ok(watcher::Event::Init) => InformerEvent::InitStart(kind),
+            Ok(watcher::Event::InitApply(o)) => InformerEvent::InitApply(wrap(o)),
+            Ok(watcher::Event::InitDone) => InformerEvent::InitDone(kind),
+            Err(e) => InformerEvent::Error(kind, e.to_string()),
+        })
+        .boxed()
+}
+
+/// Watches every kind the scheduler needs, cluster-wide.
+pub fn informers(client: &Client) -> InformerStream {
+    let streams = vec![
+        informer(Api::<Node>::all(client.clone()), Kind::Node, |o| {
+            Object::Node(Box::new(o))
+        }),
+        informer(Api::<PriorityClass>::all(client.clone()), Kind::PriorityClass, |o| {
+            Object::PriorityClass(Box::new(o))
+        }),
+        informer(
+            Api::<CompositePodGroup>::all(client.clone()),
+            Kind::CompositePodGroup,
+            |o| Object::CompositePodGroup(Box::new(o)),
+        ),
+        informer(Api::<PodGroup>::all(client.clone()), Kind::PodGroup, |o| {
+            Object::PodGroup(Box::new(o))
+        }),
+        informer(Api::<Pod>::all(client.clone()), Kind::Pod, |o| Object::Pod(Box::new(o))),
+    ];
+    futures::stream::select_all(streams).boxed()
+}

@@ -1,0 +1,453 @@
+//! The I/O edge: carries out the engine's [`Action`]s against the API server.
+//!
+//! - **Bindings** go through `pods/binding` (a `Binding` with the pod's uid as precondition), at most
+//!   `bind_concurrency` at once; each result goes back to the scheduling loop.
+//! - **Status patches, evictions** run at most `write_concurrency` at once, and in order per object
+//!   (one write per object in flight), so an older decision never overtakes a newer one. A patch
+//!   carrying a `resourceVersion` precondition that meets a conflict is decided again on the fresh
+//!   object (it may no longer be needed: the pod got bound, the group turned True).
+//! - **Events** are buffered (bounded) and published by a few workers through kube-runtime's
+//!   [`Recorder`]; when the buffer is full, events are dropped and counted, as upstream's broadcaster
+//!   does.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kwas_api::names::conditions::POD_SCHEDULED;
+use kwas_api::v1alpha3::{CompositePodGroup, PodGroup};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tracing::{debug, warn};
+
+use super::actions::{Action, EventRecord, GroupStatusUpdate, PodStatusUpdate};
+use super::conditions::{group_condition_update, group_status_patch, pod_condition_update, pod_status_patch};
+use super::engine::BindResult;
+use super::error::is_status;
+use super::metrics::Metrics;
+use crate::core::{GroupKind, PodKey};
+
+/// A finished binding.
+#[derive(Debug)]
+pub struct BindDone {
+    /// The pod.
+    pub pod: PodKey,
+    /// The node.
+    pub node: String,
+    /// What the API server said.
+    pub result: BindResult,
+}
+
+const MAX_WRITE_ATTEMPTS: u32 = 4;
+
+/// Carries out actions. See the module docs.
+#[derive(Clone)]
+pub struct Writers {
+    io: Io,
+    binds: Arc<Semaphore>,
+    bind_done: mpsc::UnboundedSender<BindDone>,
+    writes: mpsc::UnboundedSender<Action>,
+}
+
+/// What the background writes need: the client and the event buffer (no handle on the write queue,
+/// so the queue closes when the last [`Writers`] is dropped).
+#[derive(Clone)]
+struct Io {
+    client: Client,
+    metrics: Metrics,
+    events: mpsc::Sender<EventRecord>,
+    field_manager: String,
+}
+
+impl std::fmt::Debug for Writers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writers")
+            .field("field_manager", &self.io.field_manager)
+            .finish()
+    }
+}
+
+/// Handles of the background tasks of [`Writers`], to wait for them at shutdown.
+#[derive(Debug)]
+pub struct WriterTasks {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl WriterTasks {
+    /// Waits until queued writes and events are done (the [`Writers`] must be dropped first), at
+    /// most `timeout`.
+    pub async fn drain(self, timeout: Duration) {
+        let all = futures::future::join_all(self.tasks);
+        if tokio::time::timeout(timeout, all).await.is_err() {
+            warn!("pending status writes and events were abandoned at shutdown");
+        }
+    }
+}
+
+impl Writers {
+    /// Starts the writers. Binding results arrive on `bind_done`.
+    pub fn start(
+        client: Client,
+        metrics: Metrics,
+        scheduler_name: &str,
+        bind_concurrency: usize,
+        write_concurrency: usize,
+        event_buffer: usize,
+        bind_done: mpsc::UnboundedSender<BindDone>,
+    ) -> (Self, WriterTasks) {
+        let (writes, writes_rx) = mpsc::unbounded_channel();
+        let (events, events_rx) = mpsc::channel(event_buffer.max(1));
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: scheduler_name.to_string(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        );
+        let events_rx = Arc::new(tokio::sync::Mutex::new(events_rx));
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            tasks.push(tokio::spawn(publish_events(recorder.clone(), events_rx.clone())));
+        }
+        let io = Io {
+            client,
+            metrics,
+            events,
+            field_manager: scheduler_name.to_string(),
+        };
+        tasks.push(tokio::spawn(run_writes(
+            io.clone(),
+            writes_rx,
+            write_concurrency.max(1),
+        )));
+        let writers = Self {
+            io,
+            binds: Arc::new(Semaphore::new(bind_concurrency.max(1))),
+            bind_done,
+            writes,
+        };
+        (writers, WriterTasks { tasks })
+    }
+
+    /// Carries out one action (without waiting for it).
+    pub fn dispatch(&self, action: Action) {
+        match action {
+            Action::Bind { pod, uid, node } => {
+                let io = self.io.clone();
+                let binds = self.binds.clone();
+                let done = self.bind_done.clone();
+                tokio::spawn(async move {
+                    let result = match binds.acquire_owned().await {
+                        Ok(_permit) => io.bind(&pod, uid, &node).await,
+                        Err(_) => BindResult::Failed("scheduler shutting down".into()),
+                    };
+                    let _ = done.send(BindDone { pod, node, result });
+                });
+            }
+            Action::Event(e) => self.io.event(e),
+            other => {
+                let _ = self.writes.send(other);
+            }
+        }
+    }
+}
+
+impl Io {
+    fn event(&self, e: EventRecord) {
+        if self.events.try_send(e).is_err() {
+            self.metrics.event_dropped();
+        }
+    }
+
+    async fn bind(&self, pod: &PodKey, uid: Option<String>, node: &str) -> BindResult {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &pod.namespace);
+        let binding = Binding {
+            metadata: ObjectMeta {
+                name: Some(pod.name.clone()),
+                namespace: Some(pod.namespace.clone()),
+                uid,
+                ..Default::default()
+            },
+            target: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some(node.to_string()),
+                ..Default::default()
+            },
+        };
+        match api
+            .create_subresource::<Binding, serde_json::Value>("binding", &pod.name, &PostParams::default(), &binding)
+            .await
+        {
+            Ok(_) => BindResult::Bound,
+            Err(e) if is_status(&e, 409) || is_status(&e, 404) => BindResult::Conflict(e.to_string()),
+            Err(e) => {
+                self.metrics.api_error("bind");
+                BindResult::Failed(api_message(&e))
+            }
+        }
+    }
+
+    fn params(&self) -> PatchParams {
+        PatchParams {
+            field_manager: Some(self.field_manager.clone()),
+            ..Default::default()
+        }
+    }
+
+    async fn write(&self, action: Action) {
+        match action {
+            Action::PodStatus(u) => self.pod_status(u).await,
+            Action::GroupStatus(u) => self.group_status(u).await,
+            Action::Evict {
+                pod,
+                uid,
+                condition,
+                event,
+            } => {
+                let api: Api<Pod> = Api::namespaced(self.client.clone(), &pod.namespace);
+                if let Some(c) = pod_condition_update(None, &condition, Timestamp::now()) {
+                    let patch = pod_status_patch(Some(&c), None, None);
+                    match api
+                        .patch_status(&pod.name, &self.params(), &Patch::Strategic(patch))
+                        .await
+                    {
+                        Ok(_) => {}
+                        Err(e) if is_status(&e, 404) => return,
+                        Err(e) => {
+                            self.metrics.api_error("status");
+                            warn!(pod = %pod, error = %e, "cannot mark the victim; deleting it anyway");
+                        }
+                    }
+                }
+                let dp = DeleteParams {
+                    preconditions: uid.map(|uid| Preconditions {
+                        uid: Some(uid),
+                        resource_version: None,
+                    }),
+                    ..Default::default()
+                };
+                match api.delete(&pod.name, &dp).await {
+                    Ok(_) => self.event(event),
+                    Err(e) if is_status(&e, 404) || is_status(&e, 409) => {}
+                    Err(e) => {
+                        self.metrics.api_error("delete");
+                        warn!(pod = %pod, error = %e, "cannot delete the victim");
+                    }
+                }
+            }
+            Action::Bind { .. } | Action::Event(_) => {}
+        }
+    }
+
+    async fn pod_status(&self, mut u: PodStatusUpdate) {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &u.pod.namespace);
+        for attempt in 1..=MAX_WRITE_ATTEMPTS {
+            let patch = pod_status_patch(
+                u.prepared.as_ref(),
+                u.nominated_node_name.as_ref().map(|n| n.as_deref()),
+                u.precondition.as_deref(),
+            );
+            match api
+                .patch_status(&u.pod.name, &self.params(), &Patch::Strategic(patch))
+                .await
+            {
+                Ok(_) => return,
+                Err(e) if is_status(&e, 404) => return,
+                Err(e) if is_status(&e, 409) => {
+                    // Decide again on the fresh pod.
+                    let fresh = match api.get(&u.pod.name).await {
+                        Ok(p) => p,
+                        Err(_) => return,
+                    };
+                    let bound = fresh
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.as_ref())
+                        .is_some_and(|n| !n.is_empty());
+                    if bound || fresh.metadata.deletion_timestamp.is_some() {
+                        return;
+                    }
+                    let current = fresh
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .and_then(|c| c.iter().find(|c| c.type_ == POD_SCHEDULED));
+                    u.prepared = u
+                        .desired
+                        .as_ref()
+                        .and_then(|d| pod_condition_update(current, d, Timestamp::now()));
+                    let nominated_now = fresh.status.as_ref().and_then(|s| s.nominated_node_name.clone());
+                    if u.nominated_node_name.as_ref() == Some(&nominated_now.filter(|n| !n.is_empty())) {
+                        u.nominated_node_name = None;
+                    }
+                    if u.prepared.is_none() && u.nominated_node_name.is_none() {
+                        return;
+                    }
+                    u.precondition = fresh.metadata.resource_version.clone();
+                }
+                Err(e) => {
+                    self.metrics.api_error("status");
+                    debug!(pod = %u.pod, attempt, error = %e, "pod status patch failed");
+                    tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+                }
+            }
+        }
+        warn!(pod = %u.pod, "pod status not written");
+    }
+
+    async fn group_status(&self, u: GroupStatusUpdate) {
+        match u.group.kind {
+            GroupKind::PodGroup => {
+                let api: Api<PodGroup> = Api::namespaced(self.client.clone(), &u.group.namespace);
+                self.group_status_with(api, u, |g: &PodGroup| {
+                    g.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default()
+                })
+                .await
+            }
+            GroupKind::CompositePodGroup => {
+                let api: Api<CompositePodGroup> = Api::namespaced(self.client.clone(), &u.group.namespace);
+                self.group_status_with(api, u, |g: &CompositePodGroup| {
+                    g.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default()
+                })
+                .await
+            }
+        }
+    }
+
+    async fn group_status_with<K>(
+        &self,
+        api: Api<K>,
+        mut u: GroupStatusUpdate,
+        conditions: fn(&K) -> Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+    ) where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        for attempt in 1..=MAX_WRITE_ATTEMPTS {
+            let patch = group_status_patch(&u.prepared, u.precondition.as_deref());
+            match api
+                .patch_status(&u.group.name, &self.params(), &Patch::Strategic(patch))
+                .await
+            {
+                Ok(_) => return,
+                Err(e) if is_status(&e, 404) => return,
+                Err(e) if is_status(&e, 409) => {
+                    let fresh = match api.get(&u.group.name).await {
+                        Ok(g) => g,
+                        Err(_) => return,
+                    };
+                    match group_condition_update(&conditions(&fresh), &u.desired, Timestamp::now()) {
+                        Some(c) => u.prepared = c,
+                        None => return,
+                    }
+                    if u.precondition.is_some() {
+                        u.precondition = fresh.meta().resource_version.clone();
+                    }
+                }
+                Err(e) => {
+                    self.metrics.api_error("status");
+                    debug!(group = %u.group, attempt, error = %e, "group status patch failed");
+                    tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+                }
+            }
+        }
+        warn!(group = %u.group, "group status not written");
+    }
+}
+
+fn api_message(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => s.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn object_key(a: &Action) -> String {
+    match a {
+        Action::PodStatus(u) => format!("pod/{}", u.pod),
+        Action::Evict { pod, .. } => format!("pod/{pod}"),
+        Action::GroupStatus(u) => format!("group/{}", u.group),
+        Action::Bind { pod, .. } => format!("pod/{pod}"),
+        Action::Event(_) => String::new(),
+    }
+}
+
+/// Runs status writes and evictions: per object in order, `concurrency` objects at once.
+async fn run_writes(writers: Io, mut rx: mpsc::UnboundedReceiver<Action>, concurrency: usize) {
+    let mut pending: HashMap<String, VecDeque<Action>> = HashMap::new();
+    let mut ready: VecDeque<String> = VecDeque::new();
+    let mut busy: HashSet<String> = HashSet::new();
+    let mut running: JoinSet<String> = JoinSet::new();
+    let mut open = true;
+    loop {
+        while running.len() < concurrency
+            && let Some(key) = ready.pop_front()
+        {
+            let Some(action) = pending.get_mut(&key).and_then(VecDeque::pop_front) else {
+                continue;
+            };
+            if pending.get(&key).is_some_and(VecDeque::is_empty) {
+                pending.remove(&key);
+            }
+            busy.insert(key.clone());
+            let w = writers.clone();
+            running.spawn(async move {
+                w.write(action).await;
+                key
+            });
+        }
+        if !open && running.is_empty() && ready.is_empty() {
+            break;
+        }
+        tokio::select! {
+            a = rx.recv(), if open => match a {
+                Some(a) => {
+                    let key = object_key(&a);
+                    let queue = pending.entry(key.clone()).or_default();
+                    queue.push_back(a);
+                    if queue.len() == 1 && !busy.contains(&key) {
+                        ready.push_back(key);
+                    }
+                }
+                None => open = false,
+            },
+            Some(done) = running.join_next(), if !running.is_empty() => {
+                if let Ok(key) = done {
+                    busy.remove(&key);
+                    if pending.contains_key(&key) {
+                        ready.push_back(key);
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn publish_events(recorder: Recorder, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<EventRecord>>>) {
+    loop {
+        let next = rx.lock().await.recv().await;
+        let Some(e) = next else {
+            return;
+        };
+        let event = Event {
+            type_: if e.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: e.reason.clone(),
+            note: Some(e.note.chars().take(1024).collect()),
+            action: e.action.clone(),
+            secondary: e.related.clone(),
+        };
+        if let Err(err) = recorder.publish(&event, &e.regarding).await {
+            debug!(error = %err, reason = %e.reason, "event not recorded");
+        }
+    }
+}
