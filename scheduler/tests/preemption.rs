@@ -308,3 +308,38 @@ fn random_preemption_scenarios_do_evict() {
         .count();
     assert!(preempted >= 20, "only {preempted} of 200 random scenarios preempted");
 }
+
+#[test]
+fn a_mixed_cluster_loses_one_single_pod_rather_than_a_whole_all_gang() {
+    // Nodes 0-3 run an `all` gang of 4; nodes 4-7 run a `single` gang of 4; every node is full. A 1-pod
+    // preemptor gang with no topology constraint must take one `single` pod's place, not the `all` gang's.
+    let mut snap = Snapshot::new();
+    add_nodes(&mut snap, "node", 8, "1", &[]);
+    pg(&mut snap, GroupBuilder::gang(NS, "atomic", 4).priority(1).all());
+    pg(&mut snap, GroupBuilder::gang(NS, "loose", 4).priority(1));
+    for i in 0..4 {
+        low_pod(
+            &mut snap,
+            &format!("atomic-{i}"),
+            Some("atomic"),
+            &format!("node-{i}"),
+            "1",
+            1,
+        );
+        low_pod(
+            &mut snap,
+            &format!("loose-{i}"),
+            Some("loose"),
+            &format!("node-{}", i + 4),
+            "1",
+            1,
+        );
+    }
+    preemptor_gang(&mut snap, "hi", 1, "1", 100);
+    let out = preempt(&mut snap, &group_unit("hi"));
+    assert_eq!(out.verdict, PreemptionVerdict::Preempt, "{out:#?}");
+    assert_eq!(out.victims.len(), 1, "{out:#?}");
+    assert!(matches!(out.victims[0].unit, VictimUnit::Pod(_)), "{out:#?}");
+    assert!(out.victim_groups.is_empty());
+    assert_eq!(out.nominations[0].node, out.victims[0].node);
+}

@@ -20,6 +20,11 @@
 //!   the most important down (priority, then groups before single pods, then larger units): a unit is
 //!   put back on its nodes if all its pods still fit there, all-or-none for `all` units. What is left
 //!   are the victims.
+//! - **Fewest candidates** (beyond KEP-5710's alpha algorithm): with every candidate gone the preemptor
+//!   may settle where a large `all` unit ran and evict it whole when a few single pods would have made
+//!   room. So each domain also tries the shortest prefix of candidates, least important first, whose
+//!   removal makes the hierarchy feasible (a binary search), reprieves among them the same way, and
+//!   keeps whichever of the two evicts less.
 //! - **Choice**: the domain with the least disruption wins: fewest victim pods, then the lowest highest
 //!   victim priority, then the lowest priority sum, then domain order.
 
@@ -239,10 +244,14 @@ impl Scheduler {
         let mut cycle = Cycle::new(snap, self.config);
         let mut best: Option<Found> = None;
         let mut evaluated = 0u32;
+        let preemptor = Preemptor {
+            root,
+            pod,
+            baseline_placed,
+        };
         for dom in &domains {
             evaluated += 1;
-            let mark = cycle.journal.mark();
-            // Every unit touching the domain goes.
+            // Every unit touching the domain is a candidate.
             let mut touching: Vec<usize> = if dom.whole {
                 (0..units.len()).collect()
             } else {
@@ -258,85 +267,34 @@ impl Scheduler {
             if touching.is_empty() && !dom.whole {
                 continue;
             }
-            for &u in &touching {
-                for &p in &units[u].pods {
-                    if let Some(n) = cycle.snap.pod(p).placed_node() {
-                        cycle.journal.remove_id(cycle.snap, p, n);
-                    }
-                }
-            }
-            let placed_mark = cycle.journal.mark();
-            cycle.backtracks_left = cycle.cfg.backtracking_limit;
-            let feasible = match (root, pod) {
-                (Some(r), _) => {
-                    let (o, _) = cycle.run_root(r, dom);
-                    let placed = cycle.journal.ops_since(placed_mark).len();
-                    o.code == Code::Success && baseline_placed.is_none_or(|b| placed > b)
-                }
-                (None, Some(p)) => {
-                    let mut rankers = Vec::new();
-                    cycle.place_pod(p, dom, &mut rankers).is_ok()
-                }
-                _ => false,
-            };
-            if !feasible {
-                cycle.journal.revert_to(cycle.snap, mark);
+            // Least important first: the reverse of the reprieve order.
+            touching.sort_by(|a, b| importance(&units[*a], &units[*b]));
+            // KEP-5710: remove every candidate, place the preemptor, reprieve the most important back.
+            let Some(all) = attempt(&mut cycle, &units, &touching, dom, &preemptor) else {
                 continue;
-            }
-            let assignments: Vec<(u32, u32)> = cycle
-                .journal
-                .ops_since(placed_mark)
-                .iter()
-                .filter_map(|op| match op {
-                    Op::Assume { pod, node } => Some((*pod, *node)),
-                    _ => None,
-                })
-                .collect();
-            // Reprieve, most important first.
-            touching.sort_by(|a, b| {
-                let (ua, ub) = (&units[*a], &units[*b]);
-                ub.priority
-                    .cmp(&ua.priority)
-                    .then(ub.is_group.cmp(&ua.is_group))
-                    .then(ub.pods.len().cmp(&ua.pods.len()))
-                    .then(ua.key.cmp(&ub.key))
-            });
-            let mut victims = Vec::new();
-            for &u in &touching {
-                let unit_mark = cycle.journal.mark();
-                let mut ok = true;
-                for &p in &units[u].pods {
-                    let Some(n) = cycle.snap.pod(p).node else {
-                        continue;
-                    };
-                    let node = cycle.snap.node(n);
-                    if fits(&cycle.snap.pod(p).requests, &node.allocatable, &node.requested) {
-                        cycle.journal.restore_id(cycle.snap, p, n);
-                    } else {
-                        ok = false;
-                        break;
-                    }
-                }
-                if !ok {
-                    cycle.journal.revert_to(cycle.snap, unit_mark);
-                    victims.push(u);
+            };
+            // The preemptor placed with every candidate gone may land on the nodes of a large `all` unit and
+            // evict it whole where a few single pods would do. So also try the fewest least-important
+            // candidates that make room (binary search on the prefix), then reprieve among those.
+            let mut found = all;
+            let (mut lo, mut hi) = (0usize, touching.len());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if feasible(&mut cycle, &units, &touching[..mid], dom, &preemptor) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
                 }
             }
-            let count: usize = victims.iter().map(|u| units[*u].pods.len()).sum();
-            let max_prio = victims.iter().map(|u| units[*u].priority).max().unwrap_or(i32::MIN);
-            let sum: i64 = victims
-                .iter()
-                .map(|u| i64::from(units[*u].priority) * units[*u].pods.len() as i64)
-                .sum();
-            let cost = (count, max_prio, sum);
-            if best.as_ref().is_none_or(|b| cost < b.cost) {
-                best = Some(Found {
-                    cost,
-                    victims,
-                    assignments,
-                });
+            if hi < touching.len()
+                && let Some(prefix) = attempt(&mut cycle, &units, &touching[..hi], dom, &preemptor)
+                && prefix.cost < found.cost
+            {
+                found = prefix;
             }
-            cycle.journal.revert_to(cycle.snap, mark);
+            if best.as_ref().is_none_or(|b| found.cost < b.cost) {
+                best = Some(found);
+            }
         }
         let snap = &*cycle.snap;
         let Some(found) = best else {
@@ -398,6 +356,120 @@ impl Scheduler {
             domains_evaluated: evaluated,
         }
     }
+}
+
+/// What a simulation needs to know about the preemptor.
+struct Preemptor {
+    root: Option<u32>,
+    pod: Option<u32>,
+    /// Pods the root placed without preemption (a satisfied root preempts only to place more).
+    baseline_placed: Option<usize>,
+}
+
+/// Ascending importance: lower priority, then single pods before groups, then smaller units, then key.
+fn importance(a: &Unit, b: &Unit) -> std::cmp::Ordering {
+    a.priority
+        .cmp(&b.priority)
+        .then(a.is_group.cmp(&b.is_group))
+        .then(a.pods.len().cmp(&b.pods.len()))
+        .then(b.key.cmp(&a.key))
+}
+
+fn remove_units(cycle: &mut Cycle<'_>, units: &[Unit], removed: &[usize]) {
+    for &u in removed {
+        for &p in &units[u].pods {
+            if let Some(n) = cycle.snap.pod(p).placed_node() {
+                cycle.journal.remove_id(cycle.snap, p, n);
+            }
+        }
+    }
+}
+
+/// Place the preemptor in `dom`; true when the hierarchy (or pod) becomes feasible.
+fn place(cycle: &mut Cycle<'_>, dom: &Domain, preemptor: &Preemptor) -> bool {
+    let placed_mark = cycle.journal.mark();
+    cycle.backtracks_left = cycle.cfg.backtracking_limit;
+    match (preemptor.root, preemptor.pod) {
+        (Some(r), _) => {
+            let (o, _) = cycle.run_root(r, dom);
+            let placed = cycle.journal.ops_since(placed_mark).len();
+            o.code == Code::Success && preemptor.baseline_placed.is_none_or(|b| placed > b)
+        }
+        (None, Some(p)) => {
+            let mut rankers = Vec::new();
+            cycle.place_pod(p, dom, &mut rankers).is_ok()
+        }
+        _ => false,
+    }
+}
+
+/// Whether removing `removed` makes the preemptor feasible in `dom` (the snapshot is left as it was).
+fn feasible(cycle: &mut Cycle<'_>, units: &[Unit], removed: &[usize], dom: &Domain, preemptor: &Preemptor) -> bool {
+    let mark = cycle.journal.mark();
+    remove_units(cycle, units, removed);
+    let ok = place(cycle, dom, preemptor);
+    cycle.journal.revert_to(cycle.snap, mark);
+    ok
+}
+
+/// Remove `removed`, place the preemptor, then reprieve from the most important down (all-or-none per
+/// unit). Returns the victims left and the preemptor's placement; the snapshot is left as it was.
+fn attempt(
+    cycle: &mut Cycle<'_>,
+    units: &[Unit],
+    removed: &[usize],
+    dom: &Domain,
+    preemptor: &Preemptor,
+) -> Option<Found> {
+    let mark = cycle.journal.mark();
+    remove_units(cycle, units, removed);
+    let placed_mark = cycle.journal.mark();
+    if !place(cycle, dom, preemptor) {
+        cycle.journal.revert_to(cycle.snap, mark);
+        return None;
+    }
+    let assignments: Vec<(u32, u32)> = cycle
+        .journal
+        .ops_since(placed_mark)
+        .iter()
+        .filter_map(|op| match op {
+            Op::Assume { pod, node } => Some((*pod, *node)),
+            _ => None,
+        })
+        .collect();
+    let mut victims = Vec::new();
+    for &u in removed.iter().rev() {
+        let unit_mark = cycle.journal.mark();
+        let mut ok = true;
+        for &p in &units[u].pods {
+            let Some(n) = cycle.snap.pod(p).node else {
+                continue;
+            };
+            let node = cycle.snap.node(n);
+            if fits(&cycle.snap.pod(p).requests, &node.allocatable, &node.requested) {
+                cycle.journal.restore_id(cycle.snap, p, n);
+            } else {
+                ok = false;
+                break;
+            }
+        }
+        if !ok {
+            cycle.journal.revert_to(cycle.snap, unit_mark);
+            victims.push(u);
+        }
+    }
+    let count: usize = victims.iter().map(|u| units[*u].pods.len()).sum();
+    let max_prio = victims.iter().map(|u| units[*u].priority).max().unwrap_or(i32::MIN);
+    let sum: i64 = victims
+        .iter()
+        .map(|u| i64::from(units[*u].priority) * units[*u].pods.len() as i64)
+        .sum();
+    cycle.journal.revert_to(cycle.snap, mark);
+    Some(Found {
+        cost: (count, max_prio, sum),
+        victims,
+        assignments,
+    })
 }
 
 /// Groups every placed, non-terminating pod outside `own` into preemption units and keeps the units
