@@ -3,6 +3,7 @@
 mod compile;
 mod controllers;
 mod kube_client;
+mod scheduler;
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -23,6 +24,8 @@ struct Cli {
 enum Command {
     /// Run the Job and JobSet controllers against a cluster (kubeconfig or in-cluster).
     Controllers(controllers::ControllersArgs),
+    /// Run the scheduler against a cluster (kubeconfig or in-cluster).
+    Scheduler(scheduler::SchedulerArgs),
     /// Compile Job and JobSet manifests into the Workload and runtime groups their controllers create, offline.
     Compile {
         /// Manifest file (YAML, several documents allowed); `-` reads standard input.
@@ -111,6 +114,10 @@ fn main() -> ExitCode {
             init_logging();
             runtime().and_then(|rt| rt.block_on(controllers::run(args)))
         }
+        Command::Scheduler(args) => {
+            init_logging();
+            runtime().and_then(|rt| rt.block_on(scheduler::run(args)))
+        }
         Command::Compile {
             file,
             output,
@@ -124,5 +131,40 @@ fn main() -> ExitCode {
             eprintln!("{e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment_args(component: &str) -> Vec<String> {
+        let path = format!("{}/../deploy/{component}/deployment.yaml", env!("CARGO_MANIFEST_DIR"));
+        let doc: serde_json::Value = serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        doc["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_deploy_manifests_use_flags_the_binary_accepts() {
+        for component in ["scheduler", "controllers"] {
+            let args = deployment_args(component);
+            let cli = Cli::try_parse_from(std::iter::once("kwas".to_string()).chain(args.clone()));
+            assert!(cli.is_ok(), "{component}: {args:?}: {}", cli.unwrap_err());
+        }
+        let Command::Scheduler(args) =
+            Cli::try_parse_from(["kwas".to_string()].into_iter().chain(deployment_args("scheduler")))
+                .unwrap()
+                .command
+        else {
+            panic!("scheduler")
+        };
+        let config = args.config();
+        assert_eq!(config.scheduler_names, ["kwas-scheduler"]);
+        assert_eq!(config.leader_election.unwrap().name, "kwas-scheduler");
     }
 }

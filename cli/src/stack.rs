@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct StackConfig {
-    /// The embedded cluster.
+    /// The embedded cluster (default: 1 block x 2 racks x 2 nodes).
     pub cluster: DevClusterConfig,
     /// The Job controller (dev mode: manages Jobs with no `managedBy`).
     pub job: JobControllerConfig,
@@ -36,7 +36,10 @@ pub struct StackConfig {
 impl Default for StackConfig {
     fn default() -> Self {
         Self {
-            cluster: DevClusterConfig::default(),
+            cluster: DevClusterConfig {
+                topology: kwas_devcluster::Topology::grid(1, 2, 2, kwas_devcluster::Capacity::default()),
+                ..DevClusterConfig::default()
+            },
             job: JobControllerConfig {
                 manage_unset: true,
                 ..JobControllerConfig::default()
@@ -69,7 +72,10 @@ impl Component {
     }
 }
 
-fn stopper() -> (watch::Sender<bool>, impl std::future::Future<Output = ()> + Send + Sync + 'static) {
+fn stopper() -> (
+    watch::Sender<bool>,
+    impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
     let (tx, mut rx) = watch::channel(false);
     (tx, async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -107,7 +113,9 @@ pub async fn install_crds(client: &Client) -> Result<()> {
 impl Stack {
     /// Start the cluster, install the CRDs, then start the controllers and the scheduler.
     pub async fn start(config: StackConfig) -> Result<Self> {
-        let cluster = DevCluster::start(config.cluster.clone()).await.context("starting devcluster")?;
+        let cluster = DevCluster::start(config.cluster.clone())
+            .await
+            .context("starting devcluster")?;
         install_crds(&cluster.client()).await?;
         let mut stack = Self {
             cluster,

@@ -79,3 +79,44 @@ async fn controllers_serve_admin_endpoints_and_reconcile_jobs() {
     );
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn scheduler_serves_admin_endpoints_and_binds_pods() {
+    use k8s_openapi::api::core::v1::Pod;
+    let cluster = DevCluster::start(DevClusterConfig {
+        topology: kwas_devcluster::Topology::grid(1, 1, 2, kwas_devcluster::Capacity::default()),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let port = free_port();
+    let _proc = Killed(
+        Command::new(env!("CARGO_BIN_EXE_kwas"))
+            .args(["scheduler", "--kubeconfig"])
+            .arg(cluster.kubeconfig_path())
+            .args(["--admin-addr", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while get(port, "/readyz").map(|r| r.0) != Some(200) {
+        assert!(Instant::now() < deadline, "readyz");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"schedulerName": "kwas-scheduler", "containers": [{"name": "c", "image": "i"}]}
+    }))
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    while pods.get("p").await.unwrap().spec.unwrap().node_name.is_none() {
+        assert!(Instant::now() < deadline, "the pod bound");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let metrics = get(port, "/metrics").unwrap().1;
+    assert!(metrics.contains("kwas_scheduler_pods_scheduled_total 1"), "{metrics}");
+    cluster.shutdown().await;
+}

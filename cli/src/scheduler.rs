@@ -1,0 +1,80 @@
+//! `kwas scheduler`: the scheduler against a cluster.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use kwas_api::names::SCHEDULER_NAME;
+use kwas_scheduler::core::SchedulerConfig;
+use kwas_scheduler::runtime::{LeaseConfig, RuntimeConfig, SchedulerRuntime};
+
+use crate::kube_client::{client, identity, lease_namespace};
+
+/// The placement algorithm.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Algorithm {
+    /// KEP-6012's alpha algorithm plus the Beta improvements (admissibility pre-check, minimums first,
+    /// bounded backtracking, adaptive placement cap).
+    Default,
+    /// KEP-6012's alpha greedy algorithm only.
+    Alpha,
+}
+
+/// Flags of `kwas scheduler`.
+#[derive(Debug, Args)]
+pub struct SchedulerArgs {
+    /// Kubeconfig to use (default: KUBECONFIG, ~/.kube/config, or the in-cluster service account).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// A `spec.schedulerName` to answer for (repeatable; the first is the one events carry).
+    #[arg(long = "scheduler-name", default_values_t = [SCHEDULER_NAME.to_string()])]
+    pub scheduler_names: Vec<String>,
+    /// Elect a leader on a Lease (in POD_NAMESPACE, default kwas-system) before scheduling.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub leader_elect: bool,
+    /// The leader election Lease.
+    #[arg(long, default_value = SCHEDULER_NAME)]
+    pub lease_name: String,
+    /// Serve /healthz, /readyz and /metrics here.
+    #[arg(long, default_value = "0.0.0.0:10259")]
+    pub admin_addr: SocketAddr,
+    /// Bindings in flight at once.
+    #[arg(long, default_value_t = 64)]
+    pub bind_concurrency: usize,
+    /// The placement algorithm.
+    #[arg(long, value_enum, default_value_t = Algorithm::Default)]
+    pub algorithm: Algorithm,
+}
+
+impl SchedulerArgs {
+    /// The runtime configuration these flags describe.
+    pub fn config(&self) -> RuntimeConfig {
+        RuntimeConfig {
+            scheduler_names: self.scheduler_names.clone(),
+            leader_election: self.leader_elect.then(|| LeaseConfig {
+                name: self.lease_name.clone(),
+                ..LeaseConfig::new(lease_namespace(), identity())
+            }),
+            admin_addr: Some(self.admin_addr),
+            bind_concurrency: self.bind_concurrency,
+            core: match self.algorithm {
+                Algorithm::Default => SchedulerConfig::default(),
+                Algorithm::Alpha => SchedulerConfig::alpha(),
+            },
+            ..RuntimeConfig::default()
+        }
+    }
+}
+
+/// Run until interrupted.
+pub async fn run(args: SchedulerArgs) -> Result<()> {
+    let client = client(args.kubeconfig.as_deref()).await?;
+    let runtime = SchedulerRuntime::new(client, args.config())?;
+    runtime
+        .run(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
