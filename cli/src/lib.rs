@@ -1,7 +1,35 @@
 //! # kwas
 //!
-//! The `kwas` command line's library: the in-process [`stack`] (devcluster, controllers and scheduler)
-//! that `kwas dev`, `kwas demo` and the end-to-end suite run.
+//! The `kwas` command line's library: the subcommands' implementations and the in-process [`stack`]
+//! (devcluster, controllers and scheduler) that `kwas dev`, `kwas demo` and the end-to-end suite run.
 #![warn(missing_docs)]
 
+pub mod compile;
+pub mod controllers;
+pub mod demo;
+pub mod dev;
+pub mod kube_client;
+pub mod placement;
+pub mod scheduler;
 pub mod stack;
+
+use clap::ValueEnum;
+use kwas_api::jobset::PodGroupManagement;
+
+/// PodGroup management of JobSets (a flag value).
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Management {
+    /// The JobSet controller creates every PodGroup.
+    Centralized,
+    /// The Job controller creates each child Job's PodGroup.
+    Delegated,
+}
+
+impl From<Management> for PodGroupManagement {
+    fn from(m: Management) -> Self {
+        match m {
+            Management::Centralized => Self::Centralized,
+            Management::Delegated => Self::Delegated,
+        }
+    }
+}

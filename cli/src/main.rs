@@ -1,16 +1,12 @@
 //! The `kwas` command line.
 
-mod compile;
-mod controllers;
-mod kube_client;
-mod scheduler;
+use kwas::{Management, compile, controllers, demo, dev, scheduler};
 
 use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use kwas_api::jobset::PodGroupManagement;
 
 /// kwas: workload-aware scheduling for Kubernetes (KEP-6089).
 #[derive(Debug, Parser)]
@@ -26,6 +22,15 @@ enum Command {
     Controllers(controllers::ControllersArgs),
     /// Run the scheduler against a cluster (kubeconfig or in-cluster).
     Scheduler(scheduler::SchedulerArgs),
+    /// Run devcluster with the controllers and the scheduler, apply the bundled examples, show progress and
+    /// end with a placement tree per workload.
+    Demo {
+        /// Override the examples' simulated pod run time (a duration such as 2s).
+        #[arg(long)]
+        pod_duration: Option<String>,
+    },
+    /// Run devcluster with the controllers and the scheduler until interrupted, and say how to use kubectl.
+    Dev(dev::DevArgs),
     /// Compile Job and JobSet manifests into the Workload and runtime groups their controllers create, offline.
     Compile {
         /// Manifest file (YAML, several documents allowed); `-` reads standard input.
@@ -46,24 +51,6 @@ enum Command {
 enum Format {
     Yaml,
     Json,
-}
-
-/// PodGroup management of JobSets.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Management {
-    /// The JobSet controller creates every PodGroup.
-    Centralized,
-    /// The Job controller creates each child Job's PodGroup.
-    Delegated,
-}
-
-impl From<Management> for PodGroupManagement {
-    fn from(m: Management) -> Self {
-        match m {
-            Management::Centralized => Self::Centralized,
-            Management::Delegated => Self::Delegated,
-        }
-    }
 }
 
 fn run_compile(file: &PathBuf, output: Format, management: Management, namespace: &str) -> anyhow::Result<()> {
@@ -103,6 +90,14 @@ fn init_logging() {
         .init();
 }
 
+/// The demo prints its own progress; only warnings go to the log.
+fn init_quiet_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
@@ -117,6 +112,18 @@ fn main() -> ExitCode {
         Command::Scheduler(args) => {
             init_logging();
             runtime().and_then(|rt| rt.block_on(scheduler::run(args)))
+        }
+        Command::Dev(args) => {
+            init_logging();
+            runtime().and_then(|rt| rt.block_on(dev::run(args)))
+        }
+        Command::Demo { pod_duration } => {
+            init_quiet_logging();
+            let options = demo::DemoOptions {
+                pod_duration,
+                ..demo::DemoOptions::default()
+            };
+            runtime().and_then(|rt| rt.block_on(demo::run(options, &mut std::io::stdout())))
         }
         Command::Compile {
             file,

@@ -1,0 +1,84 @@
+//! `kwas dev`: the whole stack on the embedded cluster, without the examples; writes a kubeconfig and says
+//! how to use kubectl against it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use kwas_api::jobset::PodGroupManagement;
+use kwas_devcluster::{DevClusterConfig, KubeletConfig, NodePoolArgs, Topology};
+
+use crate::stack::{Stack, StackConfig};
+
+/// Flags of `kwas dev`.
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Port of the API server (0 picks a free one).
+    #[arg(long, default_value_t = 6443)]
+    pub port: u16,
+    /// Where to write the kubeconfig.
+    #[arg(long, default_value = "kwas-dev.kubeconfig")]
+    pub kubeconfig: PathBuf,
+    /// A YAML topology file (pools of blocks x racks x nodes); overrides the grid flags.
+    #[arg(long)]
+    pub topology: Option<PathBuf>,
+    /// The simulated nodes.
+    #[command(flatten)]
+    pub grid: NodePoolArgs,
+    /// PodGroup management of JobSets that do not choose one.
+    #[arg(long, value_enum, default_value_t = crate::Management::Centralized)]
+    pub jobset_management: crate::Management,
+}
+
+impl DevArgs {
+    /// The topology the flags or file describe.
+    pub fn topology(&self) -> Result<Topology> {
+        match &self.topology {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+                Ok(Topology::from_yaml(&text)?)
+            }
+            None => Ok(self.grid.topology()?),
+        }
+    }
+}
+
+/// Run until interrupted.
+pub async fn run(args: DevArgs) -> Result<()> {
+    let mut config = StackConfig {
+        cluster: DevClusterConfig {
+            port: args.port,
+            kubeconfig_path: Some(args.kubeconfig.clone()),
+            topology: args.topology()?,
+            kubelet: KubeletConfig {
+                start_delay: Duration::from_millis(200),
+                ..KubeletConfig::default()
+            },
+            ..DevClusterConfig::default()
+        },
+        ..StackConfig::default()
+    };
+    config.jobset.default_management = PodGroupManagement::from(args.jobset_management);
+    let stack = Stack::start(config).await?;
+    stack.ready().await?;
+    let kubeconfig =
+        std::fs::canonicalize(stack.cluster().kubeconfig_path()).unwrap_or_else(|_| args.kubeconfig.clone());
+    eprintln!(
+        "kwas dev: devcluster at {} with {} simulated nodes; the Job and JobSet controllers and the scheduler are running.",
+        stack.cluster().base_url(),
+        stack.cluster().node_names().len()
+    );
+    eprintln!("Use kubectl against it:\n");
+    eprintln!("  export KUBECONFIG={}", kubeconfig.display());
+    eprintln!("  kubectl get nodes -L kwas.dev/block,kwas.dev/rack");
+    eprintln!("  kubectl apply -f examples/jobs/gang-job.yaml");
+    eprintln!("  kubectl get jobs,workloads,podgroups,pods -o wide\n");
+    eprintln!(
+        "Jobs with no spec.managedBy are managed too, and pods of `default-scheduler` are scheduled (dev mode). Ctrl-C stops."
+    );
+    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    eprintln!("shutting down");
+    stack.shutdown().await;
+    Ok(())
+}
