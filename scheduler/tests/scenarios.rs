@@ -193,6 +193,62 @@ fn running_pods_count_towards_min_count() {
     assert_eq!(out.assignments.len(), 1);
 }
 
+fn finished(mut pod: k8s_openapi::api::core::v1::Pod, node: &str, phase: &str) -> k8s_openapi::api::core::v1::Pod {
+    pod = bound(pod, node);
+    pod.status.get_or_insert_default().phase = Some(phase.into());
+    pod
+}
+
+#[test]
+fn succeeded_pods_keep_counting_towards_min_count_and_failed_ones_do_not() {
+    // A gang Job with more completions than parallelism: its first wave of 3 ran and succeeded, now the
+    // 4th pod runs alone (the gang was secured and its members finished, not lost).
+    let mut snap = Snapshot::new();
+    add_nodes(&mut snap, "node", 1, "3", &[]);
+    pg(&mut snap, GroupBuilder::gang(NS, "g", 3));
+    for i in 0..3 {
+        let p = pod_with(NS, &format!("g-{i}"), Some("g"), &[("cpu", "1")]);
+        snap.upsert_pod(&bound(p.clone(), "node-0")).unwrap();
+        snap.upsert_pod(&finished(p, "node-0", "Succeeded")).unwrap();
+        // Repeated status updates of a finished pod count it once.
+        snap.upsert_pod(&finished(
+            pod_with(NS, &format!("g-{i}"), Some("g"), &[("cpu", "1")]),
+            "node-0",
+            "Succeeded",
+        ))
+        .unwrap();
+    }
+    assert_eq!(snap.succeeded_count(NS, "g"), 3);
+    snap.upsert_pod(&pod_with(NS, "g-3", Some("g"), &[("cpu", "3")]))
+        .unwrap();
+    assert_eq!(snap.readiness(&group_unit("g")), Readiness::Ready);
+    let out = schedule(&mut snap, SchedulerConfig::default(), &group_unit("g"));
+    assert!(out.is_scheduled(), "{out:#?}");
+    assert_eq!(
+        node_of(&out.assignments, "g-3"),
+        Some("node-0"),
+        "finished pods hold no resources"
+    );
+
+    // Deleted finished pods no longer count: a new pod waits for a gang again.
+    for i in 0..3 {
+        assert!(snap.remove_pod(&PodKey::new(NS, format!("g-{i}"))));
+    }
+    assert_eq!(snap.succeeded_count(NS, "g"), 0);
+    pg(&mut snap, GroupBuilder::gang(NS, "h", 2));
+    for i in 0..2 {
+        let p = pod_with(NS, &format!("h-{i}"), Some("h"), &[("cpu", "1")]);
+        snap.upsert_pod(&finished(p, "node-0", "Failed")).unwrap();
+    }
+    snap.upsert_pod(&pod_with(NS, "h-2", Some("h"), &[("cpu", "1")]))
+        .unwrap();
+    assert_eq!(
+        snap.readiness(&group_unit("h")),
+        Readiness::Waiting("waiting for minCount pods from a gang to appear in scheduling queue".into()),
+        "failed pods do not count: their replacements secure the gang again"
+    );
+}
+
 #[test]
 fn extended_resources_taints_affinity_and_cordon_filter_nodes() {
     let mut snap = Snapshot::new();

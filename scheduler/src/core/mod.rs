@@ -56,7 +56,9 @@
 //!   non-greedy first pass of [`SchedulerConfig::secure_minimums_first`] deviates: it secures a gang's
 //!   minimum with its smallest pods, largest first, and leaves the rest to the greedy pass.
 //! - **Already placed pods** (bound, assumed, or placed earlier in the same cycle) count towards `S`;
-//!   terminating pods do not. They also pin their group's topology domain.
+//!   terminating pods do not. They also pin their group's topology domain. Pods of a PodGroup that
+//!   `Succeeded` keep counting towards `S` (not pinning anything) until deleted, so a gang Job's last,
+//!   smaller wave is scheduled; `Failed` pods do not count (see [`snapshot`]).
 //! - **Node scores** are upstream's `MostAllocated` (default, bin packing) or `LeastAllocated`
 //!   (spreading) at a scale of 10^6 instead of 100, so near-equal nodes are told apart; ties go to the
 //!   node whose name sorts first. **Placement scores** are the number of pods the placement holds, then

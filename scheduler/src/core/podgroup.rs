@@ -122,11 +122,12 @@ impl Cycle<'_> {
     }
 
     /// Pending pods of a leaf group that this scheduler may place, in scheduling order, and the number of
-    /// its pods already placed (running, assumed, or placed earlier in this cycle).
+    /// its pods that count as placed towards the minimum (running, assumed, placed earlier in this cycle,
+    /// or `Succeeded`).
     pub(crate) fn leaf_members(&self, g: u32) -> (Vec<u32>, u32) {
         let snap = &*self.snap;
         let mut pending = Vec::new();
-        let mut already = 0;
+        let mut already = snap.succeeded_members(g);
         for &pid in snap.members(g) {
             let p = snap.pod(pid);
             if p.terminating {

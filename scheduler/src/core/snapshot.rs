@@ -8,7 +8,11 @@
 //! Pods move through [`PodState`]: `Pending` -> `Assumed` (the scheduler committed a placement with
 //! [`Snapshot::assume`], binding in flight) -> `Bound` (the informer reports `spec.nodeName`, or
 //! [`Snapshot::finish_binding`]). A failed binding is undone with [`Snapshot::forget`]. Pods in phase
-//! `Succeeded` / `Failed` hold no resources and are dropped.
+//! `Succeeded` / `Failed` hold no resources and are dropped; a pod of a PodGroup that `Succeeded` is
+//! remembered (until the pod is deleted) and keeps counting towards its gang's `minCount`: a gang that ran
+//! and whose members finish stays satisfied, so the Job's later pods (more completions than parallelism)
+//! are scheduled instead of waiting for `minCount` new pods forever. A `Failed` pod does not count: its
+//! replacement has to secure the gang again together with the pods still running.
 //!
 //! Priorities: a pod's priority is `spec.priority`, else its PriorityClass' value, else the global
 //! default class, else 0; a group's is resolved the same way from its own fields. Within a group the
@@ -198,6 +202,10 @@ pub struct Snapshot {
     members_of: HashMap<(String, String), Vec<u32>>,
     /// (namespace, CompositePodGroup name) -> groups that name it as parent, in creation order.
     children_of: HashMap<(String, String), Vec<u32>>,
+    /// Pods of a PodGroup that ran to `Succeeded` -> their group's name (see the module docs).
+    succeeded: HashMap<PodKey, String>,
+    /// (namespace, PodGroup name) -> how many of its pods `Succeeded`.
+    succeeded_of: HashMap<(String, String), u32>,
     priority_classes: HashMap<String, PriorityClassInfo>,
     pub(crate) classes: ClassRegistry,
     pub(crate) topology: HashMap<String, TopologyIndex>,
@@ -419,7 +427,8 @@ impl Snapshot {
     // Pods
 
     /// Adds or updates a pod. A pod with `spec.nodeName` is `Bound` there; one without stays `Pending`
-    /// (or keeps a placement the scheduler assumed). Pods in phase `Succeeded` / `Failed` are removed.
+    /// (or keeps a placement the scheduler assumed). Pods in phase `Succeeded` / `Failed` leave the
+    /// cluster state; a `Succeeded` member of a PodGroup is remembered for its gang (see the module docs).
     pub fn upsert_pod(&mut self, pod: &Pod) -> Result<(), SnapshotError> {
         let key = PodKey::new(
             pod.metadata.namespace.clone().unwrap_or_else(|| "default".to_string()),
@@ -431,7 +440,18 @@ impl Snapshot {
         }
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
         if matches!(phase, Some("Succeeded") | Some("Failed")) {
-            self.remove_pod(&key);
+            self.drop_live_pod(&key);
+            let group = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.scheduling_group.as_ref())
+                .and_then(|g| g.pod_group_name.clone());
+            match group {
+                Some(g) if phase == Some("Succeeded") => self.record_succeeded(key, g),
+                _ => {
+                    self.forget_succeeded(&key);
+                }
+            }
             return Ok(());
         }
         let Some(spec) = pod.spec.as_ref() else {
@@ -516,8 +536,53 @@ impl Snapshot {
         Ok(())
     }
 
-    /// Removes a pod (deleted, or finished). Returns whether it was known.
+    /// Removes a deleted pod, and its `Succeeded` record if any. Returns whether it was known.
     pub fn remove_pod(&mut self, key: &PodKey) -> bool {
+        let recorded = self.forget_succeeded(key);
+        self.drop_live_pod(key) || recorded
+    }
+
+    /// Pods remembered as `Succeeded` members of a PodGroup (a runtime that relists uses these to find
+    /// the ones deleted meanwhile).
+    pub fn succeeded_pods(&self) -> impl Iterator<Item = &PodKey> + '_ {
+        self.succeeded.keys()
+    }
+
+    /// How many pods of the PodGroup `namespace/name` ran to `Succeeded` (and are not deleted).
+    pub fn succeeded_count(&self, namespace: &str, name: &str) -> u32 {
+        self.succeeded_of
+            .get(&(namespace.to_string(), name.to_string()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn record_succeeded(&mut self, key: PodKey, group: String) {
+        if self.succeeded.contains_key(&key) {
+            return;
+        }
+        *self
+            .succeeded_of
+            .entry((key.namespace.clone(), group.clone()))
+            .or_default() += 1;
+        self.succeeded.insert(key, group);
+    }
+
+    fn forget_succeeded(&mut self, key: &PodKey) -> bool {
+        let Some(group) = self.succeeded.remove(key) else {
+            return false;
+        };
+        let entry = (key.namespace.clone(), group);
+        if let Some(n) = self.succeeded_of.get_mut(&entry) {
+            *n -= 1;
+            if *n == 0 {
+                self.succeeded_of.remove(&entry);
+            }
+        }
+        true
+    }
+
+    /// Drops a pod's live state (it finished or was deleted). Returns whether it was known.
+    fn drop_live_pod(&mut self, key: &PodKey) -> bool {
         let Some(id) = self.pod_index.remove(key) else {
             return false;
         };
@@ -943,14 +1008,24 @@ impl Snapshot {
         self.pod_index.values().copied()
     }
 
-    /// Admissibility (KEP-6012 PreEnqueue rules): a PodGroup has enough pending or placed pods for its
-    /// minimum, a CompositePodGroup enough admissible children for its.
+    /// Pods of PodGroup `g` that `Succeeded` (0 for a CompositePodGroup).
+    pub(crate) fn succeeded_members(&self, g: u32) -> u32 {
+        let group = self.group(g);
+        if group.key.kind != GroupKind::PodGroup {
+            return 0;
+        }
+        self.succeeded_count(&group.key.namespace, &group.key.name)
+    }
+
+    /// Admissibility (KEP-6012 PreEnqueue rules): a PodGroup has enough pending, placed or succeeded pods
+    /// for its minimum, a CompositePodGroup enough admissible children for its.
     pub(crate) fn admissible(&self, g: u32) -> bool {
         let group = self.group(g);
         let min = group.policy.minimum();
         let mut n = 0;
         match group.key.kind {
             GroupKind::PodGroup => {
+                n += self.succeeded_members(g);
                 for &pid in self.members(g) {
                     let p = self.pod(pid);
                     if !p.terminating

@@ -439,6 +439,16 @@ impl Engine {
                 for k in gone {
                     self.pod_gone(&k, now);
                 }
+                // Finished gang members deleted while the watch was down.
+                let finished: Vec<PodKey> = self
+                    .snap
+                    .succeeded_pods()
+                    .filter(|k| !seen.contains(&format!("{}/{}", k.namespace, k.name)))
+                    .cloned()
+                    .collect();
+                for k in finished {
+                    self.snap.remove_pod(&k);
+                }
             }
             Kind::PodGroup | Kind::CompositePodGroup => {
                 let want = if kind == Kind::PodGroup {
@@ -571,7 +581,13 @@ impl Engine {
         let key = PodKey::new(ns, name);
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
         if matches!(phase, Some("Succeeded") | Some("Failed")) {
-            self.pod_gone(&key, now);
+            // The snapshot drops the pod and remembers a Succeeded gang member (see `Snapshot`).
+            let placed = matches!(
+                self.snap.pod_state(&key),
+                Some((PodState::Bound | PodState::Assumed, _))
+            );
+            let _ = self.snap.upsert_pod(pod);
+            self.pod_left(&key, placed, now);
             return;
         }
         let meta = PodMeta::from_pod(pod);
@@ -608,9 +624,15 @@ impl Engine {
         self.route(&key, now);
     }
 
+    /// A pod was deleted.
     fn pod_gone(&mut self, key: &PodKey, now: Instant) {
         let placed = matches!(self.snap.pod_state(key), Some((PodState::Bound | PodState::Assumed, _)));
         self.snap.remove_pod(key);
+        self.pod_left(key, placed, now);
+    }
+
+    /// A pod left the snapshot (deleted or finished): requeue its unit, release what it held.
+    fn pod_left(&mut self, key: &PodKey, placed: bool, now: Instant) {
         if let Some(meta) = self.pods.remove(key)
             && let Some(g) = meta.group
             && let Ok(unit) = self.snap.root_unit(&GroupKey::pod_group(key.namespace.clone(), g))
