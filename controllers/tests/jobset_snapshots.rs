@@ -138,3 +138,38 @@ fn invalid_intent_reports_the_users_paths() {
         "spec.replicatedJobs[1].template.spec.scheduling.schedulingPolicy.gang.minCount: Invalid value: 0: must be greater than or equal to 1"
     );
 }
+
+fn set_priority_class(js: &mut JobSet, i: usize, class: &str) {
+    js.spec.replicated_jobs[i]
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .get_or_insert_default()
+        .priority_class_name = Some(class.into());
+}
+
+#[test]
+fn every_group_carries_the_pods_priority_class_and_jobs_must_agree() {
+    let mut js = fixture("jobset-option-b.yaml");
+    for i in 0..js.spec.replicated_jobs.len() {
+        set_priority_class(&mut js, i, "high");
+    }
+    let workload = compile(&js).unwrap();
+    let root = &workload.spec.composite_pod_group_templates.as_ref().unwrap()[0];
+    assert_eq!(root.priority_class_name.as_deref(), Some("high"));
+    for leaf in root.pod_group_templates.as_deref().unwrap_or_default() {
+        assert_eq!(leaf.priority_class_name.as_deref(), Some("high"), "{}", leaf.name);
+    }
+    let group = desired_child_group(&js, &workload, &children(&js)[0]).unwrap();
+    assert_eq!(group.spec.priority_class_name.as_deref(), Some("high"));
+
+    set_priority_class(&mut js, 1, "low");
+    let errs = compile(&js).unwrap_err();
+    assert_eq!(
+        errs.to_string(),
+        "spec.replicatedJobs[1].template.spec.template.spec.priorityClassName: Invalid value: \"low\": must equal spec.replicatedJobs[0]'s (\"high\"): all pods and groups of a JobSet share one priority"
+    );
+}

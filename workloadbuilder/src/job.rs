@@ -5,6 +5,8 @@
 //! - one leaf item named `<job>-pgt-0` (upstream's template name);
 //! - controller default Basic; the user's `spec.scheduling` replaces fields whole;
 //! - a callback defaults an unset gang `minCount` to `max(1, parallelism)`;
+//! - the template carries the pod template's `priorityClassName` (KEP-5710: a group and its pods share one
+//!   priority, so the group gets the class its pods get; unset on both means the global default or 0);
 //! - allowed: Basic and Gang, Single and All;
 //! - errors are reported under `spec.scheduling`.
 //!
@@ -23,7 +25,7 @@
 //! assert!(template.scheduling_policy.basic.is_some()); // KEP-6089 Example 2: omitted block = Basic
 //! ```
 
-use k8s_openapi::api::batch::v1::{Job, JobSchedulingConfiguration};
+use k8s_openapi::api::batch::v1::{Job, JobSchedulingConfiguration, JobSpec};
 use k8s_openapi::api::scheduling::v1alpha3::Workload;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
@@ -91,6 +93,14 @@ fn scheduling_path() -> FieldPath {
 
 fn parallelism(job: &Job) -> i32 {
     job.spec.as_ref().and_then(|s| s.parallelism).unwrap_or(1)
+}
+
+/// The `priorityClassName` of a Job's pod template (`None` when unset or empty): the class the Job's
+/// scheduling groups carry, so that they and their pods resolve to the same priority.
+pub fn pod_template_priority_class(spec: Option<&JobSpec>) -> Option<String> {
+    spec.and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.priority_class_name.clone())
+        .filter(|c| !c.is_empty())
 }
 
 /// Check a Job's `spec.scheduling` blocks against the Job integration's allow-lists and the building-block
@@ -171,10 +181,12 @@ pub fn job_workload_item(job: &Job) -> Result<WorkloadItem, FieldErrors> {
         &scheduling_path(),
     )?;
     let parallelism = parallelism(job).max(1);
+    let mut default = SchedulingConfig::basic();
+    default.priority_class_name = pod_template_priority_class(job.spec.as_ref());
     Ok(WorkloadItem::new(pod_group_template_name(
         job.metadata.name.as_deref().unwrap_or_default(),
     ))
-    .with_default(SchedulingConfig::basic())
+    .with_default(default)
     .with_user_config(user)
     .with_callback(move |cfg| {
         cfg.default_gang_min_count(parallelism);
@@ -276,6 +288,22 @@ mod tests {
         assert_eq!(pod_group_template_name("train"), "train-pgt-0");
         let w = build_job_workload(&j).unwrap();
         assert_eq!(w.metadata.name.as_deref(), Some("train-647cf7d9"));
+    }
+
+    #[test]
+    fn the_template_carries_the_pods_priority_class() {
+        let mut j = job(2, Some(gang(None)));
+        let w = build_job_workload(&j).unwrap();
+        assert_eq!(w.spec.pod_group_templates.unwrap()[0].priority_class_name, None);
+        j.spec.as_mut().unwrap().template.spec = Some(PodSpec {
+            priority_class_name: Some("high".into()),
+            ..Default::default()
+        });
+        let w = build_job_workload(&j).unwrap();
+        assert_eq!(
+            w.spec.pod_group_templates.unwrap()[0].priority_class_name.as_deref(),
+            Some("high")
+        );
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //!   or the replicated job's `template.spec.scheduling` (Option A), never both; a callback defaults a gang's
 //!   `minCount` to the Job's `parallelism`.
 //! - Allowed everywhere: Basic and Gang, Single and All.
+//! - Priority: every template carries the Jobs' pod `priorityClassName` (KEP-5710: one priority across the
+//!   hierarchy and its pods), so the replicated jobs' pod templates must name the same class (or none).
 //!
 //! Errors carry the path of the field the user wrote (`spec.scheduling...`,
 //! `spec.scheduling.replicatedJobPolicies[i]...`, `spec.replicatedJobs[i].template.spec.scheduling...`).
@@ -24,6 +26,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kwas_api::jobset::{JobSet, ROOT_TEMPLATE_NAME};
 use kwas_api::names::{KWAS_GROUP, KWAS_VERSION};
+use workloadbuilder::job::pod_template_priority_class;
 use workloadbuilder::{
     AllowList, DisruptionModeOption, FieldError, FieldErrors, FieldPath, PolicyOption, SchedulingConfig,
     WorkloadBuilder, WorkloadItem, generate_workload_name, map_composite_group_config, map_pod_group_config,
@@ -96,6 +99,28 @@ pub fn validate_structure(js: &JobSet) -> FieldErrors {
                 r.replicas,
                 "must be greater than or equal to 0",
             ));
+        }
+    }
+    let class = |r: &kwas_api::jobset::ReplicatedJob| pod_template_priority_class(r.template.spec.as_ref());
+    if let Some(first) = js.spec.replicated_jobs.first() {
+        let want = class(first);
+        for (i, r) in js.spec.replicated_jobs.iter().enumerate().skip(1) {
+            let got = class(r);
+            if got != want {
+                errs.push(FieldError::invalid(
+                    jobs.index(i)
+                        .child("template")
+                        .child("spec")
+                        .child("template")
+                        .child("spec")
+                        .child("priorityClassName"),
+                    got.unwrap_or_default(),
+                    format!(
+                        "must equal spec.replicatedJobs[0]'s ({:?}): all pods and groups of a JobSet share one priority",
+                        want.clone().unwrap_or_default()
+                    ),
+                ));
+            }
         }
     }
     if js.spec.replicated_jobs.len() > kwas_api::jobset::MAX_REPLICATED_JOBS {
@@ -271,9 +296,11 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
                 (cfg, path)
             }
         };
+        let mut default = SchedulingConfig::basic();
+        default.priority_class_name = pod_template_priority_class(rj.template.spec.as_ref());
         children.push(
             WorkloadItem::new(rj.name.clone())
-                .with_default(SchedulingConfig::basic())
+                .with_default(default)
                 .with_user_config(user)
                 .with_callback(move |cfg| {
                     cfg.default_gang_min_count(parallelism);
@@ -282,8 +309,14 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
         );
     }
     let groups = child_group_count(js).max(1);
+    let mut root_default = SchedulingConfig::gang(None);
+    root_default.priority_class_name = js
+        .spec
+        .replicated_jobs
+        .first()
+        .and_then(|r| pod_template_priority_class(r.template.spec.as_ref()));
     Ok(WorkloadItem::new(ROOT_TEMPLATE_NAME)
-        .with_default(SchedulingConfig::gang(None))
+        .with_default(root_default)
         .with_user_config(root_user)
         .with_callback(move |cfg| {
             cfg.default_gang_min_count(groups);

@@ -191,7 +191,30 @@ pub fn workload_item(lws: &LeaderWorkerSet) -> Result<WorkloadItem, FieldErrors>
         &group_path.child("disruptionMode"),
         &MODES,
     ));
+    // One priority across the hierarchy and its pods (KEP-5710): every group carries the pods' class.
+    let class_of = |t: &PodTemplateSpec| {
+        t.spec
+            .as_ref()
+            .and_then(|p| p.priority_class_name.clone())
+            .filter(|c| !c.is_empty())
+    };
+    let class = class_of(&lws.spec.leader_template);
+    let worker_class = class_of(&lws.spec.worker_template);
+    if worker_class != class {
+        errs.push(workloadbuilder::FieldError::invalid(
+            FieldPath::new("spec")
+                .child("workerTemplate")
+                .child("spec")
+                .child("priorityClassName"),
+            worker_class.unwrap_or_default(),
+            "must equal spec.leaderTemplate.spec.priorityClassName: leader and workers share one priority",
+        ));
+    }
     errs.into_result(())?;
+    let with_class = |cfg: SchedulingConfig| match &class {
+        Some(c) => cfg.with_priority_class_name(c.clone()),
+        None => cfg,
+    };
     let root_user = map_composite_group_config(
         s.scheduling_policy.as_ref(),
         s.scheduling_constraints.as_ref(),
@@ -207,11 +230,14 @@ pub fn workload_item(lws: &LeaderWorkerSet) -> Result<WorkloadItem, FieldErrors>
     let user_chose_mode = group_user.disruption_mode.is_some();
     let workers = (lws.spec.size - 1).max(1);
     let leaf = |name: &str, count: i32| {
-        WorkloadItem::new(name)
-            .with_default(SchedulingConfig::gang(Some(count)).with_disruption_mode(DisruptionMode::All))
+        WorkloadItem::new(name).with_default(with_class(
+            SchedulingConfig::gang(Some(count)).with_disruption_mode(DisruptionMode::All),
+        ))
     };
     let mut group = WorkloadItem::new("group")
-        .with_default(SchedulingConfig::gang(None).with_disruption_mode(DisruptionMode::All))
+        .with_default(with_class(
+            SchedulingConfig::gang(None).with_disruption_mode(DisruptionMode::All),
+        ))
         .with_user_config(Some(group_user))
         .with_config_path(group_path)
         .with_callback(move |cfg| {
@@ -229,7 +255,7 @@ pub fn workload_item(lws: &LeaderWorkerSet) -> Result<WorkloadItem, FieldErrors>
         group = group.with_child(leaf("workers", workers));
     }
     Ok(WorkloadItem::new("lws")
-        .with_default(SchedulingConfig::basic())
+        .with_default(with_class(SchedulingConfig::basic()))
         .with_user_config(Some(root_user))
         .with_config_path(root_path)
         .with_child(group))

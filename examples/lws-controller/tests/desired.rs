@@ -75,3 +75,25 @@ fn invalid_intent_has_field_paths() {
         "spec.scheduling.group.disruptionMode: Invalid value: \"\": the disruptionMode `all` is not supported with the Basic scheduling policy"
     );
 }
+
+#[test]
+fn every_group_carries_the_pods_priority_class() {
+    let mut set = lws(json!({}));
+    set.spec.leader_template.spec.as_mut().unwrap().priority_class_name = Some("serving".into());
+    set.spec.worker_template.spec.as_mut().unwrap().priority_class_name = Some("serving".into());
+    let d = desired(&set).unwrap();
+    let r = &d.replicas[0];
+    assert_eq!(r.group.spec.priority_class_name.as_deref(), Some("serving"));
+    assert_eq!(r.leader.spec.priority_class_name.as_deref(), Some("serving"));
+    assert_eq!(
+        r.workers.as_ref().unwrap().spec.priority_class_name.as_deref(),
+        Some("serving")
+    );
+
+    set.spec.worker_template.spec.as_mut().unwrap().priority_class_name = None;
+    let errs = desired(&set).unwrap_err();
+    assert_eq!(
+        errs.to_string(),
+        "spec.workerTemplate.spec.priorityClassName: Invalid value: \"\": must equal spec.leaderTemplate.spec.priorityClassName: leader and workers share one priority"
+    );
+}
