@@ -454,3 +454,60 @@ async fn conflicting_and_invalid_configurations_fail_with_field_paths_and_create
     assert!(list::<CompositePodGroup>(c).await.is_empty());
     e.cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_min_count_edit_is_resynced_to_the_workload_and_every_worker_group_under_both_strategies() {
+    let e = env(PodGroupManagement::Centralized).await;
+    let c = &e.client;
+    let api = Api::<JobSet>::namespaced(c.clone(), "default");
+    for management in ["Centralized", "Delegated"] {
+        let name = format!("resize-{}", management.to_lowercase());
+        let mut spec = two_replicated_jobs(management);
+        spec["replicatedJobs"][1]["template"] = template(3, "1h", None, None);
+        api.create(&PostParams::default(), &jobset(&name, spec)).await.unwrap();
+        let worker_groups = || async {
+            list::<PodGroup>(c)
+                .await
+                .into_iter()
+                .filter(|g| {
+                    g.spec
+                        .workload_ref
+                        .as_ref()
+                        .is_some_and(|r| r.template_name == "workers" && r.workload_name.starts_with(&name))
+                })
+                .collect::<Vec<_>>()
+        };
+        let min_counts = |groups: &[PodGroup]| {
+            groups
+                .iter()
+                .map(|g| g.spec.scheduling_policy.gang.as_ref().map(|x| x.min_count))
+                .collect::<Vec<_>>()
+        };
+        eventually(T, "two worker groups, gangs of 3 (parallelism)", || async {
+            let g = worker_groups().await;
+            (min_counts(&g) == vec![Some(3), Some(3)]).then_some(())
+        })
+        .await;
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"scheduling": {"replicatedJobPolicies": [
+                {"targetReplicatedJob": "workers", "schedulingPolicy": {"gang": {"minCount": 2}},
+                 "schedulingConstraints": {"topology": [{"key": "kwas.dev/rack"}]}}
+            ]}}})),
+        )
+        .await
+        .unwrap();
+        eventually(T, &format!("{management}: minCount 2 everywhere"), || async {
+            let workload = list::<Workload>(c)
+                .await
+                .into_iter()
+                .find(|w| w.name_any().starts_with(&name))?;
+            let template = kwas_controllers::sync::template_min_count(&workload, "workers");
+            let g = worker_groups().await;
+            (template == Some(2) && min_counts(&g) == vec![Some(2), Some(2)]).then_some(())
+        })
+        .await;
+    }
+    e.cluster.shutdown().await;
+}

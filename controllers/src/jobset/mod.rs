@@ -11,6 +11,12 @@
 //!    PodGroups under the root);
 //! 4. success, failure with restarts, suspend and resume, status ([`plan`]).
 //!
+//! A changed gang size (a replicated job's `minCount`, or its `parallelism` when `minCount` is unset) is
+//! re-synced: written to the Workload's template (the one mutable field of its templates) and, centralized,
+//! to the child PodGroups; delegated child Jobs' controller re-syncs their PodGroups from the template.
+//! Other scheduling edits do not change groups that exist (their specs are immutable); they apply to the
+//! groups of the next restart attempt only if the Workload is recreated, so make them on a new JobSet.
+//!
 //! Child Jobs, the root CompositePodGroup and centralized PodGroups are owned by the JobSet; deleting it lets
 //! garbage collection remove everything below it, groups last (the PodGroup protection finalizer keeps each
 //! group until nothing references it). A restart deletes the previous attempt's Jobs, PodGroups and root
@@ -42,6 +48,7 @@ use crate::error::{Error, Result, is_not_found};
 use crate::metrics::Metrics;
 use crate::sync::{
     EventSink, create_composite_pod_group, create_or_get, create_pod_group, create_workload, find_workloads, get_opt,
+    sync_pod_group_min_count, sync_workload_min_count,
 };
 use children::{
     ChildWiring, child_group_name, children, desired_child_group, desired_job, desired_root_group, root_group_name,
@@ -271,6 +278,10 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
             .await;
         }
     };
+    let gang_sizes = leaf_min_counts(&desired);
+    for (template, count) in &gang_sizes {
+        sync_workload_min_count(client, &workload, template, *count).await?;
+    }
     let jobs = list_children(client, js).await?;
     let decided = plan::plan(js, &jobs, Timestamp::now());
     let mut status = decided.status.clone();
@@ -328,6 +339,9 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
             job_managed_by: ctx.config.job_managed_by.clone(),
             restart_attempt: status.restarts,
         };
+        if wiring.management == PodGroupManagement::Centralized {
+            resync_child_groups(client, js, &gang_sizes).await?;
+        }
         for child in &decided.create {
             if wiring.management == PodGroupManagement::Centralized {
                 match desired_child_group(js, &workload, child) {
@@ -356,6 +370,46 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
     }
     patch_status(&jobsets, &name, &status).await?;
     Ok(Action::await_change())
+}
+
+/// Each leaf template's gang `minCount` in `workload` (leaves that are not gangs are left out).
+fn leaf_min_counts(workload: &k8s_openapi::api::scheduling::v1alpha3::Workload) -> Vec<(String, i32)> {
+    let mut out = Vec::new();
+    let mut stack: Vec<&k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate> =
+        workload.spec.composite_pod_group_templates.iter().flatten().collect();
+    let leaves = workload.spec.pod_group_templates.iter().flatten();
+    let mut push = |t: &k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate| {
+        if let Some(g) = &t.scheduling_policy.gang {
+            out.push((t.name.clone(), g.min_count));
+        }
+    };
+    leaves.for_each(&mut push);
+    while let Some(c) = stack.pop() {
+        c.pod_group_templates.iter().flatten().for_each(&mut push);
+        stack.extend(c.composite_pod_group_templates.iter().flatten());
+    }
+    out
+}
+
+/// Centralized management: write each child PodGroup's gang `minCount` from its template's.
+async fn resync_child_groups(client: &Client, js: &JobSet, sizes: &[(String, i32)]) -> Result<()> {
+    if sizes.is_empty() {
+        return Ok(());
+    }
+    let namespace = js.namespace().unwrap_or_default();
+    let uid = js.metadata.uid.clone().unwrap_or_default();
+    let api: Api<PodGroup> = Api::namespaced(client.clone(), &namespace);
+    let selector = format!("{}={}", labels::JOBSET_NAME, js.name_any());
+    for group in api.list(&ListParams::default().labels(&selector)).await?.items {
+        if group.metadata.deletion_timestamp.is_some() || !crate::sync::is_controlled_by(&group.metadata, &uid) {
+            continue;
+        }
+        let template = group.spec.workload_ref.as_ref().map(|r| r.template_name.as_str());
+        if let Some((_, count)) = sizes.iter().find(|(t, _)| Some(t.as_str()) == template) {
+            sync_pod_group_min_count(client, &group, *count).await?;
+        }
+    }
+    Ok(())
 }
 
 fn is_terminal(status: &JobSetStatus) -> bool {
