@@ -1,0 +1,198 @@
+//! The stack under test and the suite's way of waiting for it.
+//!
+//! [`E2e`] starts [`kwas::stack::Stack`] (devcluster, the JobSet CRD, the Job and JobSet controllers, the
+//! scheduler) with timing fit for tests: a kubelet that starts pods in 20 ms, controllers and a scheduler
+//! that retry after 50-500 ms instead of upstream's seconds. Nothing else differs from `kwas dev`.
+//!
+//! Waiting is polling the API with a generous deadline ([`PATIENCE`]): the suite runs on a small, shared
+//! machine, so no step relies on something happening within a tight time.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::NamespaceResourceScope;
+use kube::api::{Api, PostParams};
+use kube::{Client, Resource};
+use kwas::stack::{Stack, StackConfig};
+use kwas_controllers::job::plan::JobConfig;
+use kwas_devcluster::{DevCluster, DevClusterConfig, KubeletConfig, ServerSettings, Topology};
+use kwas_scheduler::runtime::BackoffConfig;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+
+/// The namespace the suite works in.
+pub const NS: &str = "default";
+
+/// How long the suite waits for anything before it gives up. Generous: a step that normally takes
+/// milliseconds may take seconds on a busy 2-core machine, and a timeout only ever fires on a real failure.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// How often [`eventually`] looks again.
+pub const POLL: Duration = Duration::from_millis(25);
+
+/// The stack configuration the suite uses on `topology`: dev mode as `kwas dev` runs it, with a fast
+/// kubelet (pods start 20 ms after binding), a Job failure backoff of 50-200 ms, and a scheduler backoff of
+/// 100-500 ms that retries unschedulable units at least every 2 s.
+pub fn test_config(topology: Topology) -> StackConfig {
+    let mut config = StackConfig {
+        cluster: DevClusterConfig {
+            topology,
+            kubelet: KubeletConfig {
+                start_delay: Duration::from_millis(20),
+                ..Default::default()
+            },
+            server: ServerSettings {
+                bookmark_interval: Duration::from_millis(200),
+                sweep_interval: Duration::from_millis(50),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        ..StackConfig::default()
+    };
+    config.job.job = JobConfig {
+        backoff_base: Duration::from_millis(50),
+        backoff_max: Duration::from_millis(200),
+    };
+    config.scheduler.backoff = BackoffConfig {
+        initial: Duration::from_millis(100),
+        max: Duration::from_millis(500),
+        max_unschedulable: Duration::from_secs(2),
+    };
+    config
+}
+
+/// A running stack and a client for it.
+#[derive(Debug)]
+pub struct E2e {
+    stack: Stack,
+}
+
+impl E2e {
+    /// Start the stack on `topology` with [`test_config`] and wait until the scheduler has listed the cluster.
+    pub async fn start(topology: Topology) -> Result<Self> {
+        Self::start_with(test_config(topology)).await
+    }
+
+    /// Start the stack with `config` and wait until the scheduler has listed the cluster.
+    pub async fn start_with(config: StackConfig) -> Result<Self> {
+        let stack = Stack::start(config).await.map_err(Error::Stack)?;
+        stack.ready().await.map_err(Error::Stack)?;
+        Ok(Self { stack })
+    }
+
+    /// A client for the cluster (namespace [`NS`]).
+    pub fn client(&self) -> Client {
+        self.stack.client()
+    }
+
+    /// The embedded cluster (nodes, faults).
+    pub fn cluster(&self) -> &DevCluster {
+        self.stack.cluster()
+    }
+
+    /// The stack, to read the scheduler's handle.
+    pub fn stack(&self) -> &Stack {
+        &self.stack
+    }
+
+    /// The stack, to stop and start its components.
+    pub fn stack_mut(&mut self) -> &mut Stack {
+        &mut self.stack
+    }
+
+    /// The API of a namespaced kind in [`NS`].
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.client(), NS)
+    }
+
+    /// Create `object` in [`NS`], as a user would.
+    pub async fn create<K>(&self, object: &K) -> Result<K>
+    where
+        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + std::fmt::Debug,
+    {
+        Ok(self.api::<K>().create(&PostParams::default(), object).await?)
+    }
+
+    /// Restart the scheduler (stopped as if its process died, then started again) and wait until it has
+    /// listed the cluster.
+    pub async fn restart_scheduler(&mut self) -> Result<()> {
+        self.stack.stop_scheduler().await;
+        self.stack.start_scheduler().map_err(Error::Stack)?;
+        self.stack.ready().await.map_err(Error::Stack)
+    }
+
+    /// Stop everything.
+    pub async fn shutdown(self) {
+        self.stack.shutdown().await;
+    }
+}
+
+/// Why [`eventually`] looks again: what was seen instead of the awaited state.
+#[derive(Debug)]
+pub struct NotYet(pub String);
+
+impl From<kube::Error> for NotYet {
+    fn from(e: kube::Error) -> Self {
+        NotYet(format!("API error: {e}"))
+    }
+}
+
+impl From<Error> for NotYet {
+    fn from(e: Error) -> Self {
+        NotYet(e.to_string())
+    }
+}
+
+/// "Not yet", with what was seen.
+pub fn not_yet(seen: impl Display) -> NotYet {
+    NotYet(seen.to_string())
+}
+
+/// `Ok(())` when `holds`, else "not yet" with `seen`.
+pub fn check(holds: bool, seen: impl FnOnce() -> String) -> Result<(), NotYet> {
+    if holds { Ok(()) } else { Err(NotYet(seen())) }
+}
+
+/// Poll `look` every [`POLL`] until it returns `Ok`, for at most `timeout`. API errors count as "not yet"
+/// (a component may be restarting). The timeout error carries the last thing seen.
+pub async fn eventually_within<T, F, Fut>(what: impl Into<String>, timeout: Duration, mut look: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, NotYet>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let last = match look().await {
+            Ok(v) => return Ok(v),
+            Err(NotYet(seen)) => seen,
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(Error::Timeout {
+                what: what.into(),
+                after: timeout,
+                last: Some(last),
+            });
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// [`eventually_within`] with the suite's [`PATIENCE`].
+pub async fn eventually<T, F, Fut>(what: impl Into<String>, look: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, NotYet>>,
+{
+    eventually_within(what, PATIENCE, look).await
+}
