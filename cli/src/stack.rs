@@ -69,10 +69,7 @@ impl Component {
     }
 }
 
-fn stopper() -> (
-    watch::Sender<bool>,
-    impl std::future::Future<Output = ()> + Send + Sync + 'static,
-) {
+fn stopper() -> (watch::Sender<bool>, impl std::future::Future<Output = ()> + Send + Sync + 'static) {
     let (tx, mut rx) = watch::channel(false);
     (tx, async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -110,9 +107,7 @@ pub async fn install_crds(client: &Client) -> Result<()> {
 impl Stack {
     /// Start the cluster, install the CRDs, then start the controllers and the scheduler.
     pub async fn start(config: StackConfig) -> Result<Self> {
-        let cluster = DevCluster::start(config.cluster.clone())
-            .await
-            .context("starting devcluster")?;
+        let cluster = DevCluster::start(config.cluster.clone()).await.context("starting devcluster")?;
         install_crds(&cluster.client()).await?;
         let mut stack = Self {
             cluster,
