@@ -16,8 +16,9 @@ use kube::api::{Api, PostParams};
 use kube::{Client, Resource};
 use kwas::stack::{Stack, StackConfig};
 use kwas_controllers::job::plan::JobConfig;
+use kwas_controllers::runtime::ControllersConfig;
 use kwas_devcluster::{DevCluster, DevClusterConfig, KubeletConfig, ServerSettings, Topology};
-use kwas_scheduler::runtime::BackoffConfig;
+use kwas_scheduler::runtime::{BackoffConfig, RuntimeConfig, SchedulerRuntime};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -69,6 +70,7 @@ pub fn test_config(topology: Topology) -> StackConfig {
 #[derive(Debug)]
 pub struct E2e {
     stack: Stack,
+    config: StackConfig,
 }
 
 impl E2e {
@@ -79,9 +81,9 @@ impl E2e {
 
     /// Start the stack with `config` and wait until the scheduler has listed the cluster.
     pub async fn start_with(config: StackConfig) -> Result<Self> {
-        let stack = Stack::start(config).await.map_err(Error::Stack)?;
+        let stack = Stack::start(config.clone()).await.map_err(Error::Stack)?;
         stack.ready().await.map_err(Error::Stack)?;
-        Ok(Self { stack })
+        Ok(Self { stack, config })
     }
 
     /// A client for the cluster (namespace [`NS`]).
@@ -132,9 +134,122 @@ impl E2e {
         self.stack.ready().await.map_err(Error::Stack)
     }
 
+    /// The configuration the stack was started with.
+    pub fn config(&self) -> &StackConfig {
+        &self.config
+    }
+
+    /// Run a scheduler with `config` outside the stack, on a runtime and a client of its own, so that
+    /// [`Detached::crash`] kills it mid-work like a killed process (the stack's own scheduler stops
+    /// gracefully, finishing the bindings it started). Returns once it has listed the cluster.
+    pub async fn detached_scheduler(&self, config: RuntimeConfig) -> Result<Detached> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let detached = Detached::start(self.cluster().base_url(), "scheduler", move |client| async move {
+            match SchedulerRuntime::new(client, config) {
+                Ok(runtime) => {
+                    let _ = tx.send(runtime.handle());
+                    if let Err(e) = runtime.run(std::future::pending()).await {
+                        tracing::error!(error = %e, "detached scheduler stopped");
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "detached scheduler not started"),
+            }
+        })
+        .await?;
+        let handle = rx
+            .await
+            .map_err(|_| Error::Unexpected("the detached scheduler did not start".into()))?;
+        eventually("the detached scheduler to list the cluster", || {
+            let ready = handle.is_ready();
+            async move { check(ready, || "not ready".into()) }
+        })
+        .await?;
+        Ok(detached)
+    }
+
+    /// Run the Job and JobSet controllers (the stack's configuration) outside the stack, on a runtime and
+    /// a client of their own, so that [`Detached::crash`] kills them mid-work.
+    pub async fn detached_controllers(&self) -> Result<Detached> {
+        let config = ControllersConfig {
+            job: Some(self.config.job.clone()),
+            jobset: Some(self.config.jobset.clone()),
+            leader_election: None,
+            admin_addr: None,
+        };
+        Detached::start(self.cluster().base_url(), "controllers", move |client| async move {
+            if let Err(e) = kwas_controllers::runtime::run(client, config, std::future::pending()).await {
+                tracing::error!(error = %e, "detached controllers stopped");
+            }
+        })
+        .await
+    }
+
     /// Stop everything.
     pub async fn shutdown(self) {
         self.stack.shutdown().await;
+    }
+}
+
+/// A component running on a tokio runtime and a client of its own (see [`E2e::detached_scheduler`]).
+/// Dropping it crashes it too.
+pub struct Detached {
+    what: &'static str,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl std::fmt::Debug for Detached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Detached")
+            .field("what", &self.what)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Detached {
+    async fn start<F, Fut>(base_url: &str, what: &'static str, run: F) -> Result<Self>
+    where
+        F: FnOnce(Client) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let mut config = kube::Config::new(
+            base_url
+                .parse()
+                .map_err(|e| Error::Unexpected(format!("cluster URL {base_url}: {e}")))?,
+        );
+        config.default_namespace = NS.into();
+        let runtime = tokio::task::spawn_blocking(move || -> Result<tokio::runtime::Runtime> {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name(format!("detached-{what}"))
+                .enable_all()
+                .build()
+                .map_err(|e| Error::Unexpected(format!("a runtime for the {what}: {e}")))?;
+            let client = runtime.block_on(async { Client::try_from(config) })?;
+            runtime.spawn(run(client));
+            Ok(runtime)
+        })
+        .await
+        .map_err(|e| Error::Unexpected(format!("starting the {what}: {e}")))??;
+        Ok(Self {
+            what,
+            runtime: Some(runtime),
+        })
+    }
+
+    /// Kill it: its tasks stop at their next suspension point and its connections close, with requests in
+    /// flight cut off and nothing drained.
+    pub fn crash(mut self) {
+        if let Some(r) = self.runtime.take() {
+            r.shutdown_background();
+        }
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        if let Some(r) = self.runtime.take() {
+            r.shutdown_background();
+        }
     }
 }
 

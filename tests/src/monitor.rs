@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
 use crate::harness::{NotYet, eventually, eventually_within, not_yet};
-use crate::ledger::{GangLedger, Summary};
+use crate::ledger::{GangLedger, Partial, Summary};
 
 /// The default allowance for a binding burst (see [`crate::ledger`]): far above the milliseconds a burst
 /// takes, far below the time a stuck gang would sit partially bound in a test.
@@ -199,6 +199,11 @@ impl GangMonitor {
     /// What the ledger saw so far.
     pub fn summary(&self) -> Summary {
         lock(&self.ledger).summary(Instant::now())
+    }
+
+    /// The gangs partially bound right now.
+    pub fn partial_now(&self) -> Vec<Partial> {
+        lock(&self.ledger).partial_now()
     }
 
     /// Fails if any gang sat partially bound for longer than its allowance so far.

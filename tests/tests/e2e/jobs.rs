@@ -213,3 +213,20 @@ async fn gang_and_basic_jobs_share_the_cluster() {
     assert_eq!((summary.gangs, summary.gangs_satisfied), (2, 2));
     e2e.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the scheduler counts only pending and running pods towards minCount, so the last pod of a gang Job whose other pods have finished waits for minCount pods forever"]
+async fn a_gang_job_whose_last_wave_is_smaller_than_its_gang_completes() {
+    // Three pods at a time, four completions: after the first three succeed, one more pod runs.
+    let e2e = E2e::start(grid(1, 2, 2, "4")).await.unwrap();
+    let job = JobBuilder::new("tail")
+        .parallelism(3)
+        .completions(4)
+        .gang()
+        .cpu("1")
+        .run_for("200ms");
+    e2e.create(&job.build().unwrap()).await.unwrap();
+    let done = wait_job(&e2e, "tail", "Complete").await.unwrap();
+    assert_eq!(done.status.unwrap().succeeded, Some(4));
+    e2e.shutdown().await;
+}

@@ -4,7 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod jobs;
+mod jobsets;
+mod lifecycle;
+mod monitor;
 mod preemption;
+mod restarts;
 
 use kwas_devcluster::{Capacity, Topology};
 
