@@ -11,6 +11,7 @@ pub mod inspect;
 pub mod ledger;
 pub mod monitor;
 pub mod objects;
+pub mod perf;
 
 pub use error::{Error, Result};
 pub use harness::{E2e, NS, NotYet, PATIENCE, check, eventually, eventually_within, not_yet, test_config};

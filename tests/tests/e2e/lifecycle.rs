@@ -221,18 +221,20 @@ async fn deleting_a_jobset_cleans_up_everything_below_it_and_nothing_else() {
         e2e.create(&js.build().unwrap()).await.unwrap();
     }
     for name in ["keep", "drop"] {
-        let counts = eventually(format!("JobSet {name} running"), || async {
+        eventually(format!("JobSet {name} running with all its objects"), || async {
             let counts = objects_of(&client, name).await?;
             let running = list::<Pod>(&client)
                 .await?
                 .iter()
                 .filter(|p| p.labels().get(JOBSET_NAME).map(String::as_str) == Some(name) && phase(p) == "Running")
                 .count();
-            check(running == 8, || format!("{running} running, objects {counts:?}")).map(|()| counts)
+            // Jobs, pods, PodGroups, root, Workload.
+            check(running == 8 && counts == (2, 8, 2, 1, 1), || {
+                format!("{running} running, objects {counts:?}")
+            })
         })
         .await
         .unwrap();
-        assert_eq!(counts, (2, 8, 2, 1, 1), "{name}: Jobs, pods, PodGroups, root, Workload");
     }
 
     // As `kubectl delete jobset drop` does (background propagation).

@@ -7,6 +7,7 @@ mod jobs;
 mod jobsets;
 mod lifecycle;
 mod monitor;
+mod perf_smoke;
 mod preemption;
 mod restarts;
 

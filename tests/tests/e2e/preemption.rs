@@ -14,7 +14,9 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
-use kwas_api::names::conditions::{DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER};
+use kwas_api::names::conditions::{
+    DISRUPTION_TARGET, POD_SCHEDULED, REASON_PREEMPTION_BY_SCHEDULER, REASON_UNSCHEDULABLE,
+};
 use kwas_api::v1alpha3::PodGroup;
 use kwas_e2e::inspect::*;
 use kwas_e2e::*;
@@ -183,15 +185,25 @@ async fn a_higher_priority_gang_takes_only_what_it_needs_from_a_single_gang() {
         group_disruption(&e2e, "low").await.is_none(),
         "a `single` gang is not disrupted as a whole"
     );
-    // The victim's replacement waits (no room); nothing else is taken meanwhile.
+    // The victim's replacement (once the killed victim has failed) waits for room; nothing else is taken
+    // meanwhile.
+    let replacement = eventually("the replacement told it waits", || async {
+        let pods = pods_of_job(&client, "low").await?;
+        let new: Vec<&Pod> = pods
+            .iter()
+            .filter(|p| !terminating(p) && !p.uid().is_some_and(|u| victims.contains(&u)))
+            .collect();
+        let waiting = new.len() == 1
+            && node_of(new[0]).is_none()
+            && pod_condition(new[0], POD_SCHEDULED).is_some_and(|c| c.1 == REASON_UNSCHEDULABLE);
+        check(waiting, || format!("{} replacements", new.len())).map(|()| new[0].name_any())
+    })
+    .await
+    .unwrap();
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(still_bound(&e2e, "low", &victims).await.len(), 3);
-    let pods = pods_of_job(&client, "low").await.unwrap();
-    let waiting: Vec<&Pod> = pods
-        .iter()
-        .filter(|p| !terminating(p) && node_of(p).is_none())
-        .collect();
-    assert_eq!(waiting.len(), 1, "the replacement waits");
+    let replacement = e2e.api::<Pod>().get(&replacement).await.unwrap();
+    assert!(node_of(&replacement).is_none(), "the replacement still waits");
     assert_eq!(
         preempted_events(&client).await.unwrap().len(),
         1,
