@@ -6,6 +6,7 @@
 //! cargo bench -p kwas-e2e --bench scheduler_perf_jobs                      # every scenario, 1000 nodes
 //! cargo bench -p kwas-e2e --bench scheduler_perf_jobs -- --nodes 5000      # upstream's 5000 nodes
 //! cargo bench -p kwas-e2e --bench scheduler_perf_jobs -- TopologyAware     # a subset
+//! cargo bench -p kwas-e2e --bench scheduler_perf_jobs -- --divide 4        # a quarter of the Jobs
 //! ```
 //!
 //! Everything runs in one process on this machine (API server, controllers, scheduler and the clients
@@ -16,6 +17,7 @@ use kwas_e2e::perf::{markdown, run, scenarios};
 
 fn main() {
     let mut nodes = 1000;
+    let mut divisor = 1;
     let mut filter: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -25,6 +27,12 @@ fn main() {
                     .next()
                     .and_then(|n| n.parse().ok())
                     .expect("--nodes takes a number")
+            }
+            "--divide" => {
+                divisor = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .expect("--divide takes a number")
             }
             "--bench" => {}
             other if other.starts_with('-') => {}
@@ -37,7 +45,7 @@ fn main() {
         .build()
         .unwrap();
     let mut results = Vec::new();
-    for s in scenarios(nodes) {
+    for s in scenarios(nodes, divisor) {
         if filter.as_ref().is_some_and(|f| !s.name.contains(f.as_str())) {
             continue;
         }

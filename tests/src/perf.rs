@@ -111,51 +111,59 @@ impl Scenario {
     }
 }
 
-/// The scenarios at `nodes` nodes (a multiple of 50: 50 racks, as upstream's topology-aware workloads),
-/// with upstream's sizes: 1000 gangs of 3, 750 rack-bound gangs of 4, 500 JobSets of two gangs of 3.
-pub fn scenarios(nodes: u32) -> Vec<Scenario> {
+/// The scenarios at `nodes` nodes (50 racks, as upstream's topology-aware workloads; `nodes` is rounded
+/// down to a multiple of 50) with upstream's sizes divided by `divisor` (1 for upstream's: 1000 gangs of 3,
+/// 750 rack-bound gangs of 4, 500 JobSets of two gangs of 3, 3000 pods in Basic Jobs of 3). Names follow
+/// scheduler_perf's `<workload>/<nodes>Nodes_<groups>..._<pods>Pods`.
+pub fn scenarios(nodes: u32, divisor: usize) -> Vec<Scenario> {
     let per_rack = (nodes / 50).max(1);
     let n = per_rack * 50;
+    let d = divisor.max(1);
+    let (gangs, tas, cpgs, basic) = (1000 / d, 750 / d, 500 / d, 1000 / d);
     vec![
         Scenario {
-            name: format!("GangScheduling/{n}Nodes_1000Gangs_3000Pods"),
+            name: format!("GangScheduling/{n}Nodes_{gangs}Gangs_{}Pods", gangs * 3),
             racks: 50,
             nodes_per_rack: per_rack,
             submission: Submission::GangJobs {
-                jobs: 1000,
+                jobs: gangs,
                 size: 3,
                 rack: false,
             },
-            upstream: "3.7 ms / gang attempt (~810 pods/s), 5000 nodes",
+            upstream: "3.7 ms / gang attempt (~810 pods/s), 5000 nodes, 1000 gangs",
         },
         Scenario {
-            name: format!("TopologyAwareScheduling/{n}Nodes_750Gangs_3000Pods"),
+            name: format!("TopologyAwareScheduling/{n}Nodes_{tas}Gangs_{}Pods", tas * 4),
             racks: 50,
             nodes_per_rack: per_rack,
             submission: Submission::GangJobs {
-                jobs: 750,
+                jobs: tas,
                 size: 4,
                 rack: true,
             },
-            upstream: "562-630 pods/s, 5000 nodes",
+            upstream: "562-630 pods/s, 5000 nodes, 750 gangs",
         },
         Scenario {
-            name: format!("CPGGangScheduling/{n}Nodes_500CPGs_1000Groups_3000Pods"),
+            name: format!(
+                "CPGGangScheduling/{n}Nodes_{cpgs}CPGs_{}Groups_{}Pods",
+                cpgs * 2,
+                cpgs * 6
+            ),
             racks: 50,
             nodes_per_rack: per_rack,
             submission: Submission::JobSets {
-                jobsets: 500,
+                jobsets: cpgs,
                 groups: 2,
                 size: 3,
             },
             upstream: "-",
         },
         Scenario {
-            name: format!("SchedulingBasic/{n}Nodes_3000Pods"),
+            name: format!("SchedulingBasic/{n}Nodes_{}Pods", basic * 3),
             racks: 50,
             nodes_per_rack: per_rack,
-            submission: Submission::BasicJobs { jobs: 1000, size: 3 },
-            upstream: "680-810 pods/s (floor), 5000 nodes",
+            submission: Submission::BasicJobs { jobs: basic, size: 3 },
+            upstream: "680-810 pods/s (floor), 5000 nodes, 5000 pods",
         },
     ]
 }
@@ -434,13 +442,17 @@ mod tests {
 
     #[test]
     fn scenarios_mirror_upstreams_sizes() {
-        let s = scenarios(1000);
+        let s = scenarios(1000, 1);
         assert_eq!(s[0].name, "GangScheduling/1000Nodes_1000Gangs_3000Pods");
         assert_eq!((s[0].nodes(), s[0].submission.pods()), (1000, 3000));
         assert_eq!(s[1].name, "TopologyAwareScheduling/1000Nodes_750Gangs_3000Pods");
         assert_eq!((s[1].racks, s[1].submission.pods()), (50, 3000));
+        assert_eq!(s[2].name, "CPGGangScheduling/1000Nodes_500CPGs_1000Groups_3000Pods");
         assert_eq!((s[2].submission.objects(), s[2].submission.pods()), (500, 3000));
-        assert_eq!(scenarios(5000)[0].nodes(), 5000);
+        assert_eq!(scenarios(5000, 1)[0].nodes(), 5000);
+        let small = scenarios(100, 10);
+        assert_eq!(small[1].name, "TopologyAwareScheduling/100Nodes_75Gangs_300Pods");
+        assert_eq!((small[1].racks, small[1].nodes()), (50, 100));
     }
 
     #[test]
