@@ -75,6 +75,24 @@ pub struct E2e {
 
 impl E2e {
     /// Start the stack on `topology` with [`test_config`] and wait until the scheduler has listed the cluster.
+    ///
+    /// ```
+    /// # #![allow(clippy::unwrap_used)]
+    /// use kwas_devcluster::{Capacity, Topology};
+    /// use kwas_e2e::inspect::wait_job;
+    /// use kwas_e2e::{E2e, GangMonitor, JobBuilder};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let e2e = E2e::start(Topology::grid(1, 1, 2, Capacity::default())).await.unwrap();
+    /// let monitor = GangMonitor::start(&e2e.client()).await.unwrap();
+    /// e2e.create(&JobBuilder::new("train").parallelism(2).gang().run_for("100ms").build().unwrap())
+    ///     .await
+    ///     .unwrap();
+    /// wait_job(&e2e, "train", "Complete").await.unwrap();
+    /// assert_eq!(monitor.check_settled().await.unwrap().gangs_satisfied, 1);
+    /// e2e.shutdown().await;
+    /// # });
+    /// ```
     pub async fn start(topology: Topology) -> Result<Self> {
         Self::start_with(test_config(topology)).await
     }

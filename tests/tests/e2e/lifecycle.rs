@@ -167,34 +167,32 @@ async fn a_min_count_edit_is_resynced_and_lets_the_gang_run() {
     e2e.shutdown().await;
 }
 
-/// The objects of JobSet `name`: (Jobs, pods, PodGroups, CompositePodGroups, Workloads).
+/// Whether `o` carries JobSet `name`'s label.
+fn labelled<K: ResourceExt>(o: &K, name: &str) -> bool {
+    o.labels().get(JOBSET_NAME).map(String::as_str) == Some(name)
+}
+
+/// The objects of JobSet `name`: (Jobs, pods, PodGroups, CompositePodGroups, Workloads). Jobs and pods carry
+/// its label; its groups and Workload are named after it.
 async fn objects_of(client: &kube::Client, name: &str) -> Result<(usize, usize, usize, usize, usize)> {
-    let js = |o: &dyn Fn() -> Option<String>| o().as_deref() == Some(name);
-    let jobs = list::<Job>(client)
-        .await?
-        .iter()
-        .filter(|j| js(&|| j.labels().get(JOBSET_NAME).cloned()))
-        .count();
-    let pods = list::<Pod>(client)
-        .await?
-        .iter()
-        .filter(|p| js(&|| p.labels().get(JOBSET_NAME).cloned()))
-        .count();
     let prefix = format!("{name}-");
+    let named = |n: String| n.starts_with(&prefix);
+    let jobs = list::<Job>(client).await?.iter().filter(|j| labelled(*j, name)).count();
+    let pods = list::<Pod>(client).await?.iter().filter(|p| labelled(*p, name)).count();
     let groups = list::<PodGroup>(client)
         .await?
-        .iter()
-        .filter(|g| g.name_any().starts_with(&prefix))
+        .into_iter()
+        .filter(|g| named(g.name_any()))
         .count();
     let roots = list::<CompositePodGroup>(client)
         .await?
-        .iter()
-        .filter(|g| g.name_any().starts_with(&prefix))
+        .into_iter()
+        .filter(|g| named(g.name_any()))
         .count();
     let workloads = list::<Workload>(client)
         .await?
-        .iter()
-        .filter(|w| w.name_any().starts_with(&prefix))
+        .into_iter()
+        .filter(|w| named(w.name_any()))
         .count();
     Ok((jobs, pods, groups, roots, workloads))
 }
@@ -226,7 +224,7 @@ async fn deleting_a_jobset_cleans_up_everything_below_it_and_nothing_else() {
             let running = list::<Pod>(&client)
                 .await?
                 .iter()
-                .filter(|p| p.labels().get(JOBSET_NAME).map(String::as_str) == Some(name) && phase(p) == "Running")
+                .filter(|p| labelled(*p, name) && phase(p) == "Running")
                 .count();
             // Jobs, pods, PodGroups, root, Workload.
             check(running == 8 && counts == (2, 8, 2, 1, 1), || {
