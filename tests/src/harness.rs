@@ -144,8 +144,8 @@ impl E2e {
         Ok(self.api::<K>().create(&PostParams::default(), object).await?)
     }
 
-    /// Restart the scheduler (stopped as if its process died, then started again) and wait until it has
-    /// listed the cluster.
+    /// Restart the scheduler: stopped gracefully (it finishes the bindings it started), started again, and
+    /// waited for until it has listed the cluster.
     pub async fn restart_scheduler(&mut self) -> Result<()> {
         self.stack.stop_scheduler().await;
         self.stack.start_scheduler().map_err(Error::Stack)?;
@@ -165,18 +165,21 @@ impl E2e {
         let detached = Detached::start(self.cluster().base_url(), "scheduler", move |client| async move {
             match SchedulerRuntime::new(client, config) {
                 Ok(runtime) => {
-                    let _ = tx.send(runtime.handle());
+                    let _ = tx.send(Ok(runtime.handle()));
                     if let Err(e) = runtime.run(std::future::pending()).await {
                         tracing::error!(error = %e, "detached scheduler stopped");
                     }
                 }
-                Err(e) => tracing::error!(error = %e, "detached scheduler not started"),
+                Err(e) => {
+                    let _ = tx.send(Err(e.to_string()));
+                }
             }
         })
         .await?;
         let handle = rx
             .await
-            .map_err(|_| Error::Unexpected("the detached scheduler did not start".into()))?;
+            .map_err(|_| Error::Unexpected("the detached scheduler did not start".into()))?
+            .map_err(|e| Error::Unexpected(format!("the detached scheduler did not start: {e}")))?;
         eventually("the detached scheduler to list the cluster", || {
             let ready = handle.is_ready();
             async move { check(ready, || "not ready".into()) }
