@@ -1,4 +1,69 @@
 //! # kwas-e2e
 //!
-//! End-to-end suites that run devcluster, the controllers and the scheduler in one process, the way a user
-//! runs them. The suites arrive with the end-to-end issue.
+//! End-to-end suites that run devcluster, the Job and JobSet controllers and the scheduler in one process
+//! ([`kwas::stack::Stack`]), the way a user runs them: Jobs and JobSets are created through the API with
+//! kube-rs, and every assertion reads the API. The path under test is the whole one: Job (or JobSet) ->
+//! controllers -> Workload, CompositePodGroup, PodGroups and pods -> scheduler -> bindings -> the simulated
+//! kubelet -> pod phases -> Job and JobSet status.
+//!
+//! ```sh
+//! cargo test -p kwas-e2e                                        # the suite (about 20 s)
+//! cargo test -p kwas-e2e -- --ignored                           # the tests of known bugs
+//! cargo bench -p kwas-e2e --bench scheduler_perf_jobs           # the benchmark (release, a few minutes)
+//! ```
+//!
+//! ## The suite (`tests/e2e/`)
+//!
+//! | file | what a user would see |
+//! | --- | --- |
+//! | `jobs.rs` | a gang Job runs to completion in one rack; a gang that does not fit binds nothing (pods and group say why) until the user deletes what is in the way, then runs; a Basic Job runs pod by pod; gang and Basic Jobs share a cluster |
+//! | `jobsets.rs` | a JobSet gang of gangs with a rack constraint per Job and a block constraint at the root lands each Job in one rack, all in the one block with room, under centralized (Option A) and delegated (Option B) PodGroup management |
+//! | `preemption.rs` | a higher-priority gang evicts an `all` gang whole (which re-runs whole once room frees) and only one pod of a `single` gang; with both kinds running, one `single` pod goes rather than the `all` gang |
+//! | `lifecycle.rs` | a `minCount` edit on a Job is re-synced to its Workload and PodGroup and lets the gang run (an edit above `parallelism` is refused with its field path); deleting a JobSet removes its Jobs, pods, PodGroups, CompositePodGroup and Workload, frees its nodes and touches no other JobSet |
+//! | `restarts.rs` | the scheduler and the controllers killed mid-flight (a gang half bound, Jobs half created) and later restarted gracefully: every Job completes with one pod per completion and one Workload / PodGroup each, and no gang is left partially bound |
+//! | `monitor.rs` | the gang monitor reports a gang bound one pod at a time through the API |
+//! | `perf_smoke.rs` | every benchmark scenario at a tenth of its size |
+//!
+//! Every test watches its whole run with a [`GangMonitor`] and ends with
+//! [`GangMonitor::check_settled`]: "no partial gang binding" is an invariant over time, not only a final
+//! state. What counts as partial, and why a short binding burst is allowed, is documented in [`ledger`].
+//!
+//! ## Choices
+//!
+//! - **Timing.** [`test_config`] runs the product's stack with a fast kubelet and short retry backoffs;
+//!   every wait polls the API with a generous deadline ([`PATIENCE`]) so a busy machine slows the suite
+//!   down instead of failing it.
+//! - **Burst allowance.** A gang may be seen partially bound for at most [`monitor::BURST`] (5 s) plus any
+//!   outage the test declares (a scheduler stopped on purpose); a burst takes milliseconds, a stuck gang
+//!   sits there until the test ends.
+//! - **Crashes.** The stack stops its components gracefully (the scheduler finishes the bindings it
+//!   started); [`E2e::detached_scheduler`] and [`E2e::detached_controllers`] run them on runtimes of their
+//!   own so a test can kill them mid-work like a killed process.
+//! - **Priorities.** The preemption tests give the gangs their priority through PodGroups the user
+//!   creates and Jobs whose pods join them (`schedulingGroup.podGroupName`), because a Job's own
+//!   `spec.scheduling` path carries no priority to its PodGroup (the ignored
+//!   `a_job_with_a_priority_class_is_scheduled` shows it).
+//! - **Victims.** Preempted pods are made to ignore SIGTERM ([`JobBuilder::shutdown_after`]) so they end
+//!   `Failed` and their Job replaces them, as a training process killed at the end of its grace period
+//!   would; a pod that exits 0 on SIGTERM ends `Succeeded` and counts as a completion.
+//!
+//! ## The benchmark
+//!
+//! [`perf`] mirrors scheduler_perf's gang workloads (`GangScheduling`, `TopologyAwareScheduling`,
+//! `CPGGangScheduling`, and `SchedulingBasic` for reference) at 1000 nodes by default, submitted as Jobs
+//! and JobSets, and reports pods/s from the first pod's creation to the last bind and from the first Job's
+//! submission to the last bind, as a markdown table.
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod harness;
+pub mod inspect;
+pub mod ledger;
+pub mod monitor;
+pub mod objects;
+pub mod perf;
+
+pub use error::{Error, Result};
+pub use harness::{Detached, E2e, NS, NotYet, PATIENCE, check, eventually, eventually_within, not_yet, test_config};
+pub use monitor::GangMonitor;
+pub use objects::{Intent, JobBuilder, JobSetBuilder, gang_pod_group, priority_class};

@@ -1,0 +1,28 @@
+//! The end-to-end suite: Jobs and JobSets created through the API like a user would, the real Job and JobSet
+//! controllers, the scheduler and devcluster's simulated kubelet, all in one process per test. Every test
+//! watches the whole run with a [`GangMonitor`](kwas_e2e::GangMonitor): no gang may sit partially bound.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod jobs;
+mod jobsets;
+mod lifecycle;
+mod monitor;
+mod perf_smoke;
+mod preemption;
+mod restarts;
+
+use kwas_devcluster::{Capacity, Topology};
+
+/// `blocks` x `racks` x `nodes` nodes of `cpu` cores and 64Gi each.
+pub fn grid(blocks: u32, racks: u32, nodes: u32, cpu: &str) -> Topology {
+    Topology::grid(
+        blocks,
+        racks,
+        nodes,
+        Capacity {
+            cpu: cpu.into(),
+            memory: "64Gi".into(),
+            ..Default::default()
+        },
+    )
+}
