@@ -8,7 +8,6 @@
 //!
 //! ```sh
 //! cargo test -p kwas-e2e                                        # the suite (about 20 s)
-//! cargo test -p kwas-e2e -- --ignored                           # the tests of known bugs
 //! cargo bench -p kwas-e2e --bench scheduler_perf_jobs           # the benchmark (release, a few minutes)
 //! ```
 //!
@@ -39,10 +38,10 @@
 //! - **Crashes.** The stack stops its components gracefully (the scheduler finishes the bindings it
 //!   started); [`E2e::detached_scheduler`] and [`E2e::detached_controllers`] run them on runtimes of their
 //!   own so a test can kill them mid-work like a killed process.
-//! - **Priorities.** The preemption tests give the gangs their priority through PodGroups the user
-//!   creates and Jobs whose pods join them (`schedulingGroup.podGroupName`), because a Job's own
-//!   `spec.scheduling` path carries no priority to its PodGroup (the ignored
-//!   `a_job_with_a_priority_class_is_scheduled` shows it).
+//! - **Priorities.** The `all` preemption test gives its gangs their priority the usual way, a Job with
+//!   `spec.scheduling` and a pod `priorityClassName` (the Job controller's PodGroup carries the class);
+//!   the others use PodGroups the user creates and Jobs whose pods join them
+//!   (`schedulingGroup.podGroupName`), so both ways a user forms a gang are covered.
 //! - **Victims.** Preempted pods are made to ignore SIGTERM ([`JobBuilder::shutdown_after`]) so they end
 //!   `Failed` and their Job replaces them, as a training process killed at the end of its grace period
 //!   would; a pod that exits 0 on SIGTERM ends `Succeeded` and counts as a completion.

@@ -215,7 +215,6 @@ async fn gang_and_basic_jobs_share_the_cluster() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the scheduler counts only pending and running pods towards minCount, so the last pod of a gang Job whose other pods have finished waits for minCount pods forever"]
 async fn a_gang_job_whose_last_wave_is_smaller_than_its_gang_completes() {
     // Three pods at a time, four completions: after the first three succeed, one more pod runs.
     let e2e = E2e::start(grid(1, 2, 2, "4")).await.unwrap();

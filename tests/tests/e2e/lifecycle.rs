@@ -272,7 +272,6 @@ async fn deleting_a_jobset_cleans_up_everything_below_it_and_nothing_else() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the JobSet controller creates its Workload and PodGroups once and never re-syncs them: a minCount edit on a JobSet is accepted and observed but not applied"]
 async fn a_jobset_min_count_edit_is_resynced() {
     // A worker gang of three that cannot fit (2 cpu pods, room for two), then lowered to two.
     let e2e = E2e::start(grid(1, 1, 1, "4")).await.unwrap();

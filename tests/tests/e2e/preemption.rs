@@ -2,9 +2,10 @@
 //! and only what it needs from a `single`-mode one; in a cluster running both, one `single` pod goes rather
 //! than the whole `all` gang.
 //!
-//! The gangs here are PodGroups the user creates (with `priorityClassName` and `disruptionMode`) and Jobs
-//! whose pods join them (`schedulingGroup.podGroupName`): a Job's own `spec.scheduling` cannot carry a
-//! priority today (see `a_job_with_a_priority_class_is_scheduled`).
+//! The first test's gangs are Jobs with `spec.scheduling` (the Job controller creates their Workload and
+//! PodGroup, carrying the pod template's `priorityClassName`); the others use PodGroups the user creates
+//! (with `priorityClassName` and `disruptionMode`) and Jobs whose pods join them
+//! (`schedulingGroup.podGroupName`), the other way KEP-5547 lets a user form a gang.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -50,6 +51,38 @@ async fn gang(e2e: &E2e, name: &str, size: i32, all: bool, class: &str, cpu: &st
         job = job.run_for(r);
     }
     e2e.create(&job.build().unwrap()).await.unwrap();
+}
+
+/// Like [`gang`], through the Job's own `spec.scheduling` (gang of `size`, `all` or `single`).
+async fn scheduled_gang(e2e: &E2e, name: &str, size: i32, all: bool, class: &str, cpu: &str) {
+    let job = JobBuilder::new(name)
+        .parallelism(size)
+        .gang()
+        .cpu(cpu)
+        .priority_class(class)
+        .shutdown_after("1m")
+        .backoff_limit(50);
+    let job = if all {
+        job.disruption_all()
+    } else {
+        job.disruption_single()
+    };
+    e2e.create(&job.build().unwrap()).await.unwrap();
+}
+
+/// The name of the PodGroup the Job controller created for Job `job`.
+async fn group_of_job(e2e: &E2e, job: &str) -> String {
+    let groups = e2e.api::<PodGroup>();
+    eventually(format!("the PodGroup of Job {job}"), || async {
+        let list = groups.list(&Default::default()).await?;
+        let found = list
+            .items
+            .iter()
+            .find(|g| g.owner_references().iter().any(|o| o.kind == "Job" && o.name == job));
+        check(found.is_some(), || "none yet".to_string()).map(|()| found.map(|g| g.name_any()).unwrap_or_default())
+    })
+    .await
+    .unwrap()
 }
 
 fn uids(pods: &[Pod]) -> BTreeSet<String> {
@@ -100,25 +133,23 @@ async fn a_higher_priority_gang_preempts_an_all_gang_entirely_which_then_reruns_
     let client = e2e.client();
     let monitor = GangMonitor::start(&client).await.unwrap();
     priority_classes(&e2e).await;
-    gang(&e2e, "low", 4, true, "low", "2", None).await;
+    scheduled_gang(&e2e, "low", 4, true, "low", "2").await;
     let victims = uids(&wait_bound(&e2e, "low", 4).await.unwrap());
+    let low_group = group_of_job(&e2e, "low").await;
 
     // A 1-pod gang of higher priority needs one pod's room; the `all` gang goes whole.
-    gang(&e2e, "high", 1, false, "high", "2", None).await;
+    scheduled_gang(&e2e, "high", 1, false, "high", "2").await;
     let high = wait_bound(&e2e, "high", 1).await.unwrap();
+    let high_group = group_of_job(&e2e, "high").await;
     let notes = preempted(&e2e, &victims, 4).await;
     let node = node_of(&high[0]).unwrap();
-    assert!(
-        notes
-            .iter()
-            .all(|n| n.starts_with("Preempted by podgroup default/high on node ")),
-        "{notes:?}"
-    );
+    let preempted_by = format!("Preempted by podgroup default/{high_group} on node ");
+    assert!(notes.iter().all(|n| n.starts_with(&preempted_by)), "{notes:?}");
     assert!(
         notes.iter().any(|n| n.ends_with(node)),
         "one victim made room on {node}: {notes:?}"
     );
-    let (status, reason, message) = group_disruption(&e2e, "low").await.unwrap();
+    let (status, reason, message) = group_disruption(&e2e, &low_group).await.unwrap();
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("True", REASON_PREEMPTION_BY_SCHEDULER)
@@ -251,7 +282,6 @@ async fn a_mixed_cluster_loses_one_single_pod_rather_than_a_whole_all_gang() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the Job controller compiles no priorityClassName into the Workload and PodGroup, so the scheduler rejects pods whose priority differs from their group's"]
 async fn a_job_with_a_priority_class_is_scheduled() {
     let e2e = E2e::start(grid(1, 1, 2, "4")).await.unwrap();
     priority_classes(&e2e).await;
