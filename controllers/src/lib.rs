@@ -7,7 +7,7 @@
 //!   tracking finalizer, upstream's conditions and events;
 //! - [`jobset`]: a JobSet-style multi-level controller (both KEP-6089 API options, centralized and delegated
 //!   PodGroup management, the downward-mapping annotations);
-//! - [`sync`]: the scheduling-object sync shared by the controllers;
+//! - [`sync`]: the scheduling-object sync shared by the controllers, [`index`] its discovery cache;
 //! - [`metrics`]: Prometheus metrics.
 //!
 //! Decision logic is pure ([`job::mode`], [`job::plan`], [`job::pods`]) and unit-tested; the reconcile loops
@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod index;
 pub mod job;
 pub mod jobset;
 pub mod metrics;

@@ -1,15 +1,16 @@
 //! Syncing scheduling objects (Workloads, CompositePodGroups, PodGroups), shared by the Job and JobSet
 //! controllers: discovery, idempotent creation with events, `minCount` re-sync and deletion.
 //!
-//! Discovery reads the API server, not a cache, so a restarted controller sees every object it created
-//! before it stopped; creation uses deterministic names, so a create racing with an earlier one fails with
+//! Discovery takes candidate names from the controller's cache ([`crate::index`]) and the controller's own
+//! deterministic name, and reads the objects themselves from the API server, so a restarted controller sees
+//! every object it created before it stopped; creation uses deterministic names, so a create racing with an earlier one fails with
 //! `AlreadyExists` and the existing object is used. Objects are only updated or deleted when the controller
 //! created them (the [`MANAGED_BY`] annotation) and is their controller owner.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource, ResourceExt};
 use kwas_api::names::annotations::MANAGED_BY;
@@ -20,6 +21,7 @@ use serde_json::json;
 use tracing::warn;
 
 use crate::error::{Error, Result, is_conflict, is_not_found};
+use crate::index::SchedulingIndex;
 
 /// Mark `meta` as created by `controller`.
 pub fn mark_managed(meta: &mut ObjectMeta, controller: &str) {
@@ -96,47 +98,79 @@ impl EventSink {
     }
 }
 
-/// Workloads in `namespace` whose `spec.controllerRef` names `(api_group, kind, name)`.
+/// Where to look for a controller's scheduling objects: the discovery cache and the name the controller
+/// itself gives the object (see [`crate::index`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Lookup<'a> {
+    /// The discovery cache.
+    pub index: &'a SchedulingIndex,
+    /// The name the controller would create the object under, if it has one.
+    pub own_name: Option<&'a str>,
+}
+
+/// Reads the candidate names from the API (in name order), keeping those that still exist and match.
+async fn read_candidates<K>(
+    client: &Client,
+    namespace: &str,
+    mut names: Vec<String>,
+    keep: impl Fn(&K) -> bool,
+) -> Result<Vec<K>>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    names.sort();
+    names.dedup();
+    let mut out = Vec::new();
+    for name in names {
+        if let Some(o) = get_opt::<K>(client, namespace, &name).await?
+            && keep(&o)
+        {
+            out.push(o);
+        }
+    }
+    Ok(out)
+}
+
+/// Workloads in `namespace` whose `spec.controllerRef` names `(api_group, kind, name)`, read from the API.
 pub async fn find_workloads(
     client: &Client,
+    lookup: Lookup<'_>,
     namespace: &str,
     api_group: &str,
     kind: &str,
     name: &str,
 ) -> Result<Vec<Workload>> {
-    let api: Api<Workload> = Api::namespaced(client.clone(), namespace);
-    let list = api.list(&ListParams::default()).await?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|w| {
-            w.spec
-                .controller_ref
-                .as_ref()
-                .is_some_and(|r| r.api_group.as_deref().unwrap_or("") == api_group && r.kind == kind && r.name == name)
-        })
-        .collect())
+    let mut names = lookup.index.workload_names(namespace, api_group, kind, name);
+    names.extend(lookup.own_name.map(str::to_string));
+    read_candidates(client, namespace, names, |w: &Workload| {
+        w.spec
+            .controller_ref
+            .as_ref()
+            .is_some_and(|r| r.api_group.as_deref().unwrap_or("") == api_group && r.kind == kind && r.name == name)
+    })
+    .await
 }
 
-/// PodGroups in `namespace` instantiated from template `template` of Workload `workload`.
+/// PodGroups in `namespace` instantiated from template `template` of Workload `workload`, read from the API.
 pub async fn find_pod_groups(
     client: &Client,
+    lookup: Lookup<'_>,
     namespace: &str,
     workload: &str,
     template: &str,
 ) -> Result<Vec<PodGroup>> {
-    let api: Api<PodGroup> = Api::namespaced(client.clone(), namespace);
-    let list = api.list(&ListParams::default()).await?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|pg| {
-            pg.spec
-                .workload_ref
-                .as_ref()
-                .is_some_and(|r| r.workload_name == workload && r.template_name == template)
-        })
-        .collect())
+    let mut names = lookup.index.pod_group_names(namespace, workload, template);
+    names.extend(lookup.own_name.map(str::to_string));
+    read_candidates(client, namespace, names, |pg: &PodGroup| {
+        pg.spec
+            .workload_ref
+            .as_ref()
+            .is_some_and(|r| r.workload_name == workload && r.template_name == template)
+    })
+    .await
 }
 
 /// Get an object by name, `None` when it does not exist.

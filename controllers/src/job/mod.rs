@@ -40,6 +40,7 @@ use serde_json::{Value, json};
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::error::{Error, Result, is_not_found};
+use crate::index::SchedulingIndex;
 use crate::metrics::Metrics;
 use crate::sync::EventSink;
 use mode::{ManagementMode, management_mode};
@@ -78,6 +79,7 @@ pub struct Context {
     recorder: Recorder,
     config: JobControllerConfig,
     metrics: Metrics,
+    index: SchedulingIndex,
 }
 
 impl std::fmt::Debug for Context {
@@ -101,6 +103,7 @@ impl Context {
             recorder,
             config,
             metrics,
+            index: SchedulingIndex::empty(),
         }
     }
 }
@@ -128,6 +131,10 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
     let groups: Api<PodGroup> = Api::all(client.clone());
     let workloads: Api<Workload> = Api::all(client.clone());
     let pod_cfg = watcher::Config::default().labels(labels::CONTROLLER_UID);
+    let mut ctx = ctx;
+    let (index, _feeders) = SchedulingIndex::start(&client);
+    index.ready().await;
+    ctx.index = index;
     let ctx = Arc::new(ctx);
     // Aborted when `run` returns or is dropped.
     let _sweeper = AbortOnDrop(tokio::spawn(sweep_orphan_pods(client.clone())));
@@ -293,6 +300,7 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
                     client,
                     controller: &ctx.config.managed_by,
                     events: &events,
+                    index: &ctx.index,
                 };
                 let result = sync_scheduling(cx, job, &mode).await;
                 if !matches!(mode, ManagementMode::None(_)) {

@@ -29,8 +29,9 @@ use workloadbuilder::{DownwardMapping, TemplateRef, find_template, new_pod_group
 use super::mode::ManagementMode;
 use super::plan::SchedulingDecision;
 use crate::error::Result;
+use crate::index::SchedulingIndex;
 use crate::sync::{
-    EventSink, create_pod_group, create_workload, delete, find_pod_groups, find_workloads, get_opt, is_owned,
+    EventSink, Lookup, create_pod_group, create_workload, delete, find_pod_groups, find_workloads, get_opt, is_owned,
     mark_managed, sync_pod_group_min_count, sync_workload_min_count, template_min_count,
 };
 
@@ -104,6 +105,8 @@ pub struct SchedulingContext<'a> {
     pub controller: &'a str,
     /// Where events about the Job go.
     pub events: &'a EventSink,
+    /// The discovery cache.
+    pub index: &'a SchedulingIndex,
 }
 
 impl std::fmt::Debug for SchedulingContext<'_> {
@@ -149,7 +152,12 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job) -> Result<SchedulingDec
         Ok(w) => w,
         Err(errs) => return Ok(SchedulingDecision::Invalid(errs)),
     };
-    let found = find_workloads(cx.client, &namespace, "batch", "Job", &name).await?;
+    let own = desired.name_any();
+    let lookup = Lookup {
+        index: cx.index,
+        own_name: Some(&own),
+    };
+    let found = find_workloads(cx.client, lookup, &namespace, "batch", "Job", &name).await?;
     let workload = match found.as_slice() {
         [] => create_workload(cx.client, &desired, cx.events).await?,
         [one] => one.clone(),
@@ -181,7 +189,12 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job) -> Result<SchedulingDec
     {
         sync_workload_min_count(cx.client, &workload, &template, count).await?;
     }
-    let groups = find_pod_groups(cx.client, &namespace, &workload.name_any(), &template).await?;
+    let own = job_pod_group_name(&workload.name_any(), &template);
+    let lookup = Lookup {
+        index: cx.index,
+        own_name: Some(&own),
+    };
+    let groups = find_pod_groups(cx.client, lookup, &namespace, &workload.name_any(), &template).await?;
     if suspended(job) {
         for g in &groups {
             delete_owned_pod_group(cx, job, g).await?;
@@ -229,17 +242,28 @@ async fn parent_workloads(cx: SchedulingContext<'_>, job: &Job) -> Result<(Vec<W
         .iter()
         .flatten()
         .find(|r| r.controller == Some(true));
-    let (group, kind, name) = match owner {
+    // The name a parent built on workloadbuilder gives its Workload (upstream's naming on its name and uid).
+    let (group, kind, name, own) = match owner {
         Some(r) => (
             workloadbuilder::api_group(&r.api_version).to_string(),
             r.kind.clone(),
             r.name.clone(),
+            workloadbuilder::generate_workload_name(&r.name, &r.uid),
         ),
-        None => ("batch".to_string(), "Job".to_string(), job.name_any()),
+        None => (
+            "batch".to_string(),
+            "Job".to_string(),
+            job.name_any(),
+            workloadbuilder::job::job_workload_name(job),
+        ),
     };
     let described = format!("{kind} {namespace}/{name}");
+    let lookup = Lookup {
+        index: cx.index,
+        own_name: Some(&own),
+    };
     Ok((
-        find_workloads(cx.client, &namespace, &group, &kind, &name).await?,
+        find_workloads(cx.client, lookup, &namespace, &group, &kind, &name).await?,
         described,
     ))
 }

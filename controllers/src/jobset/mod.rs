@@ -45,6 +45,7 @@ use serde_json::json;
 use tracing::{Instrument, info_span, warn};
 
 use crate::error::{Error, Result, is_not_found};
+use crate::index::SchedulingIndex;
 use crate::metrics::Metrics;
 use crate::sync::{
     EventSink, create_composite_pod_group, create_or_get, create_pod_group, create_workload, find_workloads, get_opt,
@@ -81,6 +82,7 @@ pub struct Context {
     recorder: Recorder,
     config: JobSetControllerConfig,
     metrics: Metrics,
+    index: SchedulingIndex,
 }
 
 impl std::fmt::Debug for Context {
@@ -104,6 +106,7 @@ impl Context {
             recorder,
             config,
             metrics,
+            index: SchedulingIndex::empty(),
         }
     }
 }
@@ -125,6 +128,10 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
     let groups: Api<PodGroup> = Api::all(client.clone());
     let composites: Api<CompositePodGroup> = Api::all(client.clone());
     let owned = || watcher::Config::default().labels(labels::JOBSET_NAME);
+    let mut ctx = ctx;
+    let (index, _feeders) = SchedulingIndex::start(&client);
+    index.ready().await;
+    ctx.index = index;
     Controller::new(jobsets, watcher::Config::default())
         .owns(jobs, owned())
         .owns(groups, owned())
@@ -260,7 +267,12 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
     };
 
     // 2. Workload, then the root CompositePodGroup.
-    let found = find_workloads(client, &namespace, kwas_api::names::KWAS_GROUP, "JobSet", &name).await?;
+    let own = desired.name_any();
+    let lookup = crate::sync::Lookup {
+        index: &ctx.index,
+        own_name: Some(&own),
+    };
+    let found = find_workloads(client, lookup, &namespace, kwas_api::names::KWAS_GROUP, "JobSet", &name).await?;
     let workload = match found.as_slice() {
         [] => {
             let created = create_workload(client, &desired, &events).await;

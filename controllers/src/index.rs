@@ -1,0 +1,128 @@
+//! Discovery of a controller's scheduling objects without listing them on every reconcile.
+//!
+//! A reconcile has to find the Workloads whose `spec.controllerRef` names its object and the PodGroups
+//! instantiated from a template of a Workload. Listing every Workload and PodGroup of the namespace per
+//! reconcile makes the controllers' API traffic grow with the square of the number of Jobs, so the
+//! controllers keep an informer cache of both ([`SchedulingIndex`]) and use it for one thing only:
+//! *which names* to look at. The objects a decision rests on are then read from the API by name
+//! ([`crate::sync::find_workloads`], [`crate::sync::find_pod_groups`]), together with the name the controller
+//! itself would have given the object (upstream's deterministic names), so a cache that lags never makes a
+//! controller miss what it created, and never makes it act on something already gone.
+//!
+//! A user-provided object with a name of its own is found once the cache has seen it (like upstream's
+//! informer-indexed lookups).
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
+
+/// Informer caches of Workloads and PodGroups, used to discover names (see the module docs). An empty
+/// index ([`SchedulingIndex::empty`]) discovers nothing; lookups then rest on deterministic names only.
+#[derive(Clone, Default)]
+pub struct SchedulingIndex {
+    workloads: Option<Store<Workload>>,
+    pod_groups: Option<Store<PodGroup>>,
+}
+
+impl std::fmt::Debug for SchedulingIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulingIndex")
+            .field("running", &self.workloads.is_some())
+            .finish()
+    }
+}
+
+/// The background tasks that keep a [`SchedulingIndex`] filled; aborted when dropped.
+#[derive(Debug)]
+pub struct IndexFeeders(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for IndexFeeders {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
+}
+
+impl SchedulingIndex {
+    /// An index that discovers nothing.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// Start watching Workloads and PodGroups in every namespace. The index fills while the returned
+    /// feeders live; [`SchedulingIndex::ready`] waits for the first complete lists.
+    pub fn start(client: &Client) -> (Self, IndexFeeders) {
+        let (workloads, w_writer) = reflector::store::<Workload>();
+        let (pod_groups, g_writer) = reflector::store::<PodGroup>();
+        let w_api: Api<Workload> = Api::all(client.clone());
+        let g_api: Api<PodGroup> = Api::all(client.clone());
+        let w_task = tokio::spawn(async move {
+            reflector::reflector(w_writer, watcher(w_api, watcher::Config::default()))
+                .default_backoff()
+                .for_each(|_| async {})
+                .await;
+        });
+        let g_task = tokio::spawn(async move {
+            reflector::reflector(g_writer, watcher(g_api, watcher::Config::default()))
+                .default_backoff()
+                .for_each(|_| async {})
+                .await;
+        });
+        (
+            Self {
+                workloads: Some(workloads),
+                pod_groups: Some(pod_groups),
+            },
+            IndexFeeders(vec![w_task, g_task]),
+        )
+    }
+
+    /// Wait until both caches hold a complete list.
+    pub async fn ready(&self) {
+        if let Some(s) = &self.workloads {
+            let _ = s.wait_until_ready().await;
+        }
+        if let Some(s) = &self.pod_groups {
+            let _ = s.wait_until_ready().await;
+        }
+    }
+
+    /// Names of the cached Workloads in `namespace` whose `spec.controllerRef` is `(api_group, kind, name)`.
+    pub fn workload_names(&self, namespace: &str, api_group: &str, kind: &str, name: &str) -> Vec<String> {
+        let Some(store) = &self.workloads else {
+            return Vec::new();
+        };
+        names(store.state(), namespace, |w: &Workload| {
+            w.spec
+                .controller_ref
+                .as_ref()
+                .is_some_and(|r| r.api_group.as_deref().unwrap_or("") == api_group && r.kind == kind && r.name == name)
+        })
+    }
+
+    /// Names of the cached PodGroups in `namespace` instantiated from `template` of Workload `workload`.
+    pub fn pod_group_names(&self, namespace: &str, workload: &str, template: &str) -> Vec<String> {
+        let Some(store) = &self.pod_groups else {
+            return Vec::new();
+        };
+        names(store.state(), namespace, |g: &PodGroup| {
+            g.spec
+                .workload_ref
+                .as_ref()
+                .is_some_and(|r| r.workload_name == workload && r.template_name == template)
+        })
+    }
+}
+
+fn names<K: kube::Resource>(objects: Vec<Arc<K>>, namespace: &str, keep: impl Fn(&K) -> bool) -> Vec<String> {
+    objects
+        .iter()
+        .filter(|o| o.meta().namespace.as_deref() == Some(namespace) && keep(o))
+        .map(|o| o.name_any())
+        .collect()
+}
