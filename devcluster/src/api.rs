@@ -373,9 +373,12 @@ impl State {
                     }
                 }
                 let ns = namespace.map(|n| ns_of(res, n));
-                let all: Vec<Arc<Value>> = self
-                    .store
-                    .list(&res.storage, ns)
+                // An equality requirement narrows the candidates through the label index.
+                let base = match opts.label_selector.equality() {
+                    Some((k, v)) => self.store.list_labeled(&res.storage, ns, k, v),
+                    None => self.store.list(&res.storage, ns),
+                };
+                let all: Vec<Arc<Value>> = base
                     .into_iter()
                     .filter(|o| opts.label_selector.matches(o) && field_matches(res, &opts.field_selector, o))
                     .collect();

@@ -114,6 +114,16 @@ impl LabelSelector {
         Ok(LabelSelector(reqs))
     }
 
+    /// A `key=value` (or `key in (value)`) requirement of the selector, if it has one: only objects with that
+    /// label can match.
+    pub fn equality(&self) -> Option<(&str, &str)> {
+        self.0.iter().find_map(|r| match r {
+            LabelRequirement::Equals(k, v) => Some((k.as_str(), v.as_str())),
+            LabelRequirement::In(k, vs) if vs.len() == 1 => Some((k.as_str(), vs[0].as_str())),
+            _ => None,
+        })
+    }
+
     /// Whether the labels satisfy every requirement.
     pub fn matches_labels(&self, labels: &serde_json::Map<String, Value>) -> bool {
         let get = |k: &str| labels.get(k).and_then(Value::as_str);

@@ -1,6 +1,7 @@
 //! The in-memory object store: JSON objects per stored resource, one global `resourceVersion` counter
-//! (every write takes the next value), an owner index for garbage collection and a bounded per-resource
-//! event history that watches read from.
+//! (every write takes the next value), an owner index for garbage collection, a label index (so a list
+//! selecting `key=value` reads only the matching objects, as controllers listing their children do on every
+//! reconcile) and a bounded per-resource event history that watches read from.
 //!
 //! The store is synchronous and knows nothing about HTTP or admission; the API layer holds it under one
 //! lock, so each request's read-modify-write is atomic, and watchers wake on a per-resource channel.
@@ -85,6 +86,8 @@ impl StoredEvent {
 #[derive(Debug)]
 struct Table {
     objects: BTreeMap<(String, String), Arc<Value>>,
+    /// (label key, label value) -> the objects carrying it, as (namespace, name).
+    by_label: HashMap<(String, String), BTreeSet<(String, String)>>,
     history: VecDeque<Arc<StoredEvent>>,
     /// The resourceVersion of the last event dropped from the history (0 if none): watches may start at any
     /// resourceVersion >= this one; older ones get 410 Gone.
@@ -98,6 +101,7 @@ impl Table {
         // Nothing of a new resource's history was ever dropped: a watch may start anywhere.
         Table {
             objects: BTreeMap::new(),
+            by_label: HashMap::new(),
             history: VecDeque::new(),
             compacted_rv: 0,
             notify,
@@ -174,6 +178,25 @@ impl Store {
                 .collect(),
             None => t.objects.values().cloned().collect(),
         }
+    }
+
+    /// The objects of a resource carrying label `key=value`, in one namespace or all, ordered by namespace
+    /// then name (the order of [`Store::list`]).
+    pub fn list_labeled(&self, gr: &GroupResource, namespace: Option<&str>, key: &str, value: &str) -> Vec<Arc<Value>> {
+        let Some(t) = self.tables.get(gr) else {
+            return Vec::new();
+        };
+        let Some(set) = t.by_label.get(&(key.to_string(), value.to_string())) else {
+            return Vec::new();
+        };
+        let keys: Box<dyn Iterator<Item = &(String, String)>> = match namespace {
+            Some(ns) => Box::new(
+                set.range((ns.to_string(), String::new())..)
+                    .take_while(move |(n, _)| n == ns),
+            ),
+            None => Box::new(set.iter()),
+        };
+        keys.filter_map(|k| t.objects.get(k).cloned()).collect()
     }
 
     /// Number of objects of a resource.
@@ -290,9 +313,26 @@ impl Store {
         for owner in meta::owner_refs(obj) {
             self.dependents.entry(owner.uid).or_default().insert(key.clone());
         }
+        let labels = object_labels(obj);
+        let at = (key.namespace.clone(), key.name.clone());
+        let table = self.table(&key.gr);
+        for label in labels {
+            table.by_label.entry(label).or_default().insert(at.clone());
+        }
     }
 
     fn unindex(&mut self, key: &ObjectRef, obj: &Value) {
+        let labels = object_labels(obj);
+        let at = (key.namespace.clone(), key.name.clone());
+        let table = self.table(&key.gr);
+        for label in labels {
+            if let Some(set) = table.by_label.get_mut(&label) {
+                set.remove(&at);
+                if set.is_empty() {
+                    table.by_label.remove(&label);
+                }
+            }
+        }
         let uid = meta::uid(obj);
         if self.uids.get(uid) == Some(key) {
             self.uids.remove(uid);
@@ -356,6 +396,26 @@ mod tests {
 
     fn gr() -> GroupResource {
         GroupResource::new("", "configmaps")
+    }
+
+    #[test]
+    fn the_label_index_follows_relabels_and_removals() {
+        let mut s = Store::new(100);
+        let obj = |ns: &str, name: &str, app: &str| json!({"metadata": {"name": name, "namespace": ns, "labels": {"app": app, "tier": "x"}}});
+        s.put(&gr(), obj("b", "p2", "web"));
+        s.put(&gr(), obj("a", "p1", "web"));
+        s.put(&gr(), obj("a", "p0", "web"));
+        s.put(&gr(), obj("a", "q", "db"));
+        let names = |v: Vec<Arc<Value>>| v.iter().map(|o| meta::name(o).to_string()).collect::<Vec<_>>();
+        assert_eq!(names(s.list_labeled(&gr(), None, "app", "web")), ["p0", "p1", "p2"]);
+        assert_eq!(names(s.list_labeled(&gr(), Some("a"), "app", "web")), ["p0", "p1"]);
+        s.put(&gr(), obj("a", "p1", "db"));
+        assert_eq!(names(s.list_labeled(&gr(), Some("a"), "app", "web")), ["p0"]);
+        assert_eq!(names(s.list_labeled(&gr(), Some("a"), "app", "db")), ["p1", "q"]);
+        s.remove(&gr(), "a", "q");
+        assert_eq!(names(s.list_labeled(&gr(), Some("a"), "app", "db")), ["p1"]);
+        assert!(s.list_labeled(&gr(), None, "app", "cache").is_empty());
+        assert_eq!(s.list_labeled(&gr(), None, "tier", "x").len(), 3);
     }
 
     #[test]
@@ -427,4 +487,18 @@ mod tests {
         assert!(s.any_in_namespace(&gr(), "ab"));
         assert!(!s.any_in_namespace(&gr(), "c"));
     }
+}
+
+/// An object's labels as (key, value) pairs (values that are not strings are not indexed; admission
+/// rejects them anyway).
+fn object_labels(obj: &Value) -> Vec<(String, String)> {
+    obj.get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|l| {
+            l.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
