@@ -10,7 +10,7 @@
 //! controller miss what it created, and never makes it act on something already gone.
 //!
 //! A user-provided object with a name of its own is found once the cache has seen it (like upstream's
-//! informer-indexed lookups).
+//! informer-indexed lookups); a Job blocked on a Workload it cannot find yet retries every 5 s.
 
 use std::sync::Arc;
 
