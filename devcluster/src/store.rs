@@ -389,6 +389,20 @@ impl Store {
     }
 }
 
+/// An object's labels as (key, value) pairs (values that are not strings are not indexed; admission
+/// rejects them anyway).
+fn object_labels(obj: &Value) -> Vec<(String, String)> {
+    obj.get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|l| {
+            l.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,18 +501,4 @@ mod tests {
         assert!(s.any_in_namespace(&gr(), "ab"));
         assert!(!s.any_in_namespace(&gr(), "c"));
     }
-}
-
-/// An object's labels as (key, value) pairs (values that are not strings are not indexed; admission
-/// rejects them anyway).
-fn object_labels(obj: &Value) -> Vec<(String, String)> {
-    obj.get("metadata")
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_object)
-        .map(|l| {
-            l.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
 }
