@@ -221,6 +221,29 @@ fn invalid(object: String, path: impl Into<String>, detail: impl Into<String>) -
     }
 }
 
+/// A group's policy from its `schedulingPolicy` union (`count_field`: `minCount` or `minGroupCount`).
+fn group_policy(object: &str, basic: bool, gang: Option<i32>, count_field: &str) -> Result<Policy, SnapshotError> {
+    match (basic, gang) {
+        (true, None) => Ok(Policy::Basic),
+        (false, Some(min)) if min >= 1 => Ok(Policy::Gang { min: min as u32 }),
+        (false, Some(min)) => Err(invalid(
+            object.to_string(),
+            format!("spec.schedulingPolicy.gang.{count_field}"),
+            format!("Invalid value: {min}: must be greater than or equal to 1"),
+        )),
+        (true, Some(_)) => Err(invalid(
+            object.to_string(),
+            "spec.schedulingPolicy",
+            "Invalid value: must specify exactly one of: `basic`, `gang`",
+        )),
+        (false, None) => Err(invalid(
+            object.to_string(),
+            "spec.schedulingPolicy",
+            "Required value: must specify one of: `basic`, `gang`",
+        )),
+    }
+}
+
 fn timestamp(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> i64 {
     meta.creation_timestamp.as_ref().map(|t| t.0.as_second()).unwrap_or(0)
 }
@@ -751,33 +774,12 @@ impl Snapshot {
             return Err(invalid(object, "metadata.name", "Required value: name is required"));
         }
         let spec = &pg.spec;
-        let policy = match (&spec.scheduling_policy.basic, &spec.scheduling_policy.gang) {
-            (Some(_), None) => Policy::Basic,
-            (None, Some(g)) if g.min_count >= 1 => Policy::Gang {
-                min: g.min_count as u32,
-            },
-            (None, Some(g)) => {
-                return Err(invalid(
-                    object,
-                    "spec.schedulingPolicy.gang.minCount",
-                    format!("Invalid value: {}: must be greater than or equal to 1", g.min_count),
-                ));
-            }
-            (Some(_), Some(_)) => {
-                return Err(invalid(
-                    object,
-                    "spec.schedulingPolicy",
-                    "Invalid value: must specify exactly one of: `basic`, `gang`",
-                ));
-            }
-            (None, None) => {
-                return Err(invalid(
-                    object,
-                    "spec.schedulingPolicy",
-                    "Required value: must specify one of: `basic`, `gang`",
-                ));
-            }
-        };
+        let policy = group_policy(
+            &object,
+            spec.scheduling_policy.basic.is_some(),
+            spec.scheduling_policy.gang.as_ref().map(|g| g.min_count),
+            "minCount",
+        )?;
         let topology = spec.scheduling_constraints.as_ref().and_then(|c| c.topology.as_ref());
         let topology_key = topology_key(topology, &object)?;
         let disruption = match spec.disruption_mode.as_ref() {
@@ -811,36 +813,12 @@ impl Snapshot {
             return Err(invalid(object, "metadata.name", "Required value: name is required"));
         }
         let spec = &cpg.spec;
-        let policy = match (&spec.scheduling_policy.basic, &spec.scheduling_policy.gang) {
-            (Some(_), None) => Policy::Basic,
-            (None, Some(g)) if g.min_group_count >= 1 => Policy::Gang {
-                min: g.min_group_count as u32,
-            },
-            (None, Some(g)) => {
-                return Err(invalid(
-                    object,
-                    "spec.schedulingPolicy.gang.minGroupCount",
-                    format!(
-                        "Invalid value: {}: must be greater than or equal to 1",
-                        g.min_group_count
-                    ),
-                ));
-            }
-            (Some(_), Some(_)) => {
-                return Err(invalid(
-                    object,
-                    "spec.schedulingPolicy",
-                    "Invalid value: must specify exactly one of: `basic`, `gang`",
-                ));
-            }
-            (None, None) => {
-                return Err(invalid(
-                    object,
-                    "spec.schedulingPolicy",
-                    "Required value: must specify one of: `basic`, `gang`",
-                ));
-            }
-        };
+        let policy = group_policy(
+            &object,
+            spec.scheduling_policy.basic.is_some(),
+            spec.scheduling_policy.gang.as_ref().map(|g| g.min_group_count),
+            "minGroupCount",
+        )?;
         let topology = spec.scheduling_constraints.as_ref().and_then(|c| c.topology.as_ref());
         let topology_key = topology_key(topology, &object)?;
         let disruption = match spec.disruption_mode.as_ref() {
