@@ -107,22 +107,43 @@ impl SchedulingIndex {
 
     /// Names of the cached PodGroups in `namespace` instantiated from `template` of Workload `workload`.
     pub fn pod_group_names(&self, namespace: &str, workload: &str, template: &str) -> Vec<String> {
+        self.pod_groups_of(namespace, workload)
+            .iter()
+            .filter(|g| {
+                g.spec
+                    .workload_ref
+                    .as_ref()
+                    .is_some_and(|r| r.template_name == template)
+            })
+            .map(|g| g.name_any())
+            .collect()
+    }
+
+    /// The cached PodGroups in `namespace` instantiated from any template of Workload `workload`. The copies
+    /// may lag behind the API: use them where acting on an old copy is harmless (an idempotent patch).
+    pub fn pod_groups_of(&self, namespace: &str, workload: &str) -> Vec<Arc<PodGroup>> {
         let Some(store) = &self.pod_groups else {
             return Vec::new();
         };
-        names(store.state(), namespace, |g: &PodGroup| {
+        in_namespace(store.state(), namespace, |g: &PodGroup| {
             g.spec
                 .workload_ref
                 .as_ref()
-                .is_some_and(|r| r.workload_name == workload && r.template_name == template)
+                .is_some_and(|r| r.workload_name == workload)
         })
     }
 }
 
-fn names<K: kube::Resource>(objects: Vec<Arc<K>>, namespace: &str, keep: impl Fn(&K) -> bool) -> Vec<String> {
+fn in_namespace<K: kube::Resource>(objects: Vec<Arc<K>>, namespace: &str, keep: impl Fn(&K) -> bool) -> Vec<Arc<K>> {
     objects
-        .iter()
+        .into_iter()
         .filter(|o| o.meta().namespace.as_deref() == Some(namespace) && keep(o))
+        .collect()
+}
+
+fn names<K: kube::Resource>(objects: Vec<Arc<K>>, namespace: &str, keep: impl Fn(&K) -> bool) -> Vec<String> {
+    in_namespace(objects, namespace, keep)
+        .iter()
         .map(|o| o.name_any())
         .collect()
 }

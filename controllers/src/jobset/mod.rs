@@ -352,7 +352,7 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
             restart_attempt: status.restarts,
         };
         if wiring.management == PodGroupManagement::Centralized {
-            resync_child_groups(client, js, &gang_sizes).await?;
+            resync_child_groups(client, &ctx.index, js, &workload.name_any(), &gang_sizes).await?;
         }
         for child in &decided.create {
             if wiring.management == PodGroupManagement::Centralized {
@@ -403,16 +403,21 @@ fn leaf_min_counts(workload: &k8s_openapi::api::scheduling::v1alpha3::Workload) 
     out
 }
 
-/// Centralized management: write each child PodGroup's gang `minCount` from its template's.
-async fn resync_child_groups(client: &Client, js: &JobSet, sizes: &[(String, i32)]) -> Result<()> {
+/// Centralized management: write each child PodGroup's gang `minCount` from its template's. The groups come
+/// from the discovery cache (no LIST per reconcile): a lagging copy at worst repeats an idempotent patch,
+/// and the change that made the copy stale triggers another reconcile.
+async fn resync_child_groups(
+    client: &Client,
+    index: &SchedulingIndex,
+    js: &JobSet,
+    workload: &str,
+    sizes: &[(String, i32)],
+) -> Result<()> {
     if sizes.is_empty() {
         return Ok(());
     }
-    let namespace = js.namespace().unwrap_or_default();
     let uid = js.metadata.uid.clone().unwrap_or_default();
-    let api: Api<PodGroup> = Api::namespaced(client.clone(), &namespace);
-    let selector = format!("{}={}", labels::JOBSET_NAME, js.name_any());
-    for group in api.list(&ListParams::default().labels(&selector)).await?.items {
+    for group in index.pod_groups_of(&js.namespace().unwrap_or_default(), workload) {
         if group.metadata.deletion_timestamp.is_some() || !crate::sync::is_controlled_by(&group.metadata, &uid) {
             continue;
         }
