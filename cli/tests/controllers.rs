@@ -34,6 +34,23 @@ fn get(port: u16, path: &str) -> Option<(u16, String)> {
     Some((code, out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string()))
 }
 
+/// Polls `/metrics` until it contains `needle` (a 200 answer), failing with the last body at `deadline`.
+async fn wait_for_metric(port: u16, needle: &str, deadline: Instant) {
+    loop {
+        let metrics = get(port, "/metrics");
+        if let Some((200, body)) = &metrics
+            && body.contains(needle)
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{needle} never appeared in /metrics: {metrics:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn controllers_serve_admin_endpoints_and_reconcile_jobs() {
     let cluster = DevCluster::start(DevClusterConfig::default()).await.unwrap();
@@ -68,15 +85,10 @@ async fn controllers_serve_admin_endpoints_and_reconcile_jobs() {
         assert!(Instant::now() < deadline, "the Job's Workload");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let metrics = get(port, "/metrics").unwrap();
-    assert_eq!(metrics.0, 200);
-    assert!(
-        metrics
-            .1
-            .contains("kwas_controller_reconciles_total{controller=\"job\",result=\"success\"}"),
-        "{}",
-        metrics.1
-    );
+    // The Workload exists before the reconcile that created it has finished and been counted: wait for
+    // the count, not for a duration.
+    let counted = "kwas_controller_reconciles_total{controller=\"job\",result=\"success\"}";
+    wait_for_metric(port, counted, deadline).await;
     cluster.shutdown().await;
 }
 
@@ -116,7 +128,6 @@ async fn scheduler_serves_admin_endpoints_and_binds_pods() {
         assert!(Instant::now() < deadline, "the pod bound");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let metrics = get(port, "/metrics").unwrap().1;
-    assert!(metrics.contains("kwas_scheduler_pods_scheduled_total 1"), "{metrics}");
+    wait_for_metric(port, "kwas_scheduler_pods_scheduled_total 1", deadline).await;
     cluster.shutdown().await;
 }

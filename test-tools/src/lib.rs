@@ -156,10 +156,18 @@ fn tool(tool: Tool) -> Result<PathBuf, Error> {
     let _guard = PROVISIONING.lock().unwrap_or_else(|p| p.into_inner());
     provision()?;
     let looked_at = candidates(tool);
-    looked_at.iter().find(|c| tool.check(c)).cloned().ok_or_else(|| Error::NotUsable {
-        tool: tool.name(),
-        looked_at: looked_at.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
-    })
+    looked_at
+        .iter()
+        .find(|c| tool.check(c))
+        .cloned()
+        .ok_or_else(|| Error::NotUsable {
+            tool: tool.name(),
+            looked_at: looked_at
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
 }
 
 /// Creates (or completes) the cache venv under an exclusive file lock; a no-op when another process
