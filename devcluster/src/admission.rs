@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::api::{FieldValidation, State};
+use crate::api::{FieldValidation, RequestContext, State};
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
 use crate::resources::{Builtin, GroupResource, ResourceInfo};
@@ -27,6 +27,7 @@ const DEFAULT_TOLERATION_SECONDS: i64 = 300;
 /// Admits an object: decodes, defaults, mutates and validates it in place.
 pub fn admit(
     state: &mut State,
+    ctx: &mut RequestContext,
     res: &ResourceInfo,
     op: Operation,
     old: Option<&Value>,
@@ -37,7 +38,7 @@ pub fn admit(
     validate_name(res, obj)?;
     match res.builtin {
         Some(b) => {
-            decode_builtin(state, res, b, obj)?;
+            decode_builtin(ctx, res, b, obj)?;
             match b {
                 Builtin::Namespace => admit_namespace(op, obj),
                 Builtin::Pod => admit_pod(state, res, op, old, obj, subresource)?,
@@ -193,35 +194,35 @@ fn quantity_string(n: &serde_json::Number) -> String {
     }
 }
 
-fn decode_builtin(state: &mut State, res: &ResourceInfo, b: Builtin, obj: &mut Value) -> Result<(), ApiError> {
+fn decode_builtin(ctx: &mut RequestContext, res: &ResourceInfo, b: Builtin, obj: &mut Value) -> Result<(), ApiError> {
     use k8s_openapi::api;
     if matches!(b, Builtin::Pod | Builtin::Job | Builtin::Node) {
         normalize_quantities(obj);
     }
     match b {
-        Builtin::Namespace => roundtrip::<api::core::v1::Namespace>(state, res, obj),
-        Builtin::Node => roundtrip::<api::core::v1::Node>(state, res, obj),
-        Builtin::Pod => roundtrip::<api::core::v1::Pod>(state, res, obj),
-        Builtin::Event | Builtin::EventV1 => roundtrip::<api::core::v1::Event>(state, res, obj),
-        Builtin::ConfigMap => roundtrip::<api::core::v1::ConfigMap>(state, res, obj),
-        Builtin::Secret => roundtrip::<api::core::v1::Secret>(state, res, obj),
-        Builtin::ServiceAccount => roundtrip::<api::core::v1::ServiceAccount>(state, res, obj),
-        Builtin::Lease => roundtrip::<api::coordination::v1::Lease>(state, res, obj),
-        Builtin::Job => roundtrip::<api::batch::v1::Job>(state, res, obj),
-        Builtin::PriorityClass => roundtrip::<api::scheduling::v1::PriorityClass>(state, res, obj),
-        Builtin::Workload => roundtrip::<api::scheduling::v1alpha3::Workload>(state, res, obj),
-        Builtin::PodGroup => roundtrip::<api::scheduling::v1alpha3::PodGroup>(state, res, obj),
-        Builtin::CompositePodGroup => roundtrip::<api::scheduling::v1alpha3::CompositePodGroup>(state, res, obj),
+        Builtin::Namespace => roundtrip::<api::core::v1::Namespace>(ctx, res, obj),
+        Builtin::Node => roundtrip::<api::core::v1::Node>(ctx, res, obj),
+        Builtin::Pod => roundtrip::<api::core::v1::Pod>(ctx, res, obj),
+        Builtin::Event | Builtin::EventV1 => roundtrip::<api::core::v1::Event>(ctx, res, obj),
+        Builtin::ConfigMap => roundtrip::<api::core::v1::ConfigMap>(ctx, res, obj),
+        Builtin::Secret => roundtrip::<api::core::v1::Secret>(ctx, res, obj),
+        Builtin::ServiceAccount => roundtrip::<api::core::v1::ServiceAccount>(ctx, res, obj),
+        Builtin::Lease => roundtrip::<api::coordination::v1::Lease>(ctx, res, obj),
+        Builtin::Job => roundtrip::<api::batch::v1::Job>(ctx, res, obj),
+        Builtin::PriorityClass => roundtrip::<api::scheduling::v1::PriorityClass>(ctx, res, obj),
+        Builtin::Workload => roundtrip::<api::scheduling::v1alpha3::Workload>(ctx, res, obj),
+        Builtin::PodGroup => roundtrip::<api::scheduling::v1alpha3::PodGroup>(ctx, res, obj),
+        Builtin::CompositePodGroup => roundtrip::<api::scheduling::v1alpha3::CompositePodGroup>(ctx, res, obj),
         Builtin::Crd => roundtrip::<
             k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-        >(state, res, obj),
+        >(ctx, res, obj),
     }
 }
 
 /// Decodes through the typed model and back: wrong types are a 400 like the apiserver's decoding error,
 /// unknown fields are dropped and reported per the request's `fieldValidation`.
 fn roundtrip<T: DeserializeOwned + Serialize>(
-    state: &mut State,
+    ctx: &mut RequestContext,
     res: &ResourceInfo,
     obj: &mut Value,
 ) -> Result<(), ApiError> {
@@ -235,7 +236,7 @@ fn roundtrip<T: DeserializeOwned + Serialize>(
     let mut unknown = Vec::new();
     unknown_fields(obj, &back, "", &mut unknown);
     if !unknown.is_empty() {
-        match state.field_validation {
+        match ctx.field_validation {
             FieldValidation::Strict => {
                 let list = unknown
                     .iter()
@@ -245,8 +246,7 @@ fn roundtrip<T: DeserializeOwned + Serialize>(
                 return Err(ApiError::bad_request(format!("strict decoding error: {list}")));
             }
             FieldValidation::Warn => {
-                state
-                    .warnings
+                ctx.warnings
                     .extend(unknown.iter().map(|f| format!("unknown field {f:?}")));
             }
             FieldValidation::Ignore => {}

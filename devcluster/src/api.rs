@@ -38,9 +38,12 @@ pub enum FieldValidation {
     Strict,
 }
 
-/// Options of a write request.
+/// The per-request context of a write: its options (`dryRun`, `fieldManager`, `fieldValidation`, `force`)
+/// and what handling it produces besides the object (warnings for the `Warning` header). Every write takes
+/// its own context, so nothing a request sets leaks into another (an in-process component such as the
+/// kubelet or the garbage collector writes with [`RequestContext::manager`]).
 #[derive(Debug, Clone, Default)]
-pub struct WriteOptions {
+pub struct RequestContext {
     /// `dryRun=All`: run everything, persist nothing.
     pub dry_run: bool,
     /// The field manager (`fieldManager`, or derived from the User-Agent).
@@ -49,12 +52,14 @@ pub struct WriteOptions {
     pub field_validation: FieldValidation,
     /// `force` for server-side apply.
     pub force: bool,
+    /// Warnings collected while handling the request.
+    pub warnings: Vec<String>,
 }
 
-impl WriteOptions {
+impl RequestContext {
     /// Options for an in-process component writing as `manager`.
     pub fn manager(manager: &str) -> Self {
-        WriteOptions {
+        RequestContext {
             field_manager: manager.to_string(),
             ..Default::default()
         }
@@ -244,10 +249,6 @@ pub struct State {
     gc_pending: HashSet<GcItem>,
     /// API behaviour settings.
     pub settings: ApiSettings,
-    /// The field validation mode of the request being handled.
-    pub field_validation: FieldValidation,
-    /// Warnings collected while handling the current request.
-    pub warnings: Vec<String>,
     continues: ContinueCache,
     name_rng: fastrand::Rng,
 }
@@ -263,8 +264,6 @@ impl State {
             gc_queue: VecDeque::new(),
             gc_pending: HashSet::new(),
             settings,
-            field_validation: FieldValidation::Warn,
-            warnings: Vec::new(),
             continues: ContinueCache::default(),
             name_rng: fastrand::Rng::new(),
         };
@@ -273,12 +272,12 @@ impl State {
     }
 
     fn bootstrap(&mut self) {
-        let opts = WriteOptions::manager("kube-apiserver");
+        let mut ctx = RequestContext::manager("kube-apiserver");
         let Some(ns_res) = self.registry.get("", "v1", "namespaces") else {
             return;
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            let _ = self.create(&ns_res, "", json!({"metadata": {"name": ns}}), &opts);
+            let _ = self.create(&ns_res, "", json!({"metadata": {"name": ns}}), &mut ctx);
         }
         let Some(pc) = self.registry.get("scheduling.k8s.io", "v1", "priorityclasses") else {
             return;
@@ -299,7 +298,7 @@ impl State {
                 &pc,
                 "",
                 json!({"metadata": {"name": name}, "value": value, "description": desc, "preemptionPolicy": "PreemptLowerPriority"}),
-                &opts,
+                &mut ctx,
             );
         }
     }
@@ -441,7 +440,7 @@ impl State {
         res: &ResourceInfo,
         namespace: &str,
         body: Value,
-        opts: &WriteOptions,
+        ctx: &mut RequestContext,
     ) -> Result<Arc<Value>, ApiError> {
         let mut obj = body;
         if !obj.is_object() {
@@ -520,10 +519,10 @@ impl State {
         {
             m.remove("status");
         }
-        admission::admit(self, res, Operation::Create, None, &mut obj, None)?;
+        admission::admit(self, ctx, res, Operation::Create, None, &mut obj, None)?;
         normalize_metadata(&mut obj);
-        apply::record_update(res, None, &mut obj, &opts.field_manager, None, "Update");
-        if opts.dry_run {
+        apply::record_update(res, None, &mut obj, &ctx.field_manager, None, "Update");
+        if ctx.dry_run {
             return Ok(Arc::new(obj));
         }
         let stored = self.store.put(&res.storage, obj);
@@ -561,7 +560,7 @@ impl State {
         name: &str,
         body: Value,
         subresource: Option<&str>,
-        opts: &WriteOptions,
+        ctx: &mut RequestContext,
     ) -> Result<Arc<Value>, ApiError> {
         if !body.is_object() {
             return Err(ApiError::bad_request("the body of the request must be a JSON object"));
@@ -590,7 +589,7 @@ impl State {
                 ),
             ));
         }
-        self.write_update(res, old, body, subresource, opts, "Update")
+        self.write_update(res, old, body, subresource, ctx, "Update")
     }
 
     /// The shared tail of update and patch: merges with the stored object according to the subresource,
@@ -602,7 +601,7 @@ impl State {
         old: Arc<Value>,
         body: Value,
         subresource: Option<&str>,
-        opts: &WriteOptions,
+        ctx: &mut RequestContext,
         operation: &str,
     ) -> Result<Arc<Value>, ApiError> {
         let mut new = match subresource {
@@ -698,14 +697,14 @@ impl State {
                 .unwrap_or(1);
             meta::metadata_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
-        admission::admit(self, res, Operation::Update, Some(&old), &mut new, subresource)?;
+        admission::admit(self, ctx, res, Operation::Update, Some(&old), &mut new, subresource)?;
         normalize_metadata(&mut new);
         // No-op writes do not take a new resourceVersion.
         if same_ignoring_rv(&old, &new) {
             return Ok(old);
         }
-        apply::record_update(res, Some(&old), &mut new, &opts.field_manager, subresource, operation);
-        if opts.dry_run {
+        apply::record_update(res, Some(&old), &mut new, &ctx.field_manager, subresource, operation);
+        if ctx.dry_run {
             return Ok(Arc::new(new));
         }
         if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() && grace_is_zero(&new) {
@@ -729,11 +728,11 @@ impl State {
         patch_type: PatchType,
         patch: &Value,
         subresource: Option<&str>,
-        opts: &WriteOptions,
+        ctx: &mut RequestContext,
     ) -> Result<Arc<Value>, ApiError> {
         let existing = self.store.get(&res.storage, ns_of(res, namespace), name);
         if patch_type == PatchType::Apply {
-            if opts.field_manager.is_empty() {
+            if ctx.field_manager.is_empty() {
                 return Err(ApiError::bad_request(
                     "PATCH, application/apply-patch+yaml requires fieldManager to be set",
                 ));
@@ -742,26 +741,19 @@ impl State {
                 if subresource.is_some() {
                     return Err(ApiError::not_found(&res.group, &res.plural, name));
                 }
-                let obj = apply::apply_create(res, namespace, name, patch, &opts.field_manager)?;
-                let mut created_opts = opts.clone();
-                created_opts.field_manager = String::new();
-                let created = self.create(res, namespace, obj, &created_opts)?;
-                return Ok(created);
+                let obj = apply::apply_create(res, namespace, name, patch, &ctx.field_manager)?;
+                let manager = std::mem::take(&mut ctx.field_manager);
+                let created = self.create(res, namespace, obj, ctx);
+                ctx.field_manager = manager;
+                return created;
             };
             let view = crate::convert::present(res, &old);
-            let new = apply::apply(res, &view, patch, &opts.field_manager, opts.force, subresource)?;
+            let new = apply::apply(res, &view, patch, &ctx.field_manager, ctx.force, subresource)?;
             let new = crate::convert::to_storage(res, new);
-            return self.write_update(
-                res,
-                old,
-                new,
-                subresource,
-                &WriteOptions {
-                    field_manager: String::new(),
-                    ..opts.clone()
-                },
-                "Apply",
-            );
+            let manager = std::mem::take(&mut ctx.field_manager);
+            let written = self.write_update(res, old, new, subresource, ctx, "Apply");
+            ctx.field_manager = manager;
+            return written;
         }
         let Some(old) = existing else {
             return Err(ApiError::not_found(&res.group, &res.plural, name));
@@ -814,7 +806,7 @@ impl State {
                 ),
             ));
         }
-        self.write_update(res, old, new, subresource, opts, "Update")
+        self.write_update(res, old, new, subresource, ctx, "Update")
     }
 
     // ----- delete -----

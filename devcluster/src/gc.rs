@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::api::{
     CRD_CLEANUP_FINALIZER, DeleteOptions, FOREGROUND_FINALIZER, GcItem, NAMESPACE_FINALIZER, ORPHAN_FINALIZER,
-    Propagation, State, WriteOptions,
+    Propagation, RequestContext, State,
 };
 use crate::meta;
 use crate::resources::GroupResource;
@@ -141,7 +141,7 @@ fn orphan(state: &mut State, r: &ObjectRef) {
             &dep.name,
             new,
             None,
-            &WriteOptions::manager(MANAGER),
+            &mut RequestContext::manager(MANAGER),
         );
     }
     remove_finalizer(state, r, ORPHAN_FINALIZER);
@@ -168,7 +168,14 @@ pub fn remove_finalizer(state: &mut State, r: &ObjectRef, finalizer: &str) {
     } else {
         MANAGER
     };
-    if let Err(e) = state.update(&res, &r.namespace, &r.name, new, None, &WriteOptions::manager(manager)) {
+    if let Err(e) = state.update(
+        &res,
+        &r.namespace,
+        &r.name,
+        new,
+        None,
+        &mut RequestContext::manager(manager),
+    ) {
         tracing::warn!(object = %r.name, error = %e, "removing finalizer failed");
     }
 }

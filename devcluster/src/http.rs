@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::api::{self, DeleteOptions, Deleted, FieldValidation, ListOptions, PatchType, WriteOptions};
+use crate::api::{self, DeleteOptions, Deleted, FieldValidation, ListOptions, PatchType, RequestContext};
 use crate::convert;
 use crate::discovery;
 use crate::error::ApiError;
@@ -292,7 +292,7 @@ impl Request {
         ua.split('/').next().unwrap_or("").chars().take(128).collect()
     }
 
-    fn write_options(&self) -> Result<WriteOptions, ApiError> {
+    fn write_options(&self) -> Result<RequestContext, ApiError> {
         let field_validation = match self.q("fieldValidation") {
             None | Some("") | Some("Warn") => FieldValidation::Warn,
             Some("Strict") => FieldValidation::Strict,
@@ -303,11 +303,12 @@ impl Request {
                 )));
             }
         };
-        Ok(WriteOptions {
+        Ok(RequestContext {
             dry_run: self.q("dryRun") == Some("All"),
             field_manager: self.field_manager(),
             field_validation,
             force: self.q("force") == Some("true"),
+            warnings: Vec::new(),
         })
     }
 
@@ -523,11 +524,10 @@ async fn resource(
             Ok(json_response(StatusCode::OK, encode(&res, &obj), &[]))
         }
         ("POST", None, None) => {
-            let opts = req.write_options()?;
+            let mut ctx = req.write_options()?;
             let body = convert::to_storage(&res, req.body_value()?);
-            let (out, warnings) = shared.request(opts.field_validation, |s| s.create(&res, &ns, body, &opts));
-            let obj = out?;
-            Ok(json_response(StatusCode::CREATED, encode(&res, &obj), &warnings))
+            let obj = shared.with(|s| s.create(&res, &ns, body, &mut ctx))?;
+            Ok(json_response(StatusCode::CREATED, encode(&res, &obj), &ctx.warnings))
         }
         ("POST", Some(n), Some("binding")) if res.builtin == Some(Builtin::Pod) => {
             let body = req.body_value()?;
@@ -546,17 +546,14 @@ async fn resource(
             ))
         }
         ("PUT", Some(n), None | Some("status")) => {
-            let opts = req.write_options()?;
+            let mut ctx = req.write_options()?;
             let body = convert::to_storage(&res, req.body_value()?);
             let subresource = sub.as_deref().filter(|_| res.status_subresource);
             if sub.is_some() && subresource.is_none() {
                 return Err(ApiError::path_not_found());
             }
-            let (out, warnings) = shared.request(opts.field_validation, |s| {
-                s.update(&res, &ns, &n, body, subresource, &opts)
-            });
-            let obj = out?;
-            Ok(json_response(StatusCode::OK, encode(&res, &obj), &warnings))
+            let obj = shared.with(|s| s.update(&res, &ns, &n, body, subresource, &mut ctx))?;
+            Ok(json_response(StatusCode::OK, encode(&res, &obj), &ctx.warnings))
         }
         ("PUT", Some(n), Some("finalize")) if res.builtin == Some(Builtin::Namespace) => {
             let body = req.body_value()?;
@@ -564,7 +561,7 @@ async fn resource(
             Ok(json_response(StatusCode::OK, encode(&res, &obj), &[]))
         }
         ("PATCH", Some(n), None | Some("status")) => {
-            let opts = req.write_options()?;
+            let mut ctx = req.write_options()?;
             let ct = req.content_type();
             let patch_type = if ct.starts_with("application/json-patch+json") {
                 PatchType::Json
@@ -582,11 +579,8 @@ async fn resource(
                 return Err(ApiError::path_not_found());
             }
             let patch = req.body_value()?;
-            let (out, warnings) = shared.request(opts.field_validation, |s| {
-                s.patch(&res, &ns, &n, patch_type, &patch, subresource, &opts)
-            });
-            let obj = out?;
-            Ok(json_response(StatusCode::OK, encode(&res, &obj), &warnings))
+            let obj = shared.with(|s| s.patch(&res, &ns, &n, patch_type, &patch, subresource, &mut ctx))?;
+            Ok(json_response(StatusCode::OK, encode(&res, &obj), &ctx.warnings))
         }
         ("DELETE", Some(n), None) => {
             let mut opts = delete_options(req)?;

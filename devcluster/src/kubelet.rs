@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::api::{DeleteOptions, State, WriteOptions};
+use crate::api::{DeleteOptions, RequestContext, State};
 use crate::meta;
 use crate::pods::set_condition;
 use crate::resources::GroupResource;
@@ -304,7 +304,14 @@ fn write_status(s: &mut State, pod: Value) {
     let Some(res) = pods_res(s) else { return };
     let ns = meta::namespace(&pod).to_string();
     let name = meta::name(&pod).to_string();
-    if let Err(e) = s.update(&res, &ns, &name, pod, Some("status"), &WriteOptions::manager(MANAGER)) {
+    if let Err(e) = s.update(
+        &res,
+        &ns,
+        &name,
+        pod,
+        Some("status"),
+        &mut RequestContext::manager(MANAGER),
+    ) {
         tracing::debug!(pod = %name, error = %e, "kubelet status update failed");
     }
 }

@@ -77,7 +77,7 @@ pub use kubelet::KubeletConfig;
 pub use server::ServerSettings;
 pub use topology::{Capacity, NodePool, NodePoolArgs, NodeSpec, Taint, Topology};
 
-use api::{ApiSettings, DeleteOptions, State, WriteOptions};
+use api::{ApiSettings, DeleteOptions, RequestContext, State};
 use server::Shared;
 
 /// How a cluster is started.
@@ -247,7 +247,8 @@ impl DevCluster {
         let node = topology::node_object(&spec, index);
         self.shared.with(|s| {
             let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
-            s.create(&res, "", node, &WriteOptions::manager(MANAGER)).map(|_| ())
+            s.create(&res, "", node, &mut RequestContext::manager(MANAGER))
+                .map(|_| ())
         })?;
         Ok(())
     }
@@ -292,7 +293,7 @@ impl DevCluster {
                 api::PatchType::Merge,
                 &patch,
                 None,
-                &WriteOptions::manager(MANAGER),
+                &mut RequestContext::manager(MANAGER),
             )
             .map(|_| ())
         })?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::api::{DeleteOptions, State, WriteOptions};
+use crate::api::{DeleteOptions, RequestContext, State};
 use crate::error::ApiError;
 use crate::meta;
 use crate::resources::ResourceInfo;
@@ -122,7 +122,7 @@ pub fn evict(state: &mut State, res: &ResourceInfo, namespace: &str, name: &str,
             name,
             new,
             Some("status"),
-            &WriteOptions::manager("kube-apiserver"),
+            &mut RequestContext::manager("kube-apiserver"),
         )?;
     }
     state.delete(res, namespace, name, &opts)?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
-use crate::api::{FieldValidation, State};
+use crate::api::State;
 use crate::faults::Faults;
 
 /// Server behaviour settings.
@@ -75,17 +75,6 @@ impl Shared {
             self.gc_notify.notify_one();
         }
         r
-    }
-
-    /// Runs one write request with its field validation mode; returns its result and warnings.
-    pub fn request<R>(&self, validation: FieldValidation, f: impl FnOnce(&mut State) -> R) -> (R, Vec<String>) {
-        self.with(|s| {
-            s.field_validation = validation;
-            s.warnings.clear();
-            let r = f(s);
-            s.field_validation = FieldValidation::Warn;
-            (r, std::mem::take(&mut s.warnings))
-        })
     }
 
     /// A receiver that changes when the cluster shuts down.

@@ -1287,9 +1287,9 @@ async fn deleting_a_large_namespace_finishes_promptly() {
         .unwrap();
     c.with_state(|s| {
         let res = s.resource("", "v1", "configmaps").unwrap();
-        let opts = kwas_devcluster::api::WriteOptions::manager("test");
+        let mut ctx = kwas_devcluster::api::RequestContext::manager("test");
         for i in 0..3000 {
-            s.create(&res, "big", json!({"metadata": {"name": format!("cm-{i}")}}), &opts)
+            s.create(&res, "big", json!({"metadata": {"name": format!("cm-{i}")}}), &mut ctx)
                 .unwrap();
         }
     });
