@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod composite;
+pub mod duration;
 pub mod jobset;
 pub mod names;
 

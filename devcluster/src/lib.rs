@@ -7,7 +7,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use k8s_openapi::api::core::v1::Node;
-//! use kwas_devcluster::{DevCluster, DevClusterConfig, topology::{Capacity, Topology}};
+//! use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, Topology};
 //!
 //! let cluster = DevCluster::start(DevClusterConfig {
 //!     topology: Topology::grid(2, 2, 4, Capacity { gpus: 8, ..Default::default() }),
@@ -40,29 +40,22 @@
 
 #![warn(missing_docs)]
 
-pub mod admission;
-pub mod api;
-pub mod apply;
-pub mod convert;
-pub mod crd;
-pub mod discovery;
-pub mod error;
-pub mod faults;
-pub mod gc;
-pub mod http;
-pub mod kubeconfig;
-pub mod kubelet;
-pub mod meta;
-pub mod openapi;
-pub mod patch;
-pub mod pods;
-pub mod resources;
-pub mod selectors;
-pub mod server;
-pub mod store;
-pub mod table;
-pub mod topology;
-pub mod watch;
+mod admission;
+mod api;
+mod controllers;
+mod error;
+mod http;
+mod kinds;
+mod kubeconfig;
+mod meta;
+mod patch;
+mod request;
+mod resource;
+mod selectors;
+mod server;
+mod sim;
+mod store;
+mod work;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -72,12 +65,14 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 pub use error::{ApiError, Error, Result};
-pub use faults::{FaultConfig, FaultRule, Faults, Verb};
-pub use kubelet::KubeletConfig;
 pub use server::ServerSettings;
-pub use topology::{Capacity, NodePool, NodePoolArgs, NodeSpec, Taint, Topology};
+pub use sim::faults::{FaultConfig, FaultRule, Faults, Verb};
+pub use sim::kubelet::{KubeletConfig, SIM_SHUTDOWN_DURATION};
+pub use sim::topology::{Capacity, NodePool, NodePoolArgs, NodeSpec, Taint, Topology};
 
-use api::{ApiSettings, DeleteOptions, RequestContext, State};
+use api::{DeleteOptions, State};
+use request::RequestContext;
+use resource::{ApiSettings, GroupResource};
 use server::Shared;
 
 /// How a cluster is started.
@@ -180,9 +175,9 @@ impl DevCluster {
                 tracing::error!(error = %e, "devcluster server stopped");
             }
         }));
-        tasks.push(tokio::spawn(server::run_controllers(shared.clone())));
+        tasks.push(tokio::spawn(controllers::run(shared.clone())));
         if config.kubelet.enabled {
-            tasks.push(tokio::spawn(kubelet::run(shared.clone(), config.kubelet.clone())));
+            tasks.push(tokio::spawn(sim::kubelet::run(shared.clone(), config.kubelet.clone())));
         }
 
         let (kubeconfig_path, tempdir) = match &config.kubeconfig_path {
@@ -244,7 +239,7 @@ impl DevCluster {
     /// Adds a simulated node.
     pub fn add_node(&self, spec: NodeSpec) -> Result<()> {
         let index = self.node_index.fetch_add(1, Ordering::Relaxed) + 1;
-        let node = topology::node_object(&spec, index);
+        let node = sim::topology::node_object(&spec, index);
         self.shared.with(|s| {
             let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
             s.create(&res, "", node, &mut RequestContext::manager(MANAGER))
@@ -304,16 +299,11 @@ impl DevCluster {
     pub fn node_names(&self) -> Vec<String> {
         self.shared.with(|s| {
             s.store
-                .list(&resources::GroupResource::new("", "nodes"), None)
+                .list(&GroupResource::new("", "nodes"), None)
                 .iter()
                 .map(|n| meta::name(n).to_string())
                 .collect()
         })
-    }
-
-    /// Runs a closure on the cluster state (for tools and tests that need to look inside).
-    pub fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        self.shared.with(f)
     }
 
     /// Stops the server and the simulation, and waits for them.

@@ -17,11 +17,6 @@ pub fn format_time(t: jiff::Timestamp) -> String {
     }
 }
 
-/// The current time as `metav1.MicroTime` (microseconds precision).
-pub fn now_micro() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
-}
-
 /// Parses an RFC 3339 timestamp.
 pub fn parse_time(s: &str) -> Option<jiff::Timestamp> {
     s.parse::<jiff::Timestamp>().ok()
@@ -108,14 +103,6 @@ pub fn string_map(obj: &Value, field: &str) -> Vec<(String, String)> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// One label.
-pub fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
-    metadata(obj)
-        .and_then(|m| m.get("labels"))
-        .and_then(|l| l.get(key))
-        .and_then(Value::as_str)
 }
 
 /// One annotation.

@@ -151,34 +151,6 @@ impl LabelSelector {
             .unwrap_or(&empty);
         self.matches_labels(labels)
     }
-
-    /// Builds a selector from a `metav1.LabelSelector` object (matchLabels + matchExpressions).
-    pub fn from_object(sel: &Value) -> Result<Self, String> {
-        let mut reqs = Vec::new();
-        if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object) {
-            for (k, v) in ml {
-                reqs.push(LabelRequirement::Equals(
-                    k.clone(),
-                    v.as_str().unwrap_or("").to_string(),
-                ));
-            }
-        }
-        if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
-            for e in exprs {
-                let key = e.get("key").and_then(Value::as_str).unwrap_or("").to_string();
-                let values = meta::string_list(e.get("values"));
-                let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
-                reqs.push(match op {
-                    "In" => LabelRequirement::In(key, values),
-                    "NotIn" => LabelRequirement::NotIn(key, values),
-                    "Exists" => LabelRequirement::Exists(key),
-                    "DoesNotExist" => LabelRequirement::DoesNotExist(key),
-                    other => return Err(format!("{other:?} is not a valid label selector operator")),
-                });
-            }
-        }
-        Ok(LabelSelector(reqs))
-    }
 }
 
 fn split_set_op(part: &str, op: &str) -> Option<(String, String)> {
@@ -256,14 +228,6 @@ impl FieldSelector {
         self.0
             .iter()
             .all(|r| (meta::field_string(obj, &r.field) == r.value) != r.negated)
-    }
-
-    /// The exact `metadata.name` the selector pins, if it pins one.
-    pub fn pinned_name(&self) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|r| r.field == "metadata.name" && !r.negated)
-            .map(|r| r.value.as_str())
     }
 }
 
@@ -378,18 +342,5 @@ mod tests {
         assert_eq!(FieldSelector::parse("metadata.name=a\\,b").unwrap().0[0].value, "a,b");
         assert_eq!(FieldSelector::parse("metadata.name=é!x").unwrap().0[0].value, "é!x");
         assert!(FieldSelector::parse("é").is_err());
-        assert_eq!(
-            FieldSelector::parse("metadata.name=p").unwrap().pinned_name(),
-            Some("p")
-        );
-    }
-
-    #[test]
-    fn label_selector_objects() {
-        let sel = LabelSelector::from_object(&json!({"matchLabels": {"app": "web"},
-            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["front"]}]}))
-        .unwrap();
-        assert!(sel.matches(&obj(json!({"app": "web", "tier": "front"}))));
-        assert!(!sel.matches(&obj(json!({"app": "web"}))));
     }
 }

@@ -1,14 +1,13 @@
 //! The shared runtime state of a running cluster and its background tasks (HTTP server, garbage
 //! collector, kubelet).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
 use crate::api::State;
-use crate::faults::Faults;
+use crate::sim::faults::Faults;
 
 /// Server behaviour settings.
 #[derive(Debug, Clone)]
@@ -86,39 +85,9 @@ impl Shared {
     pub fn signal_shutdown(&self) {
         self.shutdown.send_replace(true);
     }
-
-    /// Whether shutdown was signalled.
-    pub fn is_shut_down(&self) -> bool {
-        *self.shutdown.borrow()
-    }
 }
 
 /// Resolves once shutdown is signalled, including when it was signalled before the receiver subscribed.
 pub async fn stopped(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|stop| *stop).await.map(|_| ());
-}
-
-/// Runs the garbage collector and periodic controllers until shutdown.
-pub async fn run_controllers(shared: Arc<Shared>) {
-    let mut shutdown = shared.shutdown_signal();
-    let mut tick = tokio::time::interval(shared.settings.sweep_interval);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        // Drain in slices so API requests interleave with long cascades.
-        loop {
-            let n = shared.with(|s| crate::gc::process(s, 64));
-            if n == 0 {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        tokio::select! {
-            _ = shared.gc_notify.notified() => {}
-            _ = tick.tick() => {
-                let ttl = shared.settings.event_ttl;
-                shared.with(|s| crate::gc::sweep(s, ttl));
-            }
-            _ = stopped(&mut shutdown) => return,
-        }
-    }
 }

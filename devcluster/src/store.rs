@@ -12,7 +12,31 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use crate::meta;
-use crate::resources::GroupResource;
+
+/// A stored resource: API group and plural resource name (version-independent), the store's key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct GroupResource {
+    /// The API group (`""` for core).
+    pub group: String,
+    /// The plural resource name.
+    pub resource: String,
+}
+
+impl GroupResource {
+    /// Builds a group resource.
+    pub fn new(group: &str, resource: &str) -> Self {
+        GroupResource {
+            group: group.to_string(),
+            resource: resource.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for GroupResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::error::qualified(&self.group, &self.resource))
+    }
+}
 
 /// The key of a stored object.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -214,11 +238,6 @@ impl Store {
         })
     }
 
-    /// The stored resources that have a table.
-    pub fn resources(&self) -> Vec<GroupResource> {
-        self.tables.keys().cloned().collect()
-    }
-
     /// The objects that name `owner_uid` in their ownerReferences.
     pub fn dependents_of(&self, owner_uid: &str) -> Vec<ObjectRef> {
         self.dependents
@@ -381,11 +400,6 @@ impl Store {
         }
         let start = table.history.partition_point(|e| e.rv <= since);
         Ok(table.history.iter().skip(start).take(max).cloned().collect())
-    }
-
-    /// The oldest resourceVersion a watch on the resource may start from.
-    pub fn oldest_watchable(&mut self, gr: &GroupResource) -> u64 {
-        self.table(gr).compacted_rv
     }
 }
 

@@ -1188,7 +1188,7 @@ async fn events_expire_and_crd_deletion_removes_its_objects() {
     let events: Api<k8s_openapi::api::core::v1::Event> = Api::default_namespaced(client.clone());
     events
         .create(&PostParams::default(), &obj(json!({"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "x", "namespace": "default"},
-            "reason": "R", "message": "m", "type": "Normal", "lastTimestamp": kwas_devcluster::meta::now_rfc3339()})))
+            "reason": "R", "message": "m", "type": "Normal", "lastTimestamp": jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()})))
         .await
         .unwrap();
     assert!(!gone(&events, "e1").await);
@@ -1199,13 +1199,7 @@ async fn events_expire_and_crd_deletion_removes_its_objects() {
     let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
     crds.create(
         &PostParams::default(),
-        &obj(kwas_devcluster::crd::crd_object(
-            "x.kwas.dev",
-            "Thing",
-            "things",
-            true,
-            schema,
-        )),
+        &obj(crd_object("x.kwas.dev", "Thing", "things", true, schema)),
     )
     .await
     .unwrap();
@@ -1285,14 +1279,23 @@ async fn deleting_a_large_namespace_finishes_promptly() {
     nss.create(&PostParams::default(), &obj(json!({"metadata": {"name": "big"}})))
         .await
         .unwrap();
-    c.with_state(|s| {
-        let res = s.resource("", "v1", "configmaps").unwrap();
-        let mut ctx = kwas_devcluster::api::RequestContext::manager("test");
-        for i in 0..3000 {
-            s.create(&res, "big", json!({"metadata": {"name": format!("cm-{i}")}}), &mut ctx)
-                .unwrap();
-        }
-    });
+    let cms: Api<ConfigMap> = Api::namespaced(c.client(), "big");
+    futures::stream::iter(0..3000)
+        .map(|i| {
+            let cms = cms.clone();
+            async move {
+                cms.create(
+                    &PostParams::default(),
+                    &obj(json!({"metadata": {"name": format!("cm-{i}")}})),
+                )
+                .await
+                .map(|_| ())
+            }
+        })
+        .buffer_unordered(32)
+        .try_collect::<()>()
+        .await
+        .unwrap();
     let started = std::time::Instant::now();
     nss.delete("big", &DeleteParams::default()).await.unwrap();
     wait_gone(&nss, "big").await;
@@ -1302,4 +1305,25 @@ async fn deleting_a_large_namespace_finishes_promptly() {
         started.elapsed()
     );
     c.shutdown().await;
+}
+
+/// A CustomResourceDefinition with one served storage version `v1` and a status subresource.
+fn crd_object(group: &str, kind: &str, plural: &str, namespaced: bool, schema: Value) -> Value {
+    let mut v = serde_json::Map::new();
+    v.insert("name".into(), json!("v1"));
+    v.insert("served".into(), json!(true));
+    v.insert("storage".into(), json!(true));
+    v.insert("schema".into(), json!({"openAPIV3Schema": schema}));
+    v.insert("subresources".into(), json!({"status": {}}));
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
+            "scope": if namespaced { "Namespaced" } else { "Cluster" },
+            "versions": [Value::Object(v)],
+        }
+    })
 }

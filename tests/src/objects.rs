@@ -19,7 +19,7 @@ use kwas_api::jobset::{JobSet, PodGroupManagement};
 use kwas_api::names::SCHEDULER_NAME;
 use kwas_api::names::annotations::{SIM_EXIT_PHASE, SIM_RUN_DURATION};
 use kwas_api::v1alpha3::PodGroup;
-use kwas_devcluster::kubelet::SIM_SHUTDOWN_DURATION;
+use kwas_devcluster::SIM_SHUTDOWN_DURATION;
 use serde_json::{Map, Value, json};
 
 use crate::error::Result;

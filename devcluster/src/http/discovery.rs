@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::{Builtin, Registry, ResourceInfo};
+use crate::resource::{Registry, ResourceInfo};
 
 /// The Kubernetes version devcluster reports.
 pub const KUBE_VERSION: &str = "v1.37.0";
@@ -88,13 +88,8 @@ fn subresources(
     if r.status_subresource {
         out.push(("status", "", "", "", vec!["get", "patch", "update"]));
     }
-    match r.builtin {
-        Some(Builtin::Pod) => {
-            out.push(("binding", "Binding", "", "v1", vec!["create"]));
-            out.push(("eviction", "Eviction", "policy", "v1", vec!["create"]));
-        }
-        Some(Builtin::Namespace) => out.push(("finalize", "", "", "", vec!["update"])),
-        _ => {}
+    for sub in r.strategy.subresources() {
+        out.push((sub.name, sub.kind, sub.group, sub.version, sub.verbs.to_vec()));
     }
     out
 }
@@ -227,7 +222,7 @@ mod tests {
 
     #[test]
     fn core_resource_list_has_pods_with_subresources() {
-        let reg = Registry::new();
+        let reg = Registry::new(crate::kinds::builtin_resources());
         let doc = resource_list(&reg, "", "v1").unwrap();
         let names: Vec<&str> = doc["resources"]
             .as_array()
@@ -253,7 +248,7 @@ mod tests {
 
     #[test]
     fn groups_list_scheduling_with_both_versions() {
-        let reg = Registry::new();
+        let reg = Registry::new(crate::kinds::builtin_resources());
         let doc = group(&reg, "scheduling.k8s.io").unwrap();
         let versions: Vec<&str> = doc["versions"]
             .as_array()

@@ -369,7 +369,7 @@ pub fn node_object(spec: &NodeSpec, index: usize) -> Value {
                 "kernelVersion": "6.1.0-kwas",
                 "osImage": "kwas devcluster simulated node",
                 "containerRuntimeVersion": "kwas-sim://1.0.0",
-                "kubeletVersion": crate::discovery::KUBE_VERSION,
+                "kubeletVersion": crate::http::KUBE_VERSION,
                 "kubeProxyVersion": "",
                 "operatingSystem": "linux",
                 "architecture": "amd64",

@@ -7,6 +7,8 @@
 //! directive in the patch also marks its list as merged, keyed by the one key its entries carry, because
 //! kubectl only sends that directive for lists it merges.
 
+pub(crate) mod apply;
+
 use serde_json::{Map, Value};
 
 /// How a list is patched.

@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::api::{DeleteOptions, RequestContext, State};
+use super::{DeleteOptions, State};
 use crate::error::ApiError;
 use crate::meta;
-use crate::resources::ResourceInfo;
+use crate::request::RequestContext;
+use crate::resource::ResourceInfo;
 
 /// Sets or replaces a condition in `status.conditions` (keeping lastTransitionTime when the status does
 /// not change).
-pub fn set_condition(obj: &mut Value, ty: &str, status: &str, reason: &str, message: &str) {
+pub(crate) fn set_condition(obj: &mut Value, ty: &str, status: &str, reason: &str, message: &str) {
     let now = meta::now_rfc3339();
     let Some(root) = obj.as_object_mut() else { return };
     let st = meta::ensure_object(root.entry("status").or_insert(json!({})));
@@ -43,7 +44,7 @@ pub fn set_condition(obj: &mut Value, ty: &str, status: &str, reason: &str, mess
 
 /// `POST pods/<name>/binding`: assigns the pod to the target node. A pod that is already bound is a
 /// 409 Conflict, as in kube-apiserver.
-pub fn bind(
+pub(crate) fn bind(
     state: &mut State,
     res: &ResourceInfo,
     namespace: &str,
@@ -101,7 +102,13 @@ pub fn bind(
 
 /// `POST pods/<name>/eviction`: marks the pod with a `DisruptionTarget` condition and deletes it with
 /// the eviction's delete options.
-pub fn evict(state: &mut State, res: &ResourceInfo, namespace: &str, name: &str, body: &Value) -> Result<(), ApiError> {
+pub(crate) fn evict(
+    state: &mut State,
+    res: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    body: &Value,
+) -> Result<(), ApiError> {
     let pod = state.get(res, namespace, name)?;
     let opts = match body.get("deleteOptions") {
         Some(d) if d.is_object() => DeleteOptions::from_body(d)?,
@@ -131,7 +138,7 @@ pub fn evict(state: &mut State, res: &ResourceInfo, namespace: &str, name: &str,
 
 /// `PUT namespaces/<name>/finalize`: replaces `spec.finalizers`, removing a deleting namespace whose
 /// finalizers are all gone.
-pub fn finalize_namespace(
+pub(crate) fn finalize_namespace(
     state: &mut State,
     res: &ResourceInfo,
     name: &str,

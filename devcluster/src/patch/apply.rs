@@ -20,10 +20,10 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
+use super::{ListStrategy, list_strategy};
 use crate::error::ApiError;
 use crate::meta;
-use crate::patch::{ListStrategy, list_strategy};
-use crate::resources::ResourceInfo;
+use crate::resource::ResourceInfo;
 
 /// A set of owned field paths (each a list of FieldsV1 tokens).
 pub type FieldSet = BTreeSet<Vec<String>>;
@@ -656,14 +656,18 @@ pub fn record_update(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::Registry;
+    use crate::resource::Registry;
+
+    fn registry() -> Registry {
+        Registry::new(crate::kinds::builtin_resources())
+    }
 
     fn cm() -> std::sync::Arc<ResourceInfo> {
-        Registry::new().get("", "v1", "configmaps").unwrap()
+        registry().get("", "v1", "configmaps").unwrap()
     }
 
     fn pods() -> std::sync::Arc<ResourceInfo> {
-        Registry::new().get("", "v1", "pods").unwrap()
+        registry().get("", "v1", "pods").unwrap()
     }
 
     #[test]

@@ -13,22 +13,28 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::api::{self, DeleteOptions, Deleted, FieldValidation, ListOptions, PatchType, RequestContext};
-use crate::convert;
-use crate::discovery;
+mod discovery;
+mod openapi;
+mod table;
+mod watch;
+
+pub(crate) use discovery::KUBE_VERSION;
+
+use crate::api::{self, DeleteOptions, Deleted, ListOptions, PatchType, subresources};
 use crate::error::ApiError;
-use crate::faults::Verb;
 use crate::meta;
-use crate::resources::{Builtin, ResourceInfo};
+use crate::request::{FieldValidation, RequestContext};
+use crate::resource::{Propagation, ResourceInfo, SubresourceOp};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::Shared;
-use crate::table::{self, IncludeObject};
-use crate::watch::{self, WatchParams};
+use crate::sim::faults::Verb;
+use table::IncludeObject;
+use watch::WatchParams;
 
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// The router of the API server.
-pub fn router(shared: Arc<Shared>) -> Router {
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
     // kube-apiserver accepts request bodies up to 3 MiB.
     Router::new()
         .fallback(dispatch)
@@ -248,11 +254,11 @@ fn aggregated_response(doc: &Value) -> Response {
 
 fn openapi(shared: &Shared, target: Target, _headers: &HeaderMap) -> Response {
     match target {
-        Target::OpenApiV3Index => match shared.with(|s| crate::openapi::v3_index(&s.registry)) {
+        Target::OpenApiV3Index => match shared.with(|s| openapi::v3_index(&s.registry)) {
             Some(doc) => value_response(StatusCode::OK, &doc),
             None => error_response(&ApiError::path_not_found()),
         },
-        Target::OpenApiV3(path) => match shared.with(|s| crate::openapi::v3_document(&s.registry, &path)) {
+        Target::OpenApiV3(path) => match shared.with(|s| openapi::v3_document(&s.registry, &path)) {
             Some(doc) => value_response(StatusCode::OK, &doc),
             None => error_response(&ApiError::path_not_found()),
         },
@@ -355,42 +361,10 @@ impl Request {
     }
 }
 
-/// The field selectors each resource supports (metadata.name and metadata.namespace everywhere).
+/// The field selectors a resource supports: `metadata.name` and `metadata.namespace` everywhere, and what
+/// its kind adds.
 fn supported_field(res: &ResourceInfo, field: &str) -> bool {
-    if matches!(field, "metadata.name" | "metadata.namespace") {
-        return true;
-    }
-    match res.builtin {
-        Some(Builtin::Pod) => matches!(
-            field,
-            "spec.nodeName"
-                | "spec.restartPolicy"
-                | "spec.schedulerName"
-                | "spec.serviceAccountName"
-                | "spec.hostNetwork"
-                | "status.phase"
-                | "status.podIP"
-                | "status.podIPs"
-                | "status.nominatedNodeName"
-                | "spec.schedulingGroup.podGroupName"
-        ),
-        Some(Builtin::Event) => {
-            field.starts_with("involvedObject.") || matches!(field, "reason" | "reportingComponent" | "source" | "type")
-        }
-        Some(Builtin::EventV1) => {
-            field.starts_with("regarding.")
-                || matches!(field, "reason" | "reportingController" | "type" | "deprecatedSource")
-        }
-        Some(Builtin::Node) => field == "spec.unschedulable",
-        Some(Builtin::Namespace) => field == "status.phase",
-        Some(Builtin::Job) => field == "status.successful",
-        Some(Builtin::Secret) => field == "type",
-        Some(Builtin::PodGroup | Builtin::CompositePodGroup) => {
-            matches!(field, "spec.parentCompositePodGroupName" | "spec.workloadRef.name")
-        }
-        None => res.selectable_fields.iter().any(|f| f == field),
-        _ => false,
-    }
+    matches!(field, "metadata.name" | "metadata.namespace") || res.strategy.supports_field(res, field)
 }
 
 fn verb_of(method: &Method, name: bool, watch: bool) -> Verb {
@@ -408,8 +382,8 @@ fn verb_of(method: &Method, name: bool, watch: bool) -> Verb {
 }
 
 fn encode(res: &ResourceInfo, obj: &Value) -> String {
-    if convert::needs_conversion(res, obj) {
-        serde_json::to_string(&convert::present(res, obj)).unwrap_or_default()
+    if res.needs_conversion(obj) {
+        serde_json::to_string(&res.present(obj)).unwrap_or_default()
     } else {
         serde_json::to_string(obj).unwrap_or_default()
     }
@@ -475,7 +449,7 @@ async fn resource(
             let ns_filter = namespace.as_deref().filter(|_| res.namespaced);
             let result = shared.with(|s| s.list(&res, ns_filter, &opts))?;
             if table {
-                let objs: Vec<Value> = result.items.iter().map(|o| convert::present(&res, o)).collect();
+                let objs: Vec<Value> = result.items.iter().map(|o| res.present(o)).collect();
                 let t = table::table(
                     &res,
                     &objs,
@@ -514,7 +488,7 @@ async fn resource(
             if table {
                 let t = table::table(
                     &res,
-                    &[convert::present(&res, &obj)],
+                    &[res.present(&obj)],
                     meta::resource_version(&obj),
                     None,
                     IncludeObject::parse(req.q("includeObject")),
@@ -525,40 +499,37 @@ async fn resource(
         }
         ("POST", None, None) => {
             let mut ctx = req.write_options()?;
-            let body = convert::to_storage(&res, req.body_value()?);
+            let body = res.to_storage(req.body_value()?);
             let obj = shared.with(|s| s.create(&res, &ns, body, &mut ctx))?;
             Ok(json_response(StatusCode::CREATED, encode(&res, &obj), &ctx.warnings))
         }
-        ("POST", Some(n), Some("binding")) if res.builtin == Some(Builtin::Pod) => {
+        (method, Some(n), Some(sub_name)) if subresource_op(&res, method, sub_name).is_some() => {
             let body = req.body_value()?;
-            shared.with(|s| crate::pods::bind(s, &res, &ns, &n, &body))?;
-            Ok(value_response(
-                StatusCode::CREATED,
-                &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
-            ))
-        }
-        ("POST", Some(n), Some("eviction")) if res.builtin == Some(Builtin::Pod) => {
-            let body = req.body_value()?;
-            shared.with(|s| crate::pods::evict(s, &res, &ns, &n, &body))?;
-            Ok(value_response(
-                StatusCode::CREATED,
-                &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
-            ))
+            match subresource_op(&res, method, sub_name) {
+                Some(SubresourceOp::PodBinding) => {
+                    shared.with(|s| subresources::bind(s, &res, &ns, &n, &body))?;
+                    Ok(created_status())
+                }
+                Some(SubresourceOp::PodEviction) => {
+                    shared.with(|s| subresources::evict(s, &res, &ns, &n, &body))?;
+                    Ok(created_status())
+                }
+                Some(SubresourceOp::NamespaceFinalize) => {
+                    let obj = shared.with(|s| subresources::finalize_namespace(s, &res, &n, &body))?;
+                    Ok(json_response(StatusCode::OK, encode(&res, &obj), &[]))
+                }
+                None => Err(ApiError::path_not_found()),
+            }
         }
         ("PUT", Some(n), None | Some("status")) => {
             let mut ctx = req.write_options()?;
-            let body = convert::to_storage(&res, req.body_value()?);
+            let body = res.to_storage(req.body_value()?);
             let subresource = sub.as_deref().filter(|_| res.status_subresource);
             if sub.is_some() && subresource.is_none() {
                 return Err(ApiError::path_not_found());
             }
             let obj = shared.with(|s| s.update(&res, &ns, &n, body, subresource, &mut ctx))?;
             Ok(json_response(StatusCode::OK, encode(&res, &obj), &ctx.warnings))
-        }
-        ("PUT", Some(n), Some("finalize")) if res.builtin == Some(Builtin::Namespace) => {
-            let body = req.body_value()?;
-            let obj = shared.with(|s| crate::pods::finalize_namespace(s, &res, &n, &body))?;
-            Ok(json_response(StatusCode::OK, encode(&res, &obj), &[]))
         }
         ("PATCH", Some(n), None | Some("status")) => {
             let mut ctx = req.write_options()?;
@@ -613,6 +584,30 @@ async fn resource(
     }
 }
 
+/// The operation serving subresource `sub` of `res` for `method` (creates are POST, updates PUT).
+fn subresource_op(res: &ResourceInfo, method: &str, sub: &str) -> Option<SubresourceOp> {
+    res.strategy
+        .subresources()
+        .iter()
+        .find(|s| {
+            s.name == sub
+                && s.verbs.iter().any(|v| match *v {
+                    "create" => method == "POST",
+                    "update" => method == "PUT",
+                    _ => false,
+                })
+        })
+        .map(|s| s.op)
+}
+
+/// The `Status` a successful subresource create answers with.
+fn created_status() -> Response {
+    value_response(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    )
+}
+
 fn delete_options(req: &Request) -> Result<DeleteOptions, ApiError> {
     let body = req.body_value()?;
     let mut opts = if body.is_object() {
@@ -628,9 +623,9 @@ fn delete_options(req: &Request) -> Result<DeleteOptions, ApiError> {
     }
     if let Some(o) = req.q("orphanDependents") {
         opts.propagation = Some(if o == "true" {
-            api::Propagation::Orphan
+            Propagation::Orphan
         } else {
-            api::Propagation::Background
+            Propagation::Background
         });
     }
     if req.q("dryRun") == Some("All") {

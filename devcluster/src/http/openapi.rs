@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::resources::{Registry, ResourceInfo};
+use crate::resource::{Registry, ResourceInfo};
 
 fn gv_paths(registry: &Registry) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
@@ -177,7 +177,7 @@ fn document(registry: &Registry, group: &str, version: &str) -> Value {
     }
     json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": crate::discovery::KUBE_VERSION},
+        "info": {"title": "Kubernetes", "version": super::discovery::KUBE_VERSION},
         "paths": paths,
         "components": {"schemas": schemas},
     })
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn patch_operations_advertise_field_validation_without_strategic_merge() {
-        let reg = Registry::new();
+        let reg = Registry::new(crate::kinds::builtin_resources());
         let index = v3_index(&reg).unwrap();
         assert!(
             index["paths"]["apis/scheduling.k8s.io/v1alpha3"]["serverRelativeURL"]

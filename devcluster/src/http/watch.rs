@@ -12,14 +12,13 @@ use axum::body::{Body, Bytes};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::convert;
+use super::table::{self, IncludeObject};
 use crate::error::ApiError;
 use crate::meta;
-use crate::resources::ResourceInfo;
+use crate::resource::ResourceInfo;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::Shared;
 use crate::store::{EventType, StoredEvent};
-use crate::table::{self, IncludeObject};
 
 /// Parameters of one watch.
 #[derive(Debug, Clone)]
@@ -85,8 +84,8 @@ fn matches(p: &WatchParams, obj: &Value) -> bool {
     if p.field.0.is_empty() {
         return true;
     }
-    if p.res.builtin == Some(crate::resources::Builtin::EventV1) {
-        return p.field.matches(&convert::present(&p.res, obj));
+    if p.res.strategy.converts_fields() {
+        return p.field.matches(&p.res.present(obj));
     }
     p.field.matches(obj)
 }
@@ -114,19 +113,19 @@ fn transition<'a>(p: &WatchParams, e: &'a StoredEvent) -> Option<(&'static str, 
 
 fn encode_object(p: &WatchParams, obj: &Value) -> String {
     if let Some(include) = p.table {
-        let presented = convert::present(&p.res, obj);
+        let presented = p.res.present(obj);
         let rv = meta::resource_version(&presented).to_string();
         return table::table(&p.res, &[presented], &rv, None, include).to_string();
     }
-    if !convert::needs_conversion(&p.res, obj) {
+    if !p.res.needs_conversion(obj) {
         return serde_json::to_string(obj).unwrap_or_default();
     }
-    serde_json::to_string(&convert::present(&p.res, obj)).unwrap_or_default()
+    serde_json::to_string(&p.res.present(obj)).unwrap_or_default()
 }
 
 /// The watch line for one change: the event's shared encoding when this watcher sees it as stored.
 fn event_line(p: &WatchParams, e: &StoredEvent, ty: &str, obj: &Value) -> Bytes {
-    if p.table.is_none() && ty == e.kind.as_str() && !convert::needs_conversion(&p.res, obj) {
+    if p.table.is_none() && ty == e.kind.as_str() && !p.res.needs_conversion(obj) {
         return e.encoded_line();
     }
     line(ty, &encode_object(p, obj))

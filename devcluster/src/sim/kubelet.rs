@@ -22,12 +22,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::api::{DeleteOptions, RequestContext, State};
+use kwas_api::duration::parse_go_duration;
+
+use crate::api::subresources::set_condition;
+use crate::api::{DeleteOptions, State};
 use crate::meta;
-use crate::pods::set_condition;
-use crate::resources::GroupResource;
+use crate::request::RequestContext;
 use crate::server::Shared;
 use crate::store::EventType;
+use crate::store::GroupResource;
 
 pub use kwas_api::names::annotations::{SIM_EXIT_PHASE, SIM_RUN_DURATION};
 
@@ -53,42 +56,6 @@ impl Default for KubeletConfig {
             start_delay: Duration::from_millis(100),
         }
     }
-}
-
-/// Parses a Go duration (`1h2m3.5s`, `500ms`, `10us`, `0`).
-pub fn parse_go_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    if s.is_empty() || s.starts_with('-') {
-        return None;
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        if num_end == 0 {
-            return None;
-        }
-        let n: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let factor = match &rest[..unit_end] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 1e-3,
-            "us" | "µs" => 1e-6,
-            "ns" => 1e-9,
-            _ => return None,
-        };
-        total += n * factor;
-        rest = &rest[unit_end..];
-    }
-    Some(Duration::from_secs_f64(total))
 }
 
 #[derive(Debug, Default)]
@@ -266,7 +233,7 @@ fn handle_pod(
     }
 }
 
-fn pods_res(s: &State) -> Option<Arc<crate::resources::ResourceInfo>> {
+fn pods_res(s: &State) -> Option<Arc<crate::resource::ResourceInfo>> {
     s.resource("", "v1", "pods")
 }
 

@@ -1,0 +1,109 @@
+//! The controllers kube-controller-manager runs that API semantics depend on, run by devcluster on a
+//! background task: the garbage collector ([`gc`]: ownerReferences with background, foreground and orphan
+//! propagation, `blockOwnerDeletion`), the namespace controller ([`namespace`]: deleting a namespace's
+//! content, then the namespace), CRD cleanup ([`crd_cleanup`]), the PodGroup protection controller
+//! ([`podgroup_protection`]: the `scheduling.k8s.io/podgroup-protection` finalizer, so groups go away leaves
+//! first), and event expiry ([`events`]).
+//!
+//! Work arrives through [`State::enqueue`](crate::api::State::enqueue); [`process`] handles queued items
+//! synchronously, and [`sweep`] does the periodic checks.
+
+mod crd_cleanup;
+mod events;
+mod gc;
+mod namespace;
+mod podgroup_protection;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::api::State;
+use crate::meta;
+use crate::request::RequestContext;
+use crate::server::Shared;
+use crate::store::ObjectRef;
+use crate::work::GcItem;
+
+/// The field manager of the garbage collector's writes.
+const MANAGER: &str = "generic-garbage-collector";
+
+/// Runs the garbage collector and periodic controllers until shutdown.
+pub(crate) async fn run(shared: Arc<Shared>) {
+    let mut shutdown = shared.shutdown_signal();
+    let mut tick = tokio::time::interval(shared.settings.sweep_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        // Drain in slices so API requests interleave with long cascades.
+        loop {
+            let n = shared.with(|s| process(s, 64));
+            if n == 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        tokio::select! {
+            _ = shared.gc_notify.notified() => {}
+            _ = tick.tick() => {
+                let ttl = shared.settings.event_ttl;
+                shared.with(|s| sweep(s, ttl));
+            }
+            _ = crate::server::stopped(&mut shutdown) => return,
+        }
+    }
+}
+
+/// Processes up to `budget` queued items; returns how many were processed.
+fn process(state: &mut State, budget: usize) -> usize {
+    let mut n = 0;
+    while n < budget {
+        let Some(item) = state.next_gc_item() else { break };
+        n += 1;
+        match item {
+            GcItem::OwnerGone(uid) => gc::owner_gone(state, &uid),
+            GcItem::Foreground(r) => gc::foreground(state, &r),
+            GcItem::Orphan(r) => gc::orphan(state, &r),
+            GcItem::Namespace(ns) => namespace::finish(state, &ns),
+            GcItem::CrdCleanup(name) => crd_cleanup::finish(state, &name),
+        }
+    }
+    n
+}
+
+/// Periodic checks: PodGroup protection and event expiry.
+fn sweep(state: &mut State, event_ttl: Duration) {
+    podgroup_protection::sweep(state);
+    events::expire(state, event_ttl);
+}
+
+/// Removes one finalizer (completing the deletion when it was the last one).
+pub(crate) fn remove_finalizer(state: &mut State, r: &ObjectRef, finalizer: &str) {
+    let Some(obj) = state.store.get(&r.gr, &r.namespace, &r.name) else {
+        return;
+    };
+    let Some(res) = state.registry.by_group_resource(&r.gr) else {
+        return;
+    };
+    let mut new = (*obj).clone();
+    let mut f = meta::finalizers(&new);
+    let before = f.len();
+    f.retain(|x| x != finalizer);
+    if f.len() == before {
+        return;
+    }
+    meta::set_finalizers(&mut new, f);
+    let manager = if finalizer == kwas_api::names::finalizers::POD_GROUP_PROTECTION {
+        "podgroup-protection-controller"
+    } else {
+        MANAGER
+    };
+    if let Err(e) = state.update(
+        &res,
+        &r.namespace,
+        &r.name,
+        new,
+        None,
+        &mut RequestContext::manager(manager),
+    ) {
+        tracing::warn!(object = %r.name, error = %e, "removing finalizer failed");
+    }
+}

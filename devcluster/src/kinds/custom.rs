@@ -1,0 +1,69 @@
+//! Custom resources, served from their CRD: pruned, defaulted and validated against the version's
+//! structural schema, with the CRD's selectable fields and additional printer columns.
+
+use serde_json::{Value, json};
+
+use super::print::s;
+use crate::admission::schema;
+use crate::error::ApiError;
+use crate::meta;
+use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+
+/// The strategy of every custom resource (what differs between them lives on the [`ResourceInfo`]).
+#[derive(Debug)]
+pub(crate) struct CustomResourceStrategy;
+
+impl Strategy for CustomResourceStrategy {
+    fn supports_field(&self, res: &ResourceInfo, field: &str) -> bool {
+        res.selectable_fields.iter().any(|f| f == field)
+    }
+
+    fn defining_crd(&self, res: &ResourceInfo) -> Option<String> {
+        Some(format!("{}.{}", res.plural, res.group))
+    }
+
+    fn prepare(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        res: &ResourceInfo,
+        _old: Option<&Value>,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        schema::admit_custom(res, obj)
+    }
+
+    fn columns(&self, res: &ResourceInfo) -> Vec<Value> {
+        let name = crate::resource::name_column();
+        let age = crate::resource::age_column();
+        let mut cols = vec![name];
+        for c in &res.printer_columns {
+            cols.push(json!({"name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": c.priority}));
+        }
+        if !res.printer_columns.iter().any(|c| c.name.eq_ignore_ascii_case("age")) {
+            cols.push(age);
+        }
+        cols
+    }
+
+    fn cells(&self, res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+        let name = s(meta::name(obj));
+        let age = s(meta::age_of(meta::meta_str(obj, "creationTimestamp")));
+        let mut out = vec![name];
+        for c in &res.printer_columns {
+            let v = meta::json_path(obj, &c.json_path).cloned().unwrap_or(Value::Null);
+            let cell = if c.type_ == "date" {
+                match v.as_str() {
+                    Some(t) => s(meta::age_of(Some(t))),
+                    None => s("<unknown>"),
+                }
+            } else {
+                v
+            };
+            out.push(cell);
+        }
+        if !res.printer_columns.iter().any(|c| c.name.eq_ignore_ascii_case("age")) {
+            out.push(age);
+        }
+        out
+    }
+}

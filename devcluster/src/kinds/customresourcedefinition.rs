@@ -1,0 +1,328 @@
+//! apiextensions.k8s.io/v1 CustomResourceDefinition: validated and established on write; its after-write
+//! hook serves the resources it defines (every served version, status subresource, printer columns,
+//! selectable fields) and its removal stops serving them. Deleting a CRD first deletes its custom resources
+//! (the `customresourcecleanup.apiextensions.k8s.io` finalizer).
+
+use std::sync::Arc;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::{Value, json};
+
+use super::custom::CustomResourceStrategy;
+use super::print::{col, name, s};
+use crate::admission::decode;
+use crate::error::{ApiError, FieldCause};
+use crate::meta;
+use crate::resource::{
+    AdmitContext, Effect, GroupResource, NameRule, OnDelete, Operation, PrinterColumn, ResourceInfo, Strategy,
+};
+use crate::work::GcItem;
+
+/// The CRD finalizer removed once all custom resources are gone.
+pub(crate) const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// The served resource.
+pub(crate) fn resource() -> ResourceInfo {
+    ResourceInfo::builtin(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+        CrdStrategy,
+    )
+    .short_names(&["crd", "crds"])
+    .with_status()
+}
+
+#[derive(Debug)]
+struct CrdStrategy;
+
+impl Strategy for CrdStrategy {
+    fn keeps_status_on_create(&self) -> bool {
+        true
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::Unchecked
+    }
+
+    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+        decode::typed::<CustomResourceDefinition>(cx.request, res, obj)
+    }
+
+    fn prepare(
+        &self,
+        cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        old: Option<&Value>,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        fill_status(cx.op, old, obj);
+        Ok(())
+    }
+
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+        check(res, None, obj)
+    }
+
+    fn validate_update(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        res: &ResourceInfo,
+        old: &Value,
+        obj: &Value,
+    ) -> Result<(), ApiError> {
+        check(res, Some(old), obj)
+    }
+
+    fn on_delete(&self, obj: &mut Value, effects: &mut Vec<Effect>) -> OnDelete {
+        if !meta::is_deleting(obj) {
+            let mut f = meta::finalizers(obj);
+            if !f.iter().any(|x| x == CRD_CLEANUP_FINALIZER) {
+                f.push(CRD_CLEANUP_FINALIZER.to_string());
+            }
+            meta::set_finalizers(obj, f);
+        }
+        effects.push(Effect::Gc(GcItem::CrdCleanup(meta::name(obj).to_string())));
+        OnDelete::Proceed
+    }
+
+    fn after_write(&self, stored: &Arc<Value>, effects: &mut Vec<Effect>) {
+        effects.push(serve(stored));
+    }
+
+    fn after_remove(&self, removed: &Value, effects: &mut Vec<Effect>) {
+        let at = |p: &str| removed.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+        effects.push(Effect::ServeCustom {
+            group: at("/spec/group"),
+            plural: at("/spec/names/plural"),
+            infos: Vec::new(),
+            preferred: None,
+        });
+    }
+
+    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+        vec![
+            crate::resource::name_column(),
+            col("Created At", "date", 0, "The time the CRD was created."),
+        ]
+    }
+
+    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+        vec![name(obj), s(meta::meta_str(obj, "creationTimestamp").unwrap_or(""))]
+    }
+}
+
+/// The CRD's validation (with `old` on updates: immutable group and plural).
+fn check(res: &ResourceInfo, old: Option<&Value>, obj: &Value) -> Result<(), ApiError> {
+    let name = meta::name(obj).to_string();
+    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    let group = spec.get("group").and_then(Value::as_str).unwrap_or("");
+    let plural = spec.pointer("/names/plural").and_then(Value::as_str).unwrap_or("");
+    let kind = spec.pointer("/names/kind").and_then(Value::as_str).unwrap_or("");
+    let scope = spec.get("scope").and_then(Value::as_str).unwrap_or("");
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut causes = Vec::new();
+    if name != format!("{plural}.{group}") {
+        causes.push(FieldCause::invalid(
+            "metadata.name",
+            &json!(name),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    if !group.contains('.') {
+        causes.push(FieldCause::invalid(
+            "spec.group",
+            &json!(group),
+            "should be a domain with at least one dot",
+        ));
+    }
+    if plural.is_empty() {
+        causes.push(FieldCause::required("spec.names.plural", ""));
+    }
+    if kind.is_empty() {
+        causes.push(FieldCause::required("spec.names.kind", ""));
+    }
+    if !matches!(scope, "Namespaced" | "Cluster") {
+        causes.push(FieldCause::not_supported(
+            "spec.scope",
+            &json!(scope),
+            &["Cluster", "Namespaced"],
+        ));
+    }
+    if versions.is_empty() {
+        causes.push(FieldCause::required(
+            "spec.versions",
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    let storage: Vec<&Value> = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .collect();
+    if !versions.is_empty() && storage.len() != 1 {
+        causes.push(FieldCause::invalid(
+            "spec.versions",
+            &json!(versions.len()),
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    if let Some(old) = old {
+        for f in ["group"] {
+            if old["spec"].get(f) != spec.get(f) {
+                causes.push(FieldCause::immutable(
+                    format!("spec.{f}"),
+                    spec.get(f).unwrap_or(&Value::Null),
+                ));
+            }
+        }
+        if old.pointer("/spec/names/plural") != spec.pointer("/names/plural") {
+            causes.push(FieldCause::immutable(
+                "spec.names.plural",
+                spec.pointer("/names/plural").unwrap_or(&Value::Null),
+            ));
+        }
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&res.group, &res.kind, &name, causes));
+    }
+    Ok(())
+}
+
+/// Fills the names' defaults and the status (names accepted, established, stored versions).
+fn fill_status(op: Operation, old: Option<&Value>, obj: &mut Value) {
+    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    let kind = spec.pointer("/names/kind").and_then(Value::as_str).unwrap_or("");
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let storage: Vec<&Value> = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .collect();
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut)
+        && let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut)
+    {
+        names.entry("singular").or_insert(json!(kind.to_lowercase()));
+        names.entry("listKind").or_insert(json!(format!("{kind}List")));
+    }
+    let storage_version = storage
+        .first()
+        .and_then(|v| v.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let now = meta::now_rfc3339();
+    let mut stored = old
+        .and_then(|o| o.pointer("/status/storedVersions"))
+        .map(|v| meta::string_list(Some(v)))
+        .unwrap_or_default();
+    if !stored.contains(&storage_version) {
+        stored.push(storage_version);
+    }
+    let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
+    let transition = if op == Operation::Create {
+        now.clone()
+    } else {
+        old.and_then(|o| o.pointer("/status/conditions/0/lastTransitionTime"))
+            .and_then(Value::as_str)
+            .unwrap_or(&now)
+            .to_string()
+    };
+    obj["status"] = json!({
+        "acceptedNames": names,
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": transition},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": transition},
+        ],
+        "storedVersions": stored,
+    });
+}
+
+/// Serves the resources a stored CRD defines.
+fn serve(crd: &Value) -> Effect {
+    let spec = &crd["spec"];
+    let group = spec.get("group").and_then(Value::as_str).unwrap_or("").to_string();
+    let names = &spec["names"];
+    let plural = names.get("plural").and_then(Value::as_str).unwrap_or("").to_string();
+    let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+    let singular = names
+        .get("singular")
+        .and_then(Value::as_str)
+        .map_or_else(|| kind.to_lowercase(), str::to_string);
+    let namespaced = spec.get("scope").and_then(Value::as_str) == Some("Namespaced");
+    let mut infos = Vec::new();
+    let mut storage_version = None;
+    for v in spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+    {
+        let version = v.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        if v.get("storage").and_then(Value::as_bool) == Some(true) {
+            storage_version = Some(version.clone());
+        }
+        if v.get("served").and_then(Value::as_bool) != Some(true) {
+            continue;
+        }
+        let printer_columns = v
+            .get("additionalPrinterColumns")
+            .and_then(Value::as_array)
+            .map(|cols| {
+                cols.iter()
+                    .map(|c| PrinterColumn {
+                        name: c.get("name").and_then(Value::as_str).unwrap_or("").into(),
+                        type_: c.get("type").and_then(Value::as_str).unwrap_or("string").into(),
+                        json_path: c.get("jsonPath").and_then(Value::as_str).unwrap_or("").into(),
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                        description: c.get("description").and_then(Value::as_str).unwrap_or("").into(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let selectable_fields = v
+            .get("selectableFields")
+            .and_then(Value::as_array)
+            .map(|f| {
+                f.iter()
+                    .filter_map(|x| x.get("jsonPath").and_then(Value::as_str))
+                    .map(|p| p.trim_start_matches('.').to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        infos.push(ResourceInfo {
+            group: group.clone(),
+            version,
+            kind: kind.clone(),
+            plural: plural.clone(),
+            singular: singular.clone(),
+            namespaced,
+            short_names: meta::string_list(names.get("shortNames")),
+            categories: meta::string_list(names.get("categories")),
+            status_subresource: v.pointer("/subresources/status").is_some(),
+            storage: GroupResource::new(&group, &plural),
+            schema: Some(
+                v.pointer("/schema/openAPIV3Schema")
+                    .cloned()
+                    .unwrap_or(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})),
+            ),
+            printer_columns,
+            selectable_fields,
+            strategy: Arc::new(CustomResourceStrategy),
+        });
+    }
+    Effect::ServeCustom {
+        group,
+        plural,
+        infos,
+        preferred: storage_version,
+    }
+}

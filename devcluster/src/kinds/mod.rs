@@ -1,0 +1,44 @@
+//! The built-in kinds: one file per kind holds everything particular to it (its served resource, typed
+//! decoding, defaults, admission, validation, deletion behaviour, hooks and `kubectl get` columns) as a
+//! [`Strategy`](crate::resource::Strategy). Adding a kind is one new file here plus one line in
+//! [`builtin_resources`].
+
+mod compositepodgroup;
+mod configmap;
+pub(crate) mod custom;
+pub(crate) mod customresourcedefinition;
+mod event;
+mod job;
+mod lease;
+pub(crate) mod namespace;
+pub(crate) mod node;
+pub(crate) mod pod;
+mod podgroup;
+mod print;
+mod priorityclass;
+mod secret;
+mod serviceaccount;
+mod workload;
+
+use crate::resource::ResourceInfo;
+
+/// The built-in resources, in discovery order.
+pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
+    vec![
+        namespace::resource(),
+        node::resource(),
+        pod::resource(),
+        event::core_resource(),
+        configmap::resource(),
+        secret::resource(),
+        serviceaccount::resource(),
+        event::v1_resource(),
+        lease::resource(),
+        job::resource(),
+        priorityclass::resource(),
+        workload::resource(),
+        podgroup::resource(),
+        compositepodgroup::resource(),
+        customresourcedefinition::resource(),
+    ]
+}

@@ -1,0 +1,104 @@
+//! core/v1 Namespace: the `kubernetes.io/metadata.name` label, the `kubernetes` finalizer, `Terminating` on
+//! delete (the namespace controller then deletes the content), and the `finalize` subresource.
+
+use k8s_openapi::api::core::v1::Namespace;
+use serde_json::{Value, json};
+
+use super::print::{age, col, name, s, str_at};
+use crate::admission::decode;
+use crate::error::ApiError;
+use crate::meta;
+use crate::resource::{
+    AdmitContext, Effect, NameRule, OnDelete, Operation, ResourceInfo, Strategy, Subresource, SubresourceOp,
+};
+use crate::work::GcItem;
+
+/// The namespace finalizer (in `spec.finalizers`) the namespace controller removes.
+pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+/// The served resource.
+pub(crate) fn resource() -> ResourceInfo {
+    ResourceInfo::builtin("", "v1", "Namespace", "namespaces", false, NamespaceStrategy)
+        .short_names(&["ns"])
+        .with_status()
+}
+
+#[derive(Debug)]
+struct NamespaceStrategy;
+
+impl Strategy for NamespaceStrategy {
+    fn keeps_status_on_create(&self) -> bool {
+        true
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::Label
+    }
+
+    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+        field == "status.phase"
+    }
+
+    fn subresources(&self) -> &'static [Subresource] {
+        &[Subresource {
+            name: "finalize",
+            kind: "",
+            group: "",
+            version: "",
+            verbs: &["update"],
+            op: SubresourceOp::NamespaceFinalize,
+        }]
+    }
+
+    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+        decode::typed::<Namespace>(cx.request, res, obj)
+    }
+
+    fn prepare(
+        &self,
+        cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        _old: Option<&Value>,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        admit_namespace(cx.op, obj);
+        Ok(())
+    }
+
+    fn on_delete(&self, obj: &mut Value, effects: &mut Vec<Effect>) -> OnDelete {
+        if meta::is_deleting(obj) {
+            return OnDelete::Unchanged;
+        }
+        let m = meta::metadata_mut(obj);
+        m.insert("deletionTimestamp".into(), Value::String(meta::now_rfc3339()));
+        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+        obj["status"]["phase"] = json!("Terminating");
+        effects.push(Effect::Gc(GcItem::Namespace(meta::name(obj).to_string())));
+        OnDelete::Store
+    }
+
+    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+        vec![
+            crate::resource::name_column(),
+            col("Status", "string", 0, "The status of the namespace"),
+            crate::resource::age_column(),
+        ]
+    }
+
+    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+        vec![name(obj), s(str_at(obj, "/status/phase")), age(obj)]
+    }
+}
+
+fn admit_namespace(op: Operation, obj: &mut Value) {
+    let name = meta::name(obj).to_string();
+    let m = meta::metadata_mut(obj);
+    let labels = m.entry("labels").or_insert_with(|| json!({}));
+    if let Some(l) = labels.as_object_mut() {
+        l.insert("kubernetes.io/metadata.name".into(), Value::String(name));
+    }
+    if op == Operation::Create {
+        obj["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});
+        obj["status"] = json!({"phase": "Active"});
+    }
+}

@@ -1,0 +1,498 @@
+//! core/v1 Pod: API defaults (`SetDefaults_PodSpec`, `SetDefaults_Container`), validation of the fields
+//! kwas and its tests use, spec immutability with upstream's message, DefaultTolerationSeconds, the
+//! Priority admission plugin, QoS class, graceful deletion, and the `binding` and `eviction` subresources.
+
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::{Value, json};
+
+use super::print::{age, col, name, s, str_at};
+use crate::admission::{LABEL_MSG, decode, is_dns_label, priority};
+use crate::error::{ApiError, FieldCause};
+use crate::meta;
+use crate::resource::{AdmitContext, ResourceInfo, Strategy, Subresource, SubresourceOp};
+
+/// How long pods tolerate `not-ready` and `unreachable` nodes by default (DefaultTolerationSeconds).
+const DEFAULT_TOLERATION_SECONDS: i64 = 300;
+
+/// The served resource.
+pub(crate) fn resource() -> ResourceInfo {
+    ResourceInfo::builtin("", "v1", "Pod", "pods", true, PodStrategy)
+        .short_names(&["po"])
+        .in_all()
+        .with_status()
+}
+
+#[derive(Debug)]
+struct PodStrategy;
+
+impl Strategy for PodStrategy {
+    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+        matches!(
+            field,
+            "spec.nodeName"
+                | "spec.restartPolicy"
+                | "spec.schedulerName"
+                | "spec.serviceAccountName"
+                | "spec.hostNetwork"
+                | "status.phase"
+                | "status.podIP"
+                | "status.podIPs"
+                | "status.nominatedNodeName"
+                | "spec.schedulingGroup.podGroupName"
+        )
+    }
+
+    fn subresources(&self) -> &'static [Subresource] {
+        &[
+            Subresource {
+                name: "binding",
+                kind: "Binding",
+                group: "",
+                version: "v1",
+                verbs: &["create"],
+                op: SubresourceOp::PodBinding,
+            },
+            Subresource {
+                name: "eviction",
+                kind: "Eviction",
+                group: "policy",
+                version: "v1",
+                verbs: &["create"],
+                op: SubresourceOp::PodEviction,
+            },
+        ]
+    }
+
+    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+        decode::normalize_quantities(obj);
+        decode::typed::<Pod>(cx.request, res, obj)
+    }
+
+    fn prepare(
+        &self,
+        cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        _old: Option<&Value>,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        if cx.status() {
+            return Ok(());
+        }
+        let Some(spec) = obj.get_mut("spec") else {
+            return Err(ApiError::invalid(
+                "",
+                "Pod",
+                meta::name(obj),
+                vec![FieldCause::required("spec.containers", "")],
+            ));
+        };
+        default_pod_spec(spec);
+        if cx.creating() {
+            let qos = qos_class(&obj["spec"]);
+            obj["status"] = json!({"phase": "Pending", "qosClass": qos});
+        }
+        Ok(())
+    }
+
+    fn admit(
+        &self,
+        cx: &mut AdmitContext<'_>,
+        res: &ResourceInfo,
+        _old: Option<&Value>,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        if cx.status() || !cx.creating() {
+            return Ok(());
+        }
+        add_default_tolerations(&mut obj["spec"]);
+        let name = meta::name(obj).to_string();
+        match obj.get_mut("spec").and_then(Value::as_object_mut) {
+            Some(spec) => priority::resolve_priority(cx.store, res, &name, spec, "pod spec"),
+            None => Ok(()),
+        }
+    }
+
+    fn validate(&self, cx: &mut AdmitContext<'_>, _res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+        if cx.status() {
+            return Ok(());
+        }
+        let mut causes = Vec::new();
+        validate_pod_spec(&obj["spec"], "spec", &mut causes, &["Always", "OnFailure", "Never"]);
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid("", "Pod", meta::name(obj), causes))
+        }
+    }
+
+    fn validate_update(
+        &self,
+        cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        old: &Value,
+        obj: &Value,
+    ) -> Result<(), ApiError> {
+        if cx.status() {
+            return Ok(());
+        }
+        check_pod_spec_update(meta::name(obj), &old["spec"], &obj["spec"])
+    }
+
+    fn grace_period(&self, obj: &Value, requested: Option<i64>) -> i64 {
+        pod_grace_period(obj, requested)
+    }
+
+    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+        let name = crate::resource::name_column();
+        let age = crate::resource::age_column();
+        vec![
+            name,
+            col(
+                "Ready",
+                "string",
+                0,
+                "The aggregate readiness state of this pod for accepting traffic.",
+            ),
+            col(
+                "Status",
+                "string",
+                0,
+                "The aggregate status of the containers in this pod.",
+            ),
+            col(
+                "Restarts",
+                "string",
+                0,
+                "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+            ),
+            age,
+            col("IP", "string", 1, "IP address allocated to the pod."),
+            col("Node", "string", 1, "Name of the Node this pod is scheduled on."),
+            col(
+                "Nominated Node",
+                "string",
+                1,
+                "Name of the node this pod is nominated to.",
+            ),
+            col("Readiness Gates", "string", 1, "Pod readiness gates."),
+        ]
+    }
+
+    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+        let (name, age) = (name(obj), age(obj));
+        let str_at = |p: &str| str_at(obj, p);
+        {
+            let statuses = obj
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let total = obj
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let ready = statuses
+                .iter()
+                .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+                .count();
+            let restarts: i64 = statuses
+                .iter()
+                .filter_map(|c| c.get("restartCount").and_then(Value::as_i64))
+                .sum();
+            let mut status = obj
+                .pointer("/status/reason")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| {
+                    obj.pointer("/status/phase")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Pending")
+                        .to_string()
+                });
+            for c in &statuses {
+                if let Some(r) = c.pointer("/state/waiting/reason").and_then(Value::as_str) {
+                    status = r.to_string();
+                } else if let Some(r) = c.pointer("/state/terminated/reason").and_then(Value::as_str)
+                    && status != "Succeeded"
+                    && status != "Failed"
+                {
+                    status = r.to_string();
+                }
+            }
+            if meta::is_deleting(obj) {
+                status = "Terminating".into();
+            }
+            let node = obj
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("<none>");
+            vec![
+                name,
+                s(format!("{ready}/{total}")),
+                s(status),
+                s(restarts.to_string()),
+                age,
+                s(str_at("/status/podIP")),
+                s(node),
+                s(str_at("/status/nominatedNodeName")),
+                s("<none>"),
+            ]
+        }
+    }
+}
+
+/// A pod's effective grace period: 0 for unbound or terminal pods, else the request's or the pod's.
+fn pod_grace_period(pod: &Value, requested: Option<i64>) -> i64 {
+    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+    if node.is_empty() || phase == "Succeeded" || phase == "Failed" {
+        return 0;
+    }
+    let own = pod
+        .pointer("/spec/terminationGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(30);
+    requested.unwrap_or(own).max(0)
+}
+
+/// Applies the pod spec defaults kube-apiserver applies (`SetDefaults_PodSpec`, `SetDefaults_Container`).
+pub(crate) fn default_pod_spec(spec: &mut Value) {
+    let Some(s) = spec.as_object_mut() else { return };
+    let defaults = [
+        ("restartPolicy", json!("Always")),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("securityContext", json!({})),
+        ("schedulerName", json!(kwas_api::names::DEFAULT_SCHEDULER_NAME)),
+        ("enableServiceLinks", json!(true)),
+    ];
+    for (k, v) in defaults {
+        s.entry(k).or_insert(v);
+    }
+    for list in ["containers", "initContainers"] {
+        if let Some(cs) = s.get_mut(list).and_then(Value::as_array_mut) {
+            for c in cs {
+                default_container(c);
+            }
+        }
+    }
+}
+
+fn default_container(c: &mut Value) {
+    let Some(m) = c.as_object_mut() else { return };
+    m.entry("terminationMessagePath")
+        .or_insert(json!("/dev/termination-log"));
+    m.entry("terminationMessagePolicy").or_insert(json!("File"));
+    if !m.contains_key("imagePullPolicy") {
+        let image = m.get("image").and_then(Value::as_str).unwrap_or("");
+        let tag = image
+            .rsplit('/')
+            .next()
+            .and_then(|last| last.split_once(':').map(|(_, t)| t.to_string()));
+        let policy = match tag.as_deref() {
+            None | Some("latest") if !image.contains('@') => "Always",
+            _ => "IfNotPresent",
+        };
+        m.insert("imagePullPolicy".into(), json!(policy));
+    }
+    let res = m.entry("resources").or_insert(json!({}));
+    if let Some(r) = res.as_object_mut()
+        && let Some(limits) = r.get("limits").cloned()
+    {
+        let requests = r.entry("requests").or_insert(json!({}));
+        if let (Some(req), Some(lim)) = (requests.as_object_mut(), limits.as_object()) {
+            for (k, v) in lim {
+                req.entry(k.clone()).or_insert(v.clone());
+            }
+        }
+    }
+    if let Some(ports) = m.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports {
+            if let Some(p) = p.as_object_mut() {
+                p.entry("protocol").or_insert(json!("TCP"));
+            }
+        }
+    }
+}
+
+pub(crate) fn validate_pod_spec(spec: &Value, path: &str, causes: &mut Vec<FieldCause>, restart: &[&str]) {
+    let containers = spec.get("containers").and_then(Value::as_array);
+    match containers {
+        None => causes.push(FieldCause::required(format!("{path}.containers"), "")),
+        Some(cs) if cs.is_empty() => causes.push(FieldCause::required(format!("{path}.containers"), "")),
+        Some(cs) => {
+            let mut seen = std::collections::HashSet::new();
+            for (i, c) in cs.iter().enumerate() {
+                let n = c.get("name").and_then(Value::as_str).unwrap_or("");
+                if n.is_empty() {
+                    causes.push(FieldCause::required(format!("{path}.containers[{i}].name"), ""));
+                } else if !is_dns_label(n) {
+                    causes.push(FieldCause::invalid(
+                        format!("{path}.containers[{i}].name"),
+                        &json!(n),
+                        LABEL_MSG,
+                    ));
+                } else if !seen.insert(n.to_string()) {
+                    causes.push(FieldCause::duplicate(format!("{path}.containers[{i}].name"), &json!(n)));
+                }
+                if c.get("image").and_then(Value::as_str).unwrap_or("").is_empty() {
+                    causes.push(FieldCause::required(format!("{path}.containers[{i}].image"), ""));
+                }
+            }
+        }
+    }
+    if let Some(rp) = spec.get("restartPolicy").and_then(Value::as_str)
+        && !restart.contains(&rp)
+    {
+        causes.push(FieldCause::not_supported(
+            format!("{path}.restartPolicy"),
+            &json!(rp),
+            restart,
+        ));
+    }
+}
+
+fn add_default_tolerations(spec: &mut Value) {
+    let Some(s) = spec.as_object_mut() else { return };
+    let tolerations = s.entry("tolerations").or_insert(json!([]));
+    let Some(list) = tolerations.as_array_mut() else { return };
+    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+        let tolerated = list.iter().any(|t| {
+            let k = t.get("key").and_then(Value::as_str);
+            let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
+            (k == Some(key) || (k.is_none() && t.get("operator").and_then(Value::as_str) == Some("Exists")))
+                && (effect.is_empty() || effect == "NoExecute")
+        });
+        if !tolerated {
+            list.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}));
+        }
+    }
+}
+
+fn qos_class(spec: &Value) -> &'static str {
+    let containers = spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &containers {
+        let req = c.pointer("/resources/requests").and_then(Value::as_object);
+        let lim = c.pointer("/resources/limits").and_then(Value::as_object);
+        if req.is_some_and(|r| !r.is_empty()) || lim.is_some_and(|l| !l.is_empty()) {
+            any = true;
+        }
+        for r in ["cpu", "memory"] {
+            let l = lim.and_then(|l| l.get(r));
+            let q = req.and_then(|q| q.get(r));
+            if l.is_none() || l != q {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// Pod spec updates may only change container images, activeDeadlineSeconds, tolerations (additions),
+/// terminationGracePeriodSeconds and scheduling gates (removals), as in kube-apiserver.
+fn check_pod_spec_update(name: &str, old: &Value, new: &Value) -> Result<(), ApiError> {
+    let mut a = old.clone();
+    let mut b = new.clone();
+    for spec in [&mut a, &mut b] {
+        if let Some(m) = spec.as_object_mut() {
+            m.remove("activeDeadlineSeconds");
+            m.remove("terminationGracePeriodSeconds");
+            m.remove("tolerations");
+            m.remove("schedulingGates");
+            for list in ["containers", "initContainers"] {
+                if let Some(cs) = m.get_mut(list).and_then(Value::as_array_mut) {
+                    for c in cs {
+                        if let Some(c) = c.as_object_mut() {
+                            c.remove("image");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let tolerations_ok = {
+        let old_t = old
+            .get("tolerations")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let new_t = new
+            .get("tolerations")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        old_t.iter().all(|t| new_t.contains(t))
+    };
+    let gates_ok = {
+        let old_g = old
+            .get("schedulingGates")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let new_g = new
+            .get("schedulingGates")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        new_g.iter().all(|g| old_g.contains(g))
+    };
+    if a != b || !tolerations_ok {
+        return Err(ApiError::invalid(
+            "",
+            "Pod",
+            name,
+            vec![FieldCause::forbidden(
+                "spec",
+                "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+            )],
+        ));
+    }
+    if !gates_ok {
+        return Err(ApiError::invalid(
+            "",
+            "Pod",
+            name,
+            vec![FieldCause::forbidden(
+                "spec.schedulingGates",
+                "only deletion is allowed, but found new scheduling gate",
+            )],
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_spec_defaults_and_update_rules() {
+        let mut spec = json!({"containers": [{"name": "c", "image": "nginx", "resources": {"limits": {"cpu": "1"}}}]});
+        default_pod_spec(&mut spec);
+        assert_eq!(spec["restartPolicy"], "Always");
+        assert_eq!(spec["schedulerName"], "default-scheduler");
+        assert_eq!(spec["containers"][0]["imagePullPolicy"], "Always");
+        assert_eq!(spec["containers"][0]["resources"]["requests"], json!({"cpu": "1"}));
+        let mut changed = spec.clone();
+        changed["containers"][0]["image"] = json!("nginx:2");
+        assert!(check_pod_spec_update("p", &spec, &changed).is_ok());
+        changed["nodeName"] = json!("n1");
+        let err = check_pod_spec_update("p", &spec, &changed).unwrap_err();
+        assert!(
+            err.message()
+                .starts_with("Pod \"p\" is invalid: spec: Forbidden: pod updates may not change fields")
+        );
+    }
+}

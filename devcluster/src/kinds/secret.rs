@@ -1,0 +1,49 @@
+//! core/v1 Secret.
+
+use k8s_openapi::api::core::v1::Secret;
+use serde_json::{Value, json};
+
+use super::print::{age, col, name, s};
+use crate::admission::decode;
+use crate::error::ApiError;
+use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+
+/// The served resource.
+pub(crate) fn resource() -> ResourceInfo {
+    ResourceInfo::builtin("", "v1", "Secret", "secrets", true, SecretStrategy)
+}
+
+#[derive(Debug)]
+struct SecretStrategy;
+
+impl Strategy for SecretStrategy {
+    fn has_generation(&self) -> bool {
+        false
+    }
+
+    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+        field == "type"
+    }
+
+    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+        decode::typed::<Secret>(cx.request, res, obj)
+    }
+
+    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+        vec![
+            crate::resource::name_column(),
+            col("Type", "string", 0, "The type of the secret."),
+            col("Data", "string", 0, "Number of keys."),
+            crate::resource::age_column(),
+        ]
+    }
+
+    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+        vec![
+            name(obj),
+            s(obj.get("type").and_then(Value::as_str).unwrap_or("Opaque")),
+            json!(obj.get("data").and_then(Value::as_object).map_or(0, |m| m.len())),
+            age(obj),
+        ]
+    }
+}

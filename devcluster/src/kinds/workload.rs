@@ -1,0 +1,67 @@
+//! scheduling.k8s.io/v1alpha3 Workload, validated with kube-apiserver's rules as `workloadbuilder`
+//! implements them.
+
+use k8s_openapi::api::scheduling::v1alpha3::Workload;
+use serde_json::Value;
+
+use super::print::{age, col, name, s};
+use crate::admission::decode;
+use crate::error::ApiError;
+use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+
+/// The served resource.
+pub(crate) fn resource() -> ResourceInfo {
+    ResourceInfo::builtin(
+        "scheduling.k8s.io",
+        "v1alpha3",
+        "Workload",
+        "workloads",
+        true,
+        WorkloadStrategy,
+    )
+}
+
+#[derive(Debug)]
+struct WorkloadStrategy;
+
+impl Strategy for WorkloadStrategy {
+    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+        decode::typed::<Workload>(cx.request, res, obj)
+    }
+
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+        decode::check(workloadbuilder::validate_workload(&decode::parse(res, obj)?), res, obj)
+    }
+
+    fn validate_update(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        res: &ResourceInfo,
+        old: &Value,
+        obj: &Value,
+    ) -> Result<(), ApiError> {
+        let errors = workloadbuilder::validate_workload_update(&decode::parse(res, obj)?, &decode::parse(res, old)?);
+        decode::check(errors, res, obj)
+    }
+
+    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+        vec![
+            crate::resource::name_column(),
+            col("Templates", "string", 0, "The top-level templates."),
+            crate::resource::age_column(),
+        ]
+    }
+
+    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+        let (name, age) = (name(obj), age(obj));
+        {
+            let names: Vec<&str> = ["podGroupTemplates", "compositePodGroupTemplates"]
+                .iter()
+                .filter_map(|k| obj.pointer(&format!("/spec/{k}")).and_then(Value::as_array))
+                .flatten()
+                .filter_map(|t| t.get("name").and_then(Value::as_str))
+                .collect();
+            vec![name, s(names.join(",")), age]
+        }
+    }
+}
