@@ -10,7 +10,7 @@ fn jobset_crd_is_up_to_date() {
     let path = format!("{}/../crds/jobset.yaml", env!("CARGO_MANIFEST_DIR"));
     let generated = format!(
         "# Generated from kwas_api::jobset::JobSet; do not edit. Regenerate with\n# `KWAS_UPDATE_CRDS=1 cargo test -p kwas-api --test crds`.\n{}",
-        serde_norway::to_string(&JobSet::crd()).unwrap()
+        serde_saphyr::to_string(&JobSet::crd()).unwrap()
     );
     if std::env::var_os("KWAS_UPDATE_CRDS").is_some() {
         std::fs::write(&path, &generated).unwrap();

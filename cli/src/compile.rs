@@ -16,7 +16,6 @@ use kwas_controllers::job::scheduling::{desired_root_pod_group, desired_workload
 use kwas_controllers::jobset::children::{
     ChildWiring, child_group_name, children, desired_child_group, desired_job, desired_root_group, root_group_name,
 };
-use serde::Deserialize;
 use serde_json::Value;
 use workloadbuilder::FieldErrors;
 
@@ -58,14 +57,8 @@ pub fn kubectl_invalid(kind: &str, name: &str, errs: &FieldErrors) -> String {
 
 /// Parse every YAML document of `input` (empty documents are skipped).
 pub fn documents(input: &str) -> Result<Vec<Value>> {
-    let mut out = Vec::new();
-    for doc in serde_norway::Deserializer::from_str(input) {
-        let value = Value::deserialize(doc).context("parsing YAML")?;
-        if !value.is_null() {
-            out.push(value);
-        }
-    }
-    Ok(out)
+    let docs: Vec<Value> = serde_saphyr::from_str_multiple(input).context("parsing YAML")?;
+    Ok(docs.into_iter().filter(|v| !v.is_null()).collect())
 }
 
 /// Compile one manifest.
@@ -197,7 +190,7 @@ pub fn to_yaml(objects: &[Value]) -> Result<String> {
     let mut s = String::new();
     for o in objects {
         s.push_str("---\n");
-        s.push_str(&serde_norway::to_string(o)?);
+        s.push_str(&serde_saphyr::to_string(o)?);
     }
     Ok(s)
 }

@@ -56,8 +56,7 @@ pub struct ControllersArgs {
 
 /// Parse a Go-style duration (`500ms`, `10s`, `1m`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    kwas_api::duration::parse_go_duration(s)
-        .ok_or_else(|| format!("{s:?} is not a duration such as 500ms, 10s or 1m"))
+    kwas_api::duration::parse_go_duration(s).ok_or_else(|| format!("{s:?} is not a duration such as 500ms, 10s or 1m"))
 }
 
 impl ControllersArgs {

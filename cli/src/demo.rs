@@ -16,7 +16,7 @@ use kwas_devcluster::{Capacity, DevClusterConfig, KubeletConfig, Topology};
 use serde_json::Value;
 
 use crate::placement::ClusterView;
-use crate::stack::{Stack, StackConfig};
+use kwas_stack::{Stack, StackConfig};
 
 /// The bundled examples, applied in this order.
 pub const EXAMPLES: [(&str, &str); 4] = [

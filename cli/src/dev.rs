@@ -9,7 +9,7 @@ use clap::Args;
 use kwas_api::jobset::PodGroupManagement;
 use kwas_devcluster::{DevClusterConfig, KubeletConfig, NodePoolArgs, Topology};
 
-use crate::stack::{Stack, StackConfig};
+use kwas_stack::{Stack, StackConfig};
 
 /// Flags of `kwas dev`.
 #[derive(Debug, Args)]

@@ -1,7 +1,7 @@
 //! # kwas
 //!
-//! The `kwas` command line's library: the subcommands' implementations and the in-process [`stack`]
-//! (devcluster, controllers and scheduler) that `kwas dev`, `kwas demo` and the end-to-end suite run.
+//! The `kwas` command line's library: the subcommands' implementations. `kwas dev` and `kwas demo` run
+//! the in-process stack of the `kwas-stack` crate.
 #![warn(missing_docs)]
 
 pub mod compile;
@@ -11,7 +11,6 @@ pub mod dev;
 pub mod kube_client;
 pub mod placement;
 pub mod scheduler;
-pub mod stack;
 
 use clap::ValueEnum;
 use kwas_api::jobset::PodGroupManagement;

@@ -147,7 +147,7 @@ mod tests {
 
     fn deployment_args(component: &str) -> Vec<String> {
         let path = format!("{}/../deploy/{component}/deployment.yaml", env!("CARGO_MANIFEST_DIR"));
-        let doc: serde_json::Value = serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let doc: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         doc["spec"]["template"]["spec"]["containers"][0]["args"]
             .as_array()
             .unwrap()

@@ -43,7 +43,7 @@ fn compiles_the_bundled_examples() {
         let docs: Vec<serde_json::Value> = stdout
             .split("---\n")
             .filter(|d| !d.trim().is_empty())
-            .map(|d| serde_norway::from_str(d).unwrap())
+            .map(|d| serde_saphyr::from_str(d).unwrap())
             .collect();
         let got: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
         assert_eq!(got, kinds, "{file}");

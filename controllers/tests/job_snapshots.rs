@@ -16,7 +16,7 @@ fn fixture_job(name: &str) -> Job {
         "{}/../workloadbuilder/tests/fixtures/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
-    serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn root_objects(job: &Job) -> serde_json::Value {

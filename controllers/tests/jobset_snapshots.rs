@@ -16,7 +16,7 @@ fn fixture(name: &str) -> JobSet {
         "{}/../workloadbuilder/tests/fixtures/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
-    serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn objects(js: &JobSet, management: PodGroupManagement) -> serde_json::Value {

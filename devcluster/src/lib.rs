@@ -44,6 +44,7 @@ mod admission;
 mod api;
 mod controllers;
 mod error;
+mod faults;
 mod http;
 mod kinds;
 mod kubeconfig;
@@ -57,6 +58,8 @@ mod sim;
 mod store;
 mod work;
 
+pub mod testing;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -65,8 +68,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 pub use error::{ApiError, Error, Result};
+
+/// The Kubernetes version devcluster reports (`/version`, the nodes' kubelet version).
+pub const KUBE_VERSION: &str = "v1.37.0";
+/// Its minor version.
+pub const KUBE_MINOR: &str = "37";
+pub use faults::{FaultConfig, FaultRule, Faults, Verb};
 pub use server::ServerSettings;
-pub use sim::faults::{FaultConfig, FaultRule, Faults, Verb};
 pub use sim::kubelet::{KubeletConfig, SIM_SHUTDOWN_DURATION};
 pub use sim::topology::{Capacity, NodePool, NodePoolArgs, NodeSpec, Taint, Topology};
 

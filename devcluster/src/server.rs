@@ -7,7 +7,7 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
 use crate::api::State;
-use crate::sim::faults::Faults;
+use crate::faults::Faults;
 
 /// Server behaviour settings.
 #[derive(Debug, Clone)]

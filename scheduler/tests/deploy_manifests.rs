@@ -14,7 +14,7 @@ fn documents(file: &str) -> Vec<Value> {
             d.lines()
                 .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
         })
-        .map(|d| serde_norway::from_str(d).unwrap())
+        .map(|d| serde_saphyr::from_str(d).unwrap())
         .collect()
 }
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The stack (devcluster, CRDs, controllers, scheduler) could not be started or restarted.
-    #[error("stack: {0:#}")]
-    Stack(anyhow::Error),
+    #[error("stack: {0}")]
+    Stack(#[from] kwas_stack::Error),
     /// An API request failed.
     #[error("API request failed: {0}")]
     Kube(#[from] kube::Error),

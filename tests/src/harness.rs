@@ -1,6 +1,6 @@
 //! The stack under test and the suite's way of waiting for it.
 //!
-//! [`E2e`] starts [`kwas::stack::Stack`] (devcluster, the JobSet CRD, the Job and JobSet controllers, the
+//! [`E2e`] starts [`kwas_stack::Stack`] (devcluster, the JobSet CRD, the Job and JobSet controllers, the
 //! scheduler) with timing fit for tests: a kubelet that starts pods in 20 ms, controllers and a scheduler
 //! that retry after 50-500 ms instead of upstream's seconds. Nothing else differs from `kwas dev`.
 //!
@@ -14,11 +14,11 @@ use std::time::Duration;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Api, PostParams};
 use kube::{Client, Resource};
-use kwas::stack::{Stack, StackConfig};
 use kwas_controllers::job::plan::JobConfig;
 use kwas_controllers::runtime::ControllersConfig;
-use kwas_devcluster::{DevCluster, DevClusterConfig, KubeletConfig, ServerSettings, Topology};
+use kwas_devcluster::{DevCluster, Topology};
 use kwas_scheduler::runtime::{BackoffConfig, RuntimeConfig, SchedulerRuntime};
+use kwas_stack::{Stack, StackConfig};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -39,19 +39,7 @@ pub const POLL: Duration = Duration::from_millis(25);
 /// 100-500 ms that retries unschedulable units at least every 2 s.
 pub fn test_config(topology: Topology) -> StackConfig {
     let mut config = StackConfig {
-        cluster: DevClusterConfig {
-            topology,
-            kubelet: KubeletConfig {
-                start_delay: Duration::from_millis(20),
-                ..Default::default()
-            },
-            server: ServerSettings {
-                bookmark_interval: Duration::from_millis(200),
-                sweep_interval: Duration::from_millis(50),
-                ..Default::default()
-            },
-            ..Default::default()
-        },
+        cluster: kwas_devcluster::testing::fast_config(topology),
         ..StackConfig::default()
     };
     config.job.job = JobConfig {

@@ -1,7 +1,7 @@
 //! # kwas-e2e
 //!
 //! End-to-end suites that run devcluster, the Job and JobSet controllers and the scheduler in one process
-//! ([`kwas::stack::Stack`]), the way a user runs them: Jobs and JobSets are created through the API with
+//! ([`kwas_stack::Stack`]), the way a user runs them: Jobs and JobSets are created through the API with
 //! kube-rs, and every assertion reads the API. The path under test is the whole one: Job (or JobSet) ->
 //! controllers -> Workload, CompositePodGroup, PodGroups and pods -> scheduler -> bindings -> the simulated
 //! kubelet -> pod phases -> Job and JobSet status.

@@ -267,8 +267,8 @@ fn objects(s: &Scenario) -> Result<Vec<Object>> {
 }
 
 /// The stack configuration of a benchmark run: the product's defaults (dev mode), the kubelet off.
-pub fn bench_config(s: &Scenario) -> kwas::stack::StackConfig {
-    let mut config = kwas::stack::StackConfig::default();
+pub fn bench_config(s: &Scenario) -> kwas_stack::StackConfig {
+    let mut config = kwas_stack::StackConfig::default();
     config.cluster.topology = Topology::grid(
         1,
         s.racks,

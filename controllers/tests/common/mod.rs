@@ -15,33 +15,13 @@ use kwas_controllers::job::plan::JobConfig;
 use kwas_controllers::job::{self, JobControllerConfig};
 use kwas_controllers::jobset::{self, JobSetControllerConfig};
 use kwas_controllers::metrics::Metrics;
-use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, KubeletConfig, ServerSettings, Topology};
+use kwas_devcluster::{DevCluster, DevClusterConfig};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// A small cluster (2 racks x 2 nodes), fast kubelet and controllers of the API server.
 pub async fn cluster_with(tweak: impl FnOnce(&mut DevClusterConfig)) -> DevCluster {
-    let mut config = DevClusterConfig {
-        topology: Topology::grid(
-            1,
-            2,
-            2,
-            Capacity {
-                gpus: 4,
-                ..Default::default()
-            },
-        ),
-        kubelet: KubeletConfig {
-            start_delay: Duration::from_millis(20),
-            ..Default::default()
-        },
-        server: ServerSettings {
-            bookmark_interval: Duration::from_millis(200),
-            sweep_interval: Duration::from_millis(50),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let mut config = kwas_devcluster::testing::fast_config(kwas_devcluster::testing::small_topology());
     tweak(&mut config);
     DevCluster::start(config).await.expect("devcluster starts")
 }

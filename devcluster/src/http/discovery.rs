@@ -5,10 +5,7 @@ use serde_json::{Value, json};
 
 use crate::resource::{Registry, ResourceInfo};
 
-/// The Kubernetes version devcluster reports.
-pub const KUBE_VERSION: &str = "v1.37.0";
-/// The minor version.
-pub const KUBE_MINOR: &str = "37";
+use crate::{KUBE_MINOR, KUBE_VERSION};
 
 /// `/version`.
 pub fn version() -> Value {

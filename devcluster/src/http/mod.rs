@@ -18,16 +18,14 @@ mod openapi;
 mod table;
 mod watch;
 
-pub(crate) use discovery::KUBE_VERSION;
-
 use crate::api::{self, DeleteOptions, Deleted, ListOptions, PatchType, subresources};
 use crate::error::ApiError;
+use crate::faults::Verb;
 use crate::meta;
 use crate::request::{FieldValidation, RequestContext};
 use crate::resource::{Propagation, ResourceInfo, SubresourceOp};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::Shared;
-use crate::sim::faults::Verb;
 use table::IncludeObject;
 use watch::WatchParams;
 

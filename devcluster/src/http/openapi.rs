@@ -177,7 +177,7 @@ fn document(registry: &Registry, group: &str, version: &str) -> Value {
     }
     json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": super::discovery::KUBE_VERSION},
+        "info": {"title": "Kubernetes", "version": crate::KUBE_VERSION},
         "paths": paths,
         "components": {"schemas": schemas},
     })

@@ -6,10 +6,11 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
 use super::print::{age, col, name, s, str_at};
-use crate::admission::{LABEL_MSG, decode, is_dns_label, priority};
+use crate::admission::{decode, priority};
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy, Subresource, SubresourceOp};
+use workloadbuilder::validation::strings;
 
 /// How long pods tolerate `not-ready` and `unreachable` nodes by default (DefaultTolerationSeconds).
 const DEFAULT_TOLERATION_SECONDS: i64 = 300;
@@ -326,11 +327,11 @@ pub(crate) fn validate_pod_spec(spec: &Value, path: &str, causes: &mut Vec<Field
                 let n = c.get("name").and_then(Value::as_str).unwrap_or("");
                 if n.is_empty() {
                     causes.push(FieldCause::required(format!("{path}.containers[{i}].name"), ""));
-                } else if !is_dns_label(n) {
+                } else if let Some(msg) = strings::is_dns1123_label(n).first() {
                     causes.push(FieldCause::invalid(
                         format!("{path}.containers[{i}].name"),
                         &json!(n),
-                        LABEL_MSG,
+                        msg,
                     ));
                 } else if !seen.insert(n.to_string()) {
                     causes.push(FieldCause::duplicate(format!("{path}.containers[{i}].name"), &json!(n)));

@@ -1,6 +1,4 @@
-//! The simulation: nodes from a topology ([`topology`]), a kubelet that runs bound pods
-//! ([`kubelet`]), and fault injection on the API ([`faults`]).
+//! The simulation: nodes from a topology ([`topology`]) and a kubelet that runs bound pods ([`kubelet`]).
 
-pub(crate) mod faults;
 pub(crate) mod kubelet;
 pub(crate) mod topology;

@@ -188,7 +188,7 @@ impl Topology {
     /// Checks names and taints.
     pub fn validate(&self) -> Result<()> {
         for p in &self.pools {
-            if !crate::admission::is_dns_label(&p.prefix) {
+            if !workloadbuilder::validation::strings::is_dns1123_label(&p.prefix).is_empty() {
                 return Err(Error::Config(format!("pool prefix {:?} must be a DNS label", p.prefix)));
             }
             for t in &p.taints {
@@ -369,7 +369,7 @@ pub fn node_object(spec: &NodeSpec, index: usize) -> Value {
                 "kernelVersion": "6.1.0-kwas",
                 "osImage": "kwas devcluster simulated node",
                 "containerRuntimeVersion": "kwas-sim://1.0.0",
-                "kubeletVersion": crate::http::KUBE_VERSION,
+                "kubeletVersion": crate::KUBE_VERSION,
                 "kubeProxyVersion": "",
                 "operatingSystem": "linux",
                 "architecture": "amd64",

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, KubeletConfig, ServerSettings, Topology};
+use kwas_devcluster::{DevCluster, DevClusterConfig};
 
 /// A cluster tuned for tests: 4 nodes (2 racks x 2), fast kubelet, frequent bookmarks and sweeps.
 pub async fn cluster() -> DevCluster {
@@ -14,27 +14,7 @@ pub async fn cluster() -> DevCluster {
 
 /// A test cluster with a configuration tweak.
 pub async fn cluster_with(tweak: impl FnOnce(&mut DevClusterConfig)) -> DevCluster {
-    let mut config = DevClusterConfig {
-        topology: Topology::grid(
-            1,
-            2,
-            2,
-            Capacity {
-                gpus: 4,
-                ..Default::default()
-            },
-        ),
-        kubelet: KubeletConfig {
-            start_delay: Duration::from_millis(20),
-            ..Default::default()
-        },
-        server: ServerSettings {
-            bookmark_interval: Duration::from_millis(200),
-            sweep_interval: Duration::from_millis(50),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let mut config = kwas_devcluster::testing::fast_config(kwas_devcluster::testing::small_topology());
     tweak(&mut config);
     DevCluster::start(config).await.expect("devcluster starts")
 }

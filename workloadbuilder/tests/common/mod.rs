@@ -98,7 +98,7 @@ pub fn compile_job(job: &Job) -> Result<Workload, FieldErrors> {
 }
 
 pub fn parse_job(fixture_name: &str) -> Job {
-    serde_norway::from_str(&fixture(fixture_name)).unwrap()
+    serde_saphyr::from_str(&fixture(fixture_name)).unwrap()
 }
 
 // A minimal JobSet shape (kwas.dev/v1alpha1) for the KEP's reference examples.
@@ -143,7 +143,7 @@ pub struct ReplicatedJob {
 }
 
 pub fn parse_jobset(fixture_name: &str) -> JobSet {
-    serde_norway::from_str(&fixture(fixture_name)).unwrap()
+    serde_saphyr::from_str(&fixture(fixture_name)).unwrap()
 }
 
 /// The JobSet-style mapping: a composite root named `jobset` (gang of gangs by default, minGroupCount =

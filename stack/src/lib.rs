@@ -1,12 +1,30 @@
+//! # kwas-stack
+//!
 //! The whole of kwas in one process: devcluster, the JobSet CRD, the Job and JobSet controllers and the
-//! scheduler, wired as `kwas dev` and `kwas demo` run them (and as the end-to-end suite tests them).
+//! scheduler, wired as `kwas dev` and `kwas demo` run them and as the end-to-end suite (`kwas-e2e`) tests
+//! them. Each component can be stopped and started again on its own, as if its process died.
 //!
 //! In this dev mode the Job controller also manages Jobs with no `spec.managedBy` (devcluster has no other
 //! Job controller) and the scheduler answers for both `kwas-scheduler` and `default-scheduler`.
+//!
+//! This is a crate of its own rather than part of `kwas-devcluster` because it depends on the controllers
+//! and the scheduler, which depend on devcluster for their tests: keeping it apart keeps every arrow
+//! between the workspace's crates pointing one way.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), kwas_stack::Error> {
+//! use kwas_stack::{Stack, StackConfig};
+//!
+//! let stack = Stack::start(StackConfig::default()).await?;
+//! stack.ready().await?;
+//! println!("export KUBECONFIG={}", stack.cluster().kubeconfig_path().display());
+//! stack.shutdown().await;
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs)]
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, CustomResourceExt};
@@ -19,6 +37,31 @@ use kwas_devcluster::{DevCluster, DevClusterConfig};
 use kwas_scheduler::runtime::{RuntimeConfig, RuntimeHandle, SchedulerRuntime};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+/// Why the stack could not start or get ready.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// devcluster did not start.
+    #[error("starting devcluster: {0}")]
+    Cluster(#[from] kwas_devcluster::Error),
+    /// An API request failed.
+    #[error("{what}: {source}")]
+    Api {
+        /// What the request was for.
+        what: &'static str,
+        /// The client's error.
+        source: kube::Error,
+    },
+    /// The scheduler runtime could not be created.
+    #[error("starting the scheduler: {0}")]
+    Scheduler(#[from] kwas_scheduler::runtime::Error),
+    /// Something did not become ready in time.
+    #[error("{0} in time")]
+    NotReady(&'static str),
+}
+
+/// The stack's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -98,7 +141,12 @@ pub async fn install_crds(client: &Client) -> Result<()> {
     match crds.create(&PostParams::default(), &JobSet::crd()).await {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => return Err(e).context("installing the JobSet CRD"),
+        Err(source) => {
+            return Err(Error::Api {
+                what: "installing the JobSet CRD",
+                source,
+            });
+        }
     }
     let jobsets: Api<JobSet> = Api::all(client.clone());
     for _ in 0..200 {
@@ -107,15 +155,13 @@ pub async fn install_crds(client: &Client) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    anyhow::bail!("the JobSet resource was not served in time")
+    Err(Error::NotReady("the JobSet resource was not served"))
 }
 
 impl Stack {
     /// Start the cluster, install the CRDs, then start the controllers and the scheduler.
     pub async fn start(config: StackConfig) -> Result<Self> {
-        let cluster = DevCluster::start(config.cluster.clone())
-            .await
-            .context("starting devcluster")?;
+        let cluster = DevCluster::start(config.cluster.clone()).await?;
         install_crds(&cluster.client()).await?;
         let mut stack = Self {
             cluster,
@@ -205,7 +251,7 @@ impl Stack {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        anyhow::bail!("the scheduler did not become ready")
+        Err(Error::NotReady("the scheduler did not become ready"))
     }
 
     /// Stop everything and the cluster.
