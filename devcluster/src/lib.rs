@@ -23,18 +23,22 @@
 //!
 //! ## Module map
 //!
+//! Public: [`DevCluster`], [`DevClusterConfig`] and the configuration types, [`testing`]. Private, in
+//! layers that point one way (`http` -> `api` -> `admission` -> `resource` -> `store`):
+//!
 //! | module | role |
 //! | --- | --- |
-//! | [`store`] | JSON objects per resource, the global resourceVersion, owner index, bounded watch history |
-//! | [`api`] | get / list / create / update / patch / delete / deletecollection semantics over the store |
-//! | [`admission`] | typed decoding, defaults, validation, immutability, priority, scheduling.k8s.io checks |
-//! | [`apply`] | server-side apply and `managedFields` |
-//! | [`patch`] | JSON merge, JSON and strategic merge patches |
-//! | [`crd`] | CustomResourceDefinitions and schema-driven custom resources |
-//! | [`gc`] | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry |
-//! | [`watch`], [`http`], [`discovery`], [`table`], [`openapi`] | the wire: watches, routing, discovery, Tables, OpenAPI |
-//! | [`kubelet`], [`topology`] | simulated nodes and kubelet |
-//! | [`faults`] | fault injection |
+//! | `kinds/` | one file per built-in kind: its resource and `Strategy` (decoding, defaults, admission, validation, deletion, hooks, columns) |
+//! | `resource/` | `ResourceInfo`, the `Strategy` trait, the registry of served resources |
+//! | `store` | JSON objects per resource, resourceVersions, owner and label indexes, watch history |
+//! | `api/` | get / list / create / update / patch / delete / deletecollection and subresources, generic over kinds |
+//! | `admission/` | the admission pipeline and the helpers kinds share (typed decoding, priority, CRD schemas) |
+//! | `request` | the per-request context (dry run, field manager, field validation, warnings) |
+//! | `patch/` | merge, JSON and strategic merge patches; server-side apply |
+//! | `http/` | routing, watch streams, discovery, Tables, OpenAPI |
+//! | `controllers/` | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry |
+//! | `sim/` | the simulated kubelet and nodes |
+//! | `faults` | fault injection |
 //!
 //! See the crate README for what is emulated and what is not.
 
