@@ -90,7 +90,8 @@ use server::Shared;
 /// How a cluster is started.
 #[derive(Debug, Clone)]
 pub struct DevClusterConfig {
-    /// Address to listen on (loopback by default).
+    /// Address to listen on (loopback by default). Any other address needs
+    /// [`DevClusterConfig::allow_remote_clients`].
     pub host: String,
     /// Port; 0 picks a free one.
     pub port: u16,
@@ -112,6 +113,10 @@ pub struct DevClusterConfig {
     /// WorkloadWithJob gate (on by default). Off emulates a server that stores any block, to see what the
     /// Job controller does with invalid input.
     pub job_scheduling_validation: bool,
+    /// Listen on a non-loopback address and answer requests addressed to any host. devcluster has no
+    /// authentication, authorization or TLS, so this lets anyone who can reach the port do anything; off
+    /// by default, and a warning is logged when on.
+    pub allow_remote_clients: bool,
 }
 
 impl Default for DevClusterConfig {
@@ -127,6 +132,7 @@ impl Default for DevClusterConfig {
             watch_history: 10_000,
             podgroup_protection: true,
             job_scheduling_validation: true,
+            allow_remote_clients: false,
         }
     }
 }
@@ -149,6 +155,24 @@ impl DevCluster {
     /// the topology's nodes and writes the kubeconfig.
     pub async fn start(config: DevClusterConfig) -> Result<DevCluster> {
         config.topology.validate()?;
+        let loopback = config.host == "localhost"
+            || config
+                .host
+                .trim_matches(|c| c == '[' || c == ']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        if !loopback && !config.allow_remote_clients {
+            return Err(Error::Config(format!(
+                "refusing to listen on {:?}: devcluster has no authentication, authorization or TLS, so anyone who can reach a non-loopback address could do anything; allow it explicitly (--insecure-allow-remote-clients) if you mean it",
+                config.host
+            )));
+        }
+        if config.allow_remote_clients {
+            tracing::warn!(
+                host = %config.host,
+                "devcluster answers remote clients: no authentication, authorization or TLS protect it"
+            );
+        }
         let addr = format!("{}:{}", config.host, config.port);
         let listener = tokio::net::TcpListener::bind(&addr)
             .await
@@ -174,19 +198,17 @@ impl DevCluster {
             Faults::new(config.faults.clone()),
             config.server.clone(),
             server_address,
+            config.allow_remote_clients,
         ));
 
         let mut tasks = Vec::new();
         let app = http::router(shared.clone());
-        let mut stop = shared.shutdown_signal();
-        tasks.push(tokio::spawn(async move {
-            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-                server::stopped(&mut stop).await;
-            });
-            if let Err(e) = serve.await {
-                tracing::error!(error = %e, "devcluster server stopped");
-            }
-        }));
+        tasks.push(tokio::spawn(http::serve::serve(
+            listener,
+            app,
+            shared.clone(),
+            http::serve::Limits::default(),
+        )));
         tasks.push(tokio::spawn(controllers::run(shared.clone())));
         if config.kubelet.enabled {
             tasks.push(tokio::spawn(sim::kubelet::run(shared.clone(), config.kubelet.clone())));

@@ -12,9 +12,13 @@ use kwas_devcluster::{DevCluster, DevClusterConfig, FaultConfig, KubeletConfig, 
 #[derive(Debug, Parser)]
 #[command(name = "devcluster", version)]
 struct Args {
-    /// Address to listen on.
+    /// Address to listen on. Anything but loopback also needs --insecure-allow-remote-clients.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
+    /// Accept a non-loopback --host and requests addressed to any host name. devcluster has no
+    /// authentication, authorization or TLS: anyone who can reach the port can do anything.
+    #[arg(long)]
+    insecure_allow_remote_clients: bool,
     /// Port to listen on (0 picks a free port).
     #[arg(long, default_value_t = 6443)]
     port: u16,
@@ -73,6 +77,7 @@ async fn main() -> anyhow::Result<()> {
             ..Default::default()
         },
         faults,
+        allow_remote_clients: args.insecure_allow_remote_clients,
         ..Default::default()
     };
     config.server.event_ttl = duration(&args.event_ttl, "event-ttl")?;

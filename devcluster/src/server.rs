@@ -1,10 +1,11 @@
 //! The shared runtime state of a running cluster and its background tasks (HTTP server, garbage
 //! collector, kubelet).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::api::State;
 use crate::faults::Faults;
@@ -33,6 +34,39 @@ impl Default for ServerSettings {
     }
 }
 
+/// How many requests are served at once (kube-apiserver's `--max-requests-inflight` and
+/// `--max-mutating-requests-inflight` defaults) and how many watches stay open; beyond that a request is
+/// answered 429 with `Retry-After`, so memory stays bounded under a flood.
+#[derive(Debug)]
+pub struct InFlight {
+    reads: Arc<Semaphore>,
+    writes: Arc<Semaphore>,
+    watches: Arc<Semaphore>,
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight {
+            reads: Arc::new(Semaphore::new(400)),
+            writes: Arc::new(Semaphore::new(200)),
+            watches: Arc::new(Semaphore::new(1000)),
+        }
+    }
+}
+
+impl InFlight {
+    /// A slot for one request, or `None` when the limit is reached.
+    pub fn admit(&self, mutating: bool) -> Option<OwnedSemaphorePermit> {
+        let pool = if mutating { &self.writes } else { &self.reads };
+        pool.clone().try_acquire_owned().ok()
+    }
+
+    /// A slot for one open watch, or `None` when the limit is reached.
+    pub fn watch(&self) -> Option<OwnedSemaphorePermit> {
+        self.watches.clone().try_acquire_owned().ok()
+    }
+}
+
 /// State shared by the HTTP handlers, the controllers and the handle.
 #[derive(Debug)]
 pub struct Shared {
@@ -46,12 +80,22 @@ pub struct Shared {
     pub settings: ServerSettings,
     /// `host:port` the server listens on.
     pub server_address: String,
+    /// Whether requests from other hosts are answered (the `Host` / `Origin` checks are off).
+    pub remote_clients: bool,
+    /// Request and watch limits.
+    pub in_flight: InFlight,
     shutdown: watch::Sender<bool>,
 }
 
 impl Shared {
     /// Creates the shared state.
-    pub fn new(state: State, faults: Faults, settings: ServerSettings, server_address: String) -> Self {
+    pub fn new(
+        state: State,
+        faults: Faults,
+        settings: ServerSettings,
+        server_address: String,
+        remote_clients: bool,
+    ) -> Self {
         let (shutdown, _) = watch::channel(false);
         Shared {
             state: Mutex::new(state),
@@ -59,6 +103,8 @@ impl Shared {
             faults,
             settings,
             server_address,
+            remote_clients,
+            in_flight: InFlight::default(),
             shutdown,
         }
     }

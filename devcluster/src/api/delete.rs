@@ -103,7 +103,10 @@ impl State {
         let shorten = was_grace.is_none_or(|g| grace < g);
         if !deleting || shorten {
             let m = meta::metadata_mut(&mut obj);
-            let when = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(grace);
+            // A request's grace period may be any i64: the deletion time saturates at the latest time.
+            let when = jiff::Timestamp::now()
+                .checked_add(jiff::SignedDuration::from_secs(grace))
+                .unwrap_or(jiff::Timestamp::MAX);
             if !deleting || shorten {
                 m.insert("deletionTimestamp".into(), Value::String(meta::format_time(when)));
                 m.insert("deletionGracePeriodSeconds".into(), json!(grace));

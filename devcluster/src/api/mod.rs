@@ -243,8 +243,8 @@ impl State {
                     preferred,
                 } => {
                     let stop = infos.is_empty();
-                    self.registry.set_custom(&group, &plural, infos, preferred.as_deref());
-                    if stop {
+                    let changed = self.registry.set_custom(&group, &plural, infos, preferred.as_deref());
+                    if stop && changed {
                         self.store.drop_resource(&GroupResource::new(&group, &plural));
                     }
                 }

@@ -73,13 +73,15 @@ impl State {
                 (self.store.current_rv(), all, 0)
             }
         };
+        // The offset comes from a client's continue token: anything past the end is an empty page.
         let total = candidates.len();
+        let start = skip.min(total);
         let end = if opts.limit > 0 {
-            (skip + opts.limit).min(total)
+            start.saturating_add(opts.limit).min(total)
         } else {
             total
         };
-        let items = candidates[skip.min(total)..end].to_vec();
+        let items = candidates[start..end].to_vec();
         let (continue_token, remaining) = if end < total {
             let id = match &opts.continue_token {
                 Some(t) if !t.is_empty() => parse_continue(t)?.0,

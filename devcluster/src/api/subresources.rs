@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{DeleteOptions, State};
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldCause};
 use crate::meta;
 use crate::request::RequestContext;
 use crate::resource::ResourceInfo;
@@ -52,13 +52,20 @@ pub(crate) fn bind(
     body: &Value,
 ) -> Result<Arc<Value>, ApiError> {
     let target = body.pointer("/target/name").and_then(Value::as_str).unwrap_or("");
+    let mut causes = Vec::new();
     if target.is_empty() {
-        return Err(ApiError::invalid(
-            "",
-            "Binding",
-            name,
-            vec![crate::error::FieldCause::required("target.name", "")],
-        ));
+        causes.push(FieldCause::required("target.name", ""));
+    } else {
+        for msg in workloadbuilder::validation::strings::is_dns1123_subdomain(target) {
+            causes.push(FieldCause::invalid("target.name", &json!(target), &msg));
+        }
+    }
+    let target_kind = body.pointer("/target/kind").and_then(Value::as_str).unwrap_or("");
+    if !target_kind.is_empty() && target_kind != "Node" {
+        causes.push(FieldCause::not_supported("target.kind", &json!(target_kind), &["Node"]));
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid("", "Binding", name, causes));
     }
     let body_name = meta::name(body);
     if !body_name.is_empty() && body_name != name {
@@ -75,6 +82,31 @@ pub(crate) fn bind(
             "pod is being deleted, cannot be assigned to a host",
         ));
     }
+    // The Binding's uid and resourceVersion are preconditions on the pod, as in kube-apiserver.
+    let want_uid = meta::uid(body);
+    if !want_uid.is_empty() && want_uid != meta::uid(&pod) {
+        return Err(ApiError::conflict(
+            "",
+            "pods/binding",
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {want_uid}, UID in object meta: {}",
+                meta::uid(&pod)
+            ),
+        ));
+    }
+    let want_rv = meta::resource_version(body);
+    if !want_rv.is_empty() && want_rv != meta::resource_version(&pod) {
+        return Err(ApiError::conflict(
+            "",
+            "pods/binding",
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {want_rv}, ResourceVersion in object meta: {}",
+                meta::resource_version(&pod)
+            ),
+        ));
+    }
     let current = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
     if !current.is_empty() {
         return Err(ApiError::conflict(
@@ -87,7 +119,27 @@ pub(crate) fn bind(
     let mut new = (*pod).clone();
     new["spec"]["nodeName"] = json!(target);
     set_condition(&mut new, "PodScheduled", "True", "", "");
-    if let Some(anns) = body.pointer("/metadata/annotations").and_then(Value::as_object) {
+    let annotations = body.pointer("/metadata/annotations");
+    if let Some(a) = annotations
+        && !a.is_null()
+        && !a.as_object().is_some_and(|m| m.values().all(Value::is_string))
+    {
+        return Err(ApiError::bad_request(
+            "Binding in version \"v1\" cannot be handled as a Binding: metadata.annotations must be a map of strings",
+        ));
+    }
+    if let Some(anns) = annotations.and_then(Value::as_object) {
+        let mut causes = Vec::new();
+        for k in anns.keys() {
+            for msg in workloadbuilder::validation::strings::is_qualified_name(k) {
+                causes.push(FieldCause::invalid("metadata.annotations", &json!(k), &msg));
+            }
+        }
+        if !causes.is_empty() {
+            return Err(ApiError::invalid("", "Binding", name, causes));
+        }
+    }
+    if let Some(anns) = annotations.and_then(Value::as_object) {
         let m = meta::metadata_mut(&mut new);
         let a = m.entry("annotations").or_insert(json!({}));
         if let Some(a) = a.as_object_mut() {

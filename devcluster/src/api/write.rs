@@ -294,7 +294,7 @@ impl State {
                 .and_then(|m| m.get("generation"))
                 .and_then(Value::as_i64)
                 .unwrap_or(1);
-            meta::metadata_mut(&mut new).insert("generation".into(), json!(g + 1));
+            meta::metadata_mut(&mut new).insert("generation".into(), json!(g.saturating_add(1)));
         }
         admission::admit(
             &mut AdmitContext {

@@ -11,8 +11,8 @@ use crate::store::GroupResource;
 /// Deletes events older than `event_ttl`.
 pub(super) fn expire(state: &mut State, event_ttl: Duration) {
     let events = GroupResource::new("", "events");
-    let cutoff = jiff::Timestamp::now()
-        - jiff::SignedDuration::from_secs(i64::try_from(event_ttl.as_secs()).unwrap_or(i64::MAX / 2));
+    let ttl = jiff::SignedDuration::from_secs(i64::try_from(event_ttl.as_secs()).unwrap_or(i64::MAX));
+    let cutoff = jiff::Timestamp::now().checked_sub(ttl).unwrap_or(jiff::Timestamp::MIN);
     let expired: Vec<_> = state
         .store
         .list(&events, None)

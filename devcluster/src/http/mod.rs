@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 mod discovery;
 mod openapi;
+pub(crate) mod serve;
 mod table;
 mod watch;
 
@@ -31,13 +32,57 @@ use watch::WatchParams;
 
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
+/// kube-apiserver accepts request bodies up to 3 MiB.
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
 /// The router of the API server.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    // kube-apiserver accepts request bodies up to 3 MiB.
     Router::new()
-        .fallback(dispatch)
-        .layer(axum::extract::DefaultBodyLimit::max(3 * 1024 * 1024))
+        .fallback(contained)
+        .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(shared)
+}
+
+/// Serves one request: reads its body within the size limit, takes an in-flight slot, and turns a panic
+/// while handling it into a 500 for this request alone (the server and every other request go on).
+async fn contained(
+    AxState(shared): AxState<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    use futures::FutureExt;
+    let body = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(_) => {
+            return error_response(&ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("Request entity too large: limit is {MAX_BODY}"),
+                None,
+            ));
+        }
+    };
+    let mutating = !matches!(method, Method::GET | Method::HEAD | Method::OPTIONS);
+    let Some(_slot) = shared.in_flight.admit(mutating) else {
+        return error_response(&ApiError::too_many_requests(
+            "Too many requests, please try again later.",
+        ));
+    };
+    let path = uri.path().to_string();
+    match std::panic::AssertUnwindSafe(dispatch(shared, method, uri, headers, body))
+        .catch_unwind()
+        .await
+    {
+        Ok(r) => r,
+        Err(_) => {
+            tracing::error!(%path, "a request handler panicked; answering 500");
+            error_response(&ApiError::internal(format!(
+                "an internal error occurred while handling {path}"
+            )))
+        }
+    }
 }
 
 fn json_response(code: StatusCode, body: String, warnings: &[String]) -> Response {
@@ -177,13 +222,10 @@ fn parse_path(path: &str) -> Target {
     }
 }
 
-async fn dispatch(
-    AxState(shared): AxState<Arc<Shared>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn dispatch(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(e) = guard(&shared, &headers) {
+        return error_response(&e);
+    }
     let target = parse_path(uri.path());
     let query = parse_query(uri.query());
     match target {
@@ -241,6 +283,54 @@ async fn dispatch(
         }
         Target::Unknown => error_response(&ApiError::path_not_found()),
     }
+}
+
+/// Refuses requests a web page could have made through the user's browser: a `Host` that is not a loopback
+/// name (DNS rebinding: an attacker's domain resolving to 127.0.0.1) or an `Origin` that is not loopback
+/// (a cross-site request). Clients such as kubectl, client-go, kube-rs and the Python client send neither.
+/// A cluster started to accept remote clients skips the check (it has no authentication either way).
+fn guard(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
+    if shared.remote_clients {
+        return Ok(());
+    }
+    let host_of = |authority: &str| -> String {
+        let authority = authority.trim();
+        let host = if let Some(rest) = authority.strip_prefix('[') {
+            rest.split(']').next().unwrap_or("")
+        } else {
+            authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+        };
+        host.to_ascii_lowercase()
+    };
+    let loopback = |host: &str| {
+        host == "localhost"
+            || host.ends_with(".localhost")
+            || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    };
+    if let Some(h) = headers.get(header::HOST) {
+        let host = host_of(h.to_str().unwrap_or(""));
+        if !loopback(&host) {
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!("host {host:?} is not allowed: devcluster only answers requests addressed to loopback"),
+                None,
+            ));
+        }
+    }
+    if let Some(o) = headers.get(header::ORIGIN) {
+        let origin = o.to_str().unwrap_or("");
+        let authority = origin.split_once("://").map_or("", |(_, a)| a);
+        if !loopback(&host_of(authority)) {
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!("cross-origin request from {origin:?} refused"),
+                None,
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn aggregated_response(doc: &Value) -> Response {
@@ -318,16 +408,29 @@ impl Request {
 
     /// Decodes the body as JSON, or YAML for the YAML content types.
     fn body_value(&self) -> Result<Value, ApiError> {
-        let ct = self.content_type();
-        if ct.contains("protobuf") || ct.contains("cbor") {
-            return Err(ApiError::unsupported_media_type(&ct));
-        }
         if self.body.is_empty() {
             return Ok(Value::Null);
         }
+        // Bodies are decoded by their declared media type (none means JSON, as in kube-apiserver: the Python
+        // client sends none); `text/plain` and the form types a web page can post without a CORS preflight
+        // are refused. A cross-site request without a Content-Type still carries an `Origin`, which
+        // [`guard`] refuses.
+        let ct = match self.headers.get(header::CONTENT_TYPE) {
+            Some(v) => v.to_str().unwrap_or("").to_string(),
+            None => "application/json".to_string(),
+        };
+        let media_type = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let yaml = match media_type.as_str() {
+            "application/json"
+            | "application/json-patch+json"
+            | "application/merge-patch+json"
+            | "application/strategic-merge-patch+json" => false,
+            "application/yaml" | "application/apply-patch+yaml" => true,
+            _ => return Err(ApiError::unsupported_media_type(&ct)),
+        };
         match serde_json::from_slice::<Value>(&self.body) {
             Ok(v) => Ok(v),
-            Err(json_err) if ct.contains("yaml") => {
+            Err(json_err) if yaml => {
                 let text = std::str::from_utf8(&self.body).map_err(|e| ApiError::bad_request(e.to_string()))?;
                 serde_saphyr::from_str::<Value>(text)
                     .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e} (as JSON: {json_err})")))
@@ -434,7 +537,12 @@ async fn resource(
                 timeout,
                 table: table.then(|| IncludeObject::parse(req.q("includeObject"))),
             };
-            let body = watch::start(shared.clone(), p)?;
+            let Some(slot) = shared.in_flight.watch() else {
+                return Err(ApiError::too_many_requests(
+                    "Too many requests, please try again later.",
+                ));
+            };
+            let body = watch::start(shared.clone(), p, slot)?;
             let mut r = Response::new(body);
             r.headers_mut()
                 .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

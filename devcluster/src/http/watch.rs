@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use super::table::{self, IncludeObject};
 use crate::error::ApiError;
@@ -46,7 +46,7 @@ pub struct WatchParams {
 const BATCH: usize = 512;
 
 /// Starts a watch: returns the streaming body, after checking the parameters.
-pub fn start(shared: Arc<Shared>, p: WatchParams) -> Result<Body, ApiError> {
+pub fn start(shared: Arc<Shared>, p: WatchParams, slot: OwnedSemaphorePermit) -> Result<Body, ApiError> {
     if let Some(rv) = &p.resource_version
         && !rv.is_empty()
         && rv.parse::<u64>().is_err()
@@ -65,7 +65,10 @@ pub fn start(shared: Arc<Shared>, p: WatchParams) -> Result<Body, ApiError> {
         ));
     }
     let (tx, rx) = mpsc::channel::<Bytes>(256);
-    tokio::spawn(run(shared, p, tx));
+    tokio::spawn(async move {
+        run(shared, p, tx).await;
+        drop(slot);
+    });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
     });
@@ -157,7 +160,11 @@ fn error_event(err: &ApiError) -> Bytes {
 async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
     let gr = p.res.storage.clone();
     let plural = p.res.plural.clone();
-    let deadline = tokio::time::Instant::now() + p.timeout;
+    // A client's `timeoutSeconds` may be any u64: a deadline past what the clock can represent never comes.
+    let now = tokio::time::Instant::now();
+    let deadline = now
+        .checked_add(p.timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600));
     let mut shutdown = shared.shutdown_signal();
     let mut sub = shared.with(|s| s.store.subscribe(&gr));
     sub.borrow_and_update();

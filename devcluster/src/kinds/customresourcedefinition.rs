@@ -18,6 +18,9 @@ use crate::resource::{
 };
 use crate::work::GcItem;
 
+/// The annotation a CRD in a protected group (`*.k8s.io`, `*.kubernetes.io`) must carry.
+const API_APPROVED: &str = "api-approved.kubernetes.io";
+
 /// The CRD finalizer removed once all custom resources are gone.
 pub(crate) const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
@@ -133,6 +136,28 @@ fn check(res: &ResourceInfo, old: Option<&Value>, obj: &Value) -> Result<(), Api
             "metadata.name",
             &json!(name),
             "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    let protected = ["k8s.io", "kubernetes.io"]
+        .iter()
+        .any(|p| group == *p || group.ends_with(&format!(".{p}")));
+    if protected && meta::annotation(obj, API_APPROVED).is_none_or(str::is_empty) {
+        causes.push(FieldCause::required(
+            format!("metadata.annotations[{API_APPROVED}]"),
+            &format!(
+                "protected groups must have approval annotation {API_APPROVED:?}, see https://github.com/kubernetes/enhancements/pull/1111"
+            ),
+        ));
+    }
+    // A CRD never shadows or replaces what the server itself serves (its removal would stop serving it).
+    if super::builtin_resources()
+        .iter()
+        .any(|b| b.group == group && (b.plural == plural || b.storage.resource == plural))
+    {
+        causes.push(FieldCause::invalid(
+            "spec.names.plural",
+            &json!(plural),
+            &format!("{plural}.{group} is a built-in resource of this server"),
         ));
     }
     if !group.contains('.') {

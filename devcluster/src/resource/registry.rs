@@ -20,18 +20,22 @@ pub(crate) struct Registry {
     versions: BTreeMap<String, Vec<String>>,
     /// The built-in resources' plural names in discovery order.
     builtin_order: Vec<String>,
+    /// The built-in resources' group and plural.
+    builtin: Vec<(String, String)>,
 }
 
 impl Registry {
     /// A registry serving `builtins` (in discovery order).
     pub fn new(builtins: Vec<ResourceInfo>) -> Self {
         let builtin_order = builtins.iter().map(|r| r.plural.clone()).collect();
+        let builtin = builtins.iter().map(|r| (r.group.clone(), r.plural.clone())).collect();
         let mut r = Registry {
             by_gvr: BTreeMap::new(),
             group_order: Vec::new(),
             preferred: BTreeMap::new(),
             versions: BTreeMap::new(),
             builtin_order,
+            builtin,
         };
         for info in builtins {
             r.insert(info, false);
@@ -54,6 +58,11 @@ impl Registry {
             (info.group.clone(), info.version.clone(), info.plural.clone()),
             Arc::new(info),
         );
+    }
+
+    /// Whether `group` / `plural` is a built-in resource.
+    fn is_builtin(&self, group: &str, plural: &str) -> bool {
+        self.builtin.iter().any(|(g, p)| g == group && p == plural)
     }
 
     /// Looks a resource up by group, version and plural.
@@ -138,7 +147,19 @@ impl Registry {
     }
 
     /// Replaces the resources a CRD serves with `infos` (empty to remove them).
-    pub fn set_custom(&mut self, group: &str, plural: &str, infos: Vec<ResourceInfo>, preferred_version: Option<&str>) {
+    /// Built-in resources are never replaced: CRD admission refuses a CRD that would, and this is the
+    /// second line of defence.
+    /// Returns whether anything changed.
+    pub fn set_custom(
+        &mut self,
+        group: &str,
+        plural: &str,
+        infos: Vec<ResourceInfo>,
+        preferred_version: Option<&str>,
+    ) -> bool {
+        if self.is_builtin(group, plural) {
+            return false;
+        }
         self.by_gvr.retain(|(g, _, p), _| !(g == group && p == plural));
         let remaining: Vec<String> = self
             .by_gvr
@@ -159,5 +180,6 @@ impl Registry {
             let is_preferred = preferred_version == Some(info.version.as_str());
             self.insert(info, is_preferred);
         }
+        true
     }
 }

@@ -211,7 +211,7 @@ fn handle_pod(
     }
     if phase == "Pending" && !track.started && node_exists {
         track.started = true;
-        *ips += 1;
+        *ips = ips.wrapping_add(1);
         let pod_ip = format!("10.244.{}.{}", (*ips >> 8) % 256, *ips % 256 + 1);
         let run = meta::annotation(pod, SIM_RUN_DURATION).and_then(parse_go_duration);
         let fail = meta::annotation(pod, SIM_EXIT_PHASE) == Some("Failed");

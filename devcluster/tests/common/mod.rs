@@ -103,3 +103,63 @@ pub fn kubectl_ok(cluster: &DevCluster, args: &[&str], stdin: Option<&str>) -> S
     );
     out.stdout
 }
+
+/// One raw HTTP/1.0 request to the cluster, for what typed clients never send (forged tokens, hostile
+/// headers and bodies). `Host` is the cluster's address unless `headers` sets one. Returns the status code
+/// and the body; `None` when the connection failed or was dropped without an answer.
+pub async fn raw(
+    cluster: &DevCluster,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = cluster.base_url().trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.ok()?;
+    let mut req = format!("{method} {path} HTTP/1.0\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    stream.write_all(req.as_bytes()).await.ok()?;
+    stream.write_all(body).await.ok()?;
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut out))
+        .await
+        .ok()?
+        .ok()?;
+    let text = String::from_utf8_lossy(&out).to_string();
+    let code = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some((
+        code,
+        text.split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default(),
+    ))
+}
+
+/// Sends a GET and returns only the response's status code, without waiting for the body (for watches).
+pub async fn raw_status(cluster: &DevCluster, path: &str) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = cluster.base_url().trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.ok()?;
+    let req = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    stream.write_all(req.as_bytes()).await.ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 256];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut chunk))
+            .await
+            .ok()?
+            .ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8_lossy(&buf).split_whitespace().nth(1)?.parse().ok()
+}
