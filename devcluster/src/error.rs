@@ -110,6 +110,15 @@ impl FieldCause {
     pub fn immutable(field: impl Into<String>, value: &serde_json::Value) -> Self {
         FieldCause::invalid(field, value, "field is immutable")
     }
+
+    /// `<field>: Too long: must have at most <max> bytes`.
+    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        FieldCause {
+            field: field.into(),
+            reason: "FieldValueTooLong",
+            message: format!("Too long: must have at most {max} bytes"),
+        }
+    }
 }
 
 /// Renders a value the way Go's `field.Error` does: strings quoted, numbers and booleans bare, objects as
@@ -269,6 +278,11 @@ impl ApiError {
             ),
             None,
         )
+    }
+
+    /// 413 RequestEntityTooLarge.
+    pub fn too_large(message: impl Into<String>) -> Self {
+        ApiError::new(413, "RequestEntityTooLarge", message, None)
     }
 
     /// 410 Expired: a resourceVersion or continue token older than the retained window.

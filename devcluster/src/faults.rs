@@ -1,5 +1,6 @@
 //! Fault injection for resilience tests: per resource and verb, an error rate (with the HTTP code to
-//! answer), added latency, and a rate at which open watch streams are dropped.
+//! answer), a rate of requests that take effect but whose response is lost, added latency, and a rate at
+//! which open watch streams are dropped.
 //!
 //! Decisions come from one random generator seeded by [`FaultConfig::seed`], consumed in request order:
 //! the same sequence of requests under the same rules gets the same faults.
@@ -67,6 +68,10 @@ pub struct FaultRule {
     pub latency: Duration,
     /// For watches: probability, per event sent, that the stream is cut right after it.
     pub drop_watch_rate: f64,
+    /// Probability in [0, 1] that a matching request takes effect but its client gets an error anyway
+    /// (the `errorCode`, 504 by default: a response lost after the commit), as when a connection breaks
+    /// between the server's write and its answer.
+    pub lost_response_rate: f64,
 }
 
 mod millis {
@@ -106,6 +111,8 @@ pub struct Decision {
     pub latency: Duration,
     /// An error to answer with instead of handling the request.
     pub error: Option<ApiError>,
+    /// An error to answer with after handling the request.
+    pub lost_response: Option<ApiError>,
 }
 
 /// The live fault injector of a cluster.
@@ -148,16 +155,21 @@ impl Faults {
         };
         let mut d = Decision {
             latency: rule.latency,
-            error: None,
+            ..Default::default()
         };
-        if rule.error_rate > 0.0 && rng.f64() < rule.error_rate {
+        let error = |code: u16| {
             let msg = format!("injected fault for {verb:?} {resource}").to_lowercase();
-            d.error = Some(match rule.error_code {
+            match code {
                 429 => ApiError::too_many_requests(msg),
                 503 => ApiError::new(503, "ServiceUnavailable", msg, None),
                 504 => ApiError::timeout(msg),
                 _ => ApiError::internal(msg),
-            });
+            }
+        };
+        if rule.error_rate > 0.0 && rng.f64() < rule.error_rate {
+            d.error = Some(error(rule.error_code));
+        } else if rule.lost_response_rate > 0.0 && rng.f64() < rule.lost_response_rate {
+            d.lost_response = Some(error(if rule.error_code == 0 { 504 } else { rule.error_code }));
         }
         d
     }
@@ -202,6 +214,20 @@ mod tests {
         assert_ne!(run(7), run(8));
         let failures = run(7).iter().filter(|x| **x).count();
         assert!((16..=48).contains(&failures), "{failures}");
+    }
+
+    #[test]
+    fn a_lost_response_comes_after_the_request_took_effect() {
+        let f = Faults::new(FaultConfig {
+            seed: 3,
+            rules: vec![FaultRule {
+                lost_response_rate: 1.0,
+                ..Default::default()
+            }],
+        });
+        let d = f.decide("pods", Verb::Create);
+        assert!(d.error.is_none());
+        assert_eq!(d.lost_response.map(|e| e.code()), Some(504));
     }
 
     #[test]

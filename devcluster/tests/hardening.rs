@@ -362,3 +362,131 @@ async fn extreme_durations_never_stop_the_kubelet_or_the_garbage_collector() {
     still_healthy(&c, "durations").await;
     c.shutdown().await;
 }
+
+#[tokio::test]
+async fn sizes_are_limited_like_kube_apiserver() {
+    let c = common::cluster().await;
+    let ct = [("Content-Type", "application/json")];
+    let big = |n: usize| "x".repeat(n);
+    // A body over 3 MiB.
+    let body = json!({"metadata": {"name": "huge"}, "data": {"a": big(3 * 1024 * 1024)}}).to_string();
+    let (code, text) = common::raw(
+        &c,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &ct,
+        body.as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, 413, "{text}");
+    assert!(text.contains("limit is 3145728"), "{text}");
+    // ConfigMap data over 1 MiB.
+    let body = json!({"metadata": {"name": "big"}, "data": {"a": big(1024 * 1024 + 1)}}).to_string();
+    let (code, text) = common::raw(
+        &c,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &ct,
+        body.as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, 422, "{text}");
+    assert!(text.contains("Too long: must have at most 1048576 bytes"), "{text}");
+    // Annotations over 256 KiB.
+    let body = json!({"metadata": {"name": "ann", "annotations": {"a": big(300 * 1024)}}}).to_string();
+    let (code, text) = common::raw(
+        &c,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &ct,
+        body.as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, 422, "{text}");
+    assert!(text.contains("metadata.annotations: Too long"), "{text}");
+    // An object over 1.5 MiB, built by two patches that each fit in a request.
+    let path = "/apis/scheduling.k8s.io/v1/priorityclasses";
+    let body = json!({"metadata": {"name": "wordy"}, "value": 10, "description": big(1024 * 1024)}).to_string();
+    let (code, text) = common::raw(&c, "POST", path, &ct, body.as_bytes()).await.unwrap();
+    assert_eq!(code, 201, "{text}");
+    let merge = [("Content-Type", "application/merge-patch+json")];
+    let patch = json!({"metadata": {"labels": {"a": "b"}}, "description": big(1024 * 1024 + 600 * 1024)}).to_string();
+    let (code, text) = common::raw(&c, "PATCH", &format!("{path}/wordy"), &merge, patch.as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(code, 413, "{text}");
+    // A JSON patch with more operations than kube-apiserver allows.
+    let ops: Vec<Value> = (0..10_001)
+        .map(|i| json!({"op": "add", "path": format!("/metadata/labels/l{i}"), "value": "v"}))
+        .collect();
+    let json_patch = [("Content-Type", "application/json-patch+json")];
+    let (code, text) = common::raw(
+        &c,
+        "PATCH",
+        &format!("{path}/wordy"),
+        &json_patch,
+        Value::Array(ops).to_string().as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, 413, "{text}");
+    assert!(text.contains("maximum operations in a JSON patch is 10000"), "{text}");
+    // Deeply nested JSON is a 400, not a stack overflow.
+    let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let (code, _) = common::raw(
+        &c,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &ct,
+        nested.as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, 400);
+    let yaml = [("Content-Type", "application/apply-patch+yaml")];
+    let nested = format!("{}x{}", "[".repeat(100_000), "]".repeat(100_000));
+    let (code, _) = common::raw(
+        &c,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/deep?fieldManager=t",
+        &yaml,
+        nested.as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, 400);
+    still_healthy(&c, "sizes").await;
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_lost_response_still_commits() {
+    let c = common::cluster().await;
+    c.faults().set(kwas_devcluster::FaultConfig {
+        seed: 1,
+        rules: vec![kwas_devcluster::FaultRule {
+            resources: vec!["configmaps".into()],
+            verbs: vec![kwas_devcluster::Verb::Create],
+            lost_response_rate: 1.0,
+            ..Default::default()
+        }],
+    });
+    let ct = [("Content-Type", "application/json")];
+    let (code, text) = common::raw(
+        &c,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &ct,
+        br#"{"metadata":{"name":"lost"}}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, 504, "{text}");
+    c.faults().clear();
+    let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
+    assert!(cms.get_opt("lost").await.unwrap().is_some(), "the create took effect");
+    c.shutdown().await;
+}

@@ -60,7 +60,17 @@ fn validate_name(res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
     }
 }
 
+/// kube-apiserver's limit on the total size of an object's annotations (keys and values).
+const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
+
 fn validate_labels(obj: &Value, causes: &mut Vec<FieldCause>) {
+    let annotations = meta::string_map(obj, "annotations");
+    let total = annotations
+        .iter()
+        .fold(0usize, |n, (k, v)| n.saturating_add(k.len()).saturating_add(v.len()));
+    if total > MAX_ANNOTATION_BYTES {
+        causes.push(FieldCause::too_long("metadata.annotations", MAX_ANNOTATION_BYTES));
+    }
     for (k, v) in meta::string_map(obj, "labels") {
         for msg in strings::is_qualified_name(&k) {
             causes.push(FieldCause::invalid("metadata.labels", &json!(k), &msg));

@@ -17,6 +17,37 @@ use crate::request::RequestContext;
 use crate::resource::{AdmitContext, Operation, ResourceInfo};
 use crate::store::GroupResource;
 
+/// kube-apiserver's limit on the operations of one JSON patch.
+const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
+/// The largest object the store keeps (etcd's default request limit, which bounds what kube-apiserver can
+/// store), so a patch or a merge cannot grow an object without bound.
+pub(crate) const MAX_OBJECT_BYTES: usize = 1_572_864;
+
+/// Refuses an object whose JSON encoding is larger than [`MAX_OBJECT_BYTES`]; counts without allocating.
+fn check_size(obj: &Value) -> Result<(), ApiError> {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            if self.0 > MAX_OBJECT_BYTES {
+                return Err(std::io::Error::other("too large"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    if serde_json::to_writer(&mut counter, obj).is_err() {
+        return Err(ApiError::too_large(format!(
+            "object is too large to store: more than {MAX_OBJECT_BYTES} bytes"
+        )));
+    }
+    Ok(())
+}
+
 impl State {
     // ----- create -----
 
@@ -118,6 +149,7 @@ impl State {
             &mut obj,
         )?;
         normalize_metadata(&mut obj);
+        check_size(&obj)?;
         apply::record_update(res, None, &mut obj, &ctx.field_manager, None, "Update");
         if ctx.dry_run {
             return Ok(Arc::new(obj));
@@ -309,6 +341,7 @@ impl State {
             &mut new,
         )?;
         normalize_metadata(&mut new);
+        check_size(&new)?;
         // No-op writes do not take a new resourceVersion.
         if same_ignoring_rv(&old, &new) {
             return Ok(old);
@@ -372,6 +405,15 @@ impl State {
             return Err(ApiError::unsupported_media_type(
                 "application/strategic-merge-patch+json",
             ));
+        }
+        if patch_type == PatchType::Json
+            && let Some(ops) = patch.as_array()
+            && ops.len() > MAX_JSON_PATCH_OPERATIONS
+        {
+            return Err(ApiError::too_large(format!(
+                "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+                ops.len()
+            )));
         }
         let mut view = res.present(&old);
         let result = match patch_type {

@@ -516,6 +516,28 @@ async fn resource(
     if let Some(e) = decision.error {
         return Err(e);
     }
+    let handled = handle(&shared, req, &res, namespace, plural, name, sub, watch).await;
+    // "Committed, but the response was lost": the request took effect and the client still sees an error.
+    match (handled, decision.lost_response) {
+        (Ok(_), Some(e)) => Err(e),
+        (handled, _) => handled,
+    }
+}
+
+/// Handles one resource request after routing and fault injection.
+#[allow(clippy::too_many_arguments)]
+async fn handle(
+    shared: &Arc<Shared>,
+    req: &Request,
+    res: &Arc<ResourceInfo>,
+    namespace: Option<String>,
+    plural: &str,
+    name: Option<String>,
+    sub: Option<String>,
+    watch: bool,
+) -> Result<Response, ApiError> {
+    let res = res.clone();
+    let shared = shared.clone();
     let ns = namespace.clone().unwrap_or_default();
     let table = accepts_table(&req.headers);
     match (req.method.as_str(), name, sub.as_deref()) {

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::print::{age, col, name, s};
 use crate::admission::decode;
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldCause};
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
 /// The served resource.
@@ -29,6 +29,20 @@ impl Strategy for SecretStrategy {
         decode::typed::<Secret>(cx.request, res, obj)
     }
 
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+        check_data_size(res, obj)
+    }
+
+    fn validate_update(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        res: &ResourceInfo,
+        _old: &Value,
+        obj: &Value,
+    ) -> Result<(), ApiError> {
+        check_data_size(res, obj)
+    }
+
     fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
@@ -46,4 +60,29 @@ impl Strategy for SecretStrategy {
             age(obj),
         ]
     }
+}
+
+/// The most a Secret's data may hold in total (keys and values), as in kube-apiserver.
+const MAX_DATA_BYTES: usize = 1024 * 1024;
+
+fn check_data_size(res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    let mut total = 0usize;
+    for field in ["data", "binaryData", "stringData"] {
+        if let Some(m) = obj.get(field).and_then(Value::as_object) {
+            for (k, v) in m {
+                total = total
+                    .saturating_add(k.len())
+                    .saturating_add(v.as_str().map_or(0, |b| b.len() / 4 * 3));
+            }
+        }
+    }
+    if total > MAX_DATA_BYTES {
+        return Err(ApiError::invalid(
+            &res.group,
+            &res.kind,
+            crate::meta::name(obj),
+            vec![FieldCause::too_long("data", MAX_DATA_BYTES)],
+        ));
+    }
+    Ok(())
 }
