@@ -60,6 +60,7 @@ mod selectors;
 mod server;
 mod sim;
 mod store;
+mod supervise;
 mod work;
 
 pub mod testing;
@@ -72,6 +73,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 pub use error::{ApiError, Error, Result};
+pub use supervise::TaskHealth;
 
 /// The Kubernetes version devcluster reports (`/version`, the nodes' kubelet version).
 pub const KUBE_VERSION: &str = "v1.37.0";
@@ -209,9 +211,19 @@ impl DevCluster {
             shared.clone(),
             http::serve::Limits::default(),
         )));
-        tasks.push(tokio::spawn(controllers::run(shared.clone())));
+        let s = shared.clone();
+        tasks.push(tokio::spawn(supervise::supervise(
+            shared.clone(),
+            "controllers",
+            move || controllers::run(s.clone()),
+        )));
         if config.kubelet.enabled {
-            tasks.push(tokio::spawn(sim::kubelet::run(shared.clone(), config.kubelet.clone())));
+            let (s, kubelet) = (shared.clone(), config.kubelet.clone());
+            tasks.push(tokio::spawn(supervise::supervise(
+                shared.clone(),
+                "kubelet",
+                move || sim::kubelet::run(s.clone(), kubelet.clone()),
+            )));
         }
 
         let (kubeconfig_path, tempdir) = match &config.kubeconfig_path {
@@ -338,6 +350,11 @@ impl DevCluster {
                 .map(|n| meta::name(n).to_string())
                 .collect()
         })
+    }
+
+    /// The background tasks that died and were started again (empty while all is well).
+    pub fn task_failures(&self) -> Vec<TaskHealth> {
+        self.shared.restarts.snapshot()
     }
 
     /// Stops the server and the simulation, and waits for them.

@@ -84,6 +84,8 @@ pub struct Shared {
     pub remote_clients: bool,
     /// Request and watch limits.
     pub in_flight: InFlight,
+    /// What the supervisor recorded about the background tasks.
+    pub restarts: crate::supervise::Restarts,
     shutdown: watch::Sender<bool>,
 }
 
@@ -105,6 +107,7 @@ impl Shared {
             server_address,
             remote_clients,
             in_flight: InFlight::default(),
+            restarts: Default::default(),
             shutdown,
         }
     }
@@ -131,6 +134,19 @@ impl Shared {
     pub fn signal_shutdown(&self) {
         self.shutdown.send_replace(true);
     }
+}
+
+/// A fresh cluster state for unit tests.
+#[cfg(test)]
+pub(crate) fn test_shared() -> Shared {
+    let state = State::new(100, Default::default());
+    Shared::new(
+        state,
+        Faults::new(Default::default()),
+        ServerSettings::default(),
+        "127.0.0.1:0".into(),
+        false,
+    )
 }
 
 /// Resolves once shutdown is signalled, including when it was signalled before the receiver subscribed.
