@@ -1,0 +1,80 @@
+//! Leader election against devcluster: one leader at a time, a leader that cannot renew steps down
+//! before its Lease could expire for the others, and a released Lease moves at once.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use kwas_devcluster::{DevCluster, FaultConfig, FaultRule, Verb};
+use kwas_runtime::{Leadership, LeaseConfig};
+
+fn config(identity: &str) -> LeaseConfig {
+    LeaseConfig {
+        lease_duration: Duration::from_millis(3000),
+        renew_deadline: Duration::from_millis(2000),
+        retry_period: Duration::from_millis(200),
+        ..LeaseConfig::new("default", "test-lease", identity)
+    }
+}
+
+async fn until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_leader_at_a_time_and_a_partitioned_leader_steps_down_in_time() {
+    let c = DevCluster::start(kwas_devcluster::testing::fast_config(
+        kwas_devcluster::testing::small_topology(),
+    ))
+    .await
+    .unwrap();
+    let a = Leadership::start(c.client(), config("a"));
+    until("a leads", || a.is_leader()).await;
+    let b = Leadership::start(c.client(), config("b"));
+    // b waits while a renews: watched for longer than a Lease lasts.
+    let watch_until = Instant::now() + Duration::from_millis(3500);
+    while Instant::now() < watch_until {
+        assert!(
+            a.is_leader() && !b.is_leader(),
+            "leadership moved while the leader renewed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Every Lease write now fails: a cannot renew. It must stop leading within the renew deadline of its
+    // last renewal, before the Lease (3 s) could expire for b.
+    let cut = Instant::now();
+    c.faults().set(FaultConfig {
+        seed: 1,
+        rules: vec![FaultRule {
+            resources: vec!["leases".into()],
+            verbs: vec![Verb::Update, Verb::Get],
+            error_rate: 1.0,
+            error_code: 500,
+            ..Default::default()
+        }],
+    });
+    until("a steps down", || !a.is_leader()).await;
+    let stepped_down = cut.elapsed();
+    assert!(stepped_down < Duration::from_millis(2500), "took {stepped_down:?}");
+    assert!(!b.is_leader());
+    c.faults().clear();
+    until("someone leads again", || a.is_leader() || b.is_leader()).await;
+    assert!(!(a.is_leader() && b.is_leader()), "two leaders");
+
+    // The leader releases on shutdown: the other takes over without waiting for expiry.
+    let (leader, standby) = if a.is_leader() { (a, b) } else { (b, a) };
+    let released = Instant::now();
+    leader.release(Duration::from_secs(5)).await;
+    until("the standby leads", || standby.is_leader()).await;
+    assert!(
+        released.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        released.elapsed()
+    );
+    standby.release(Duration::from_secs(5)).await;
+    c.shutdown().await;
+}
