@@ -11,7 +11,10 @@ use kwas_api::names::JOB_CONTROLLER_NAME;
 use kwas_controllers::job::JobControllerConfig;
 use kwas_controllers::job::plan::JobConfig;
 use kwas_controllers::jobset::JobSetControllerConfig;
-use kwas_controllers::runtime::{ControllersConfig, LeaderElection, RunError};
+use kwas_controllers::runtime::{ControllersConfig, RunError};
+use kwas_runtime::LeaseConfig;
+use kwas_runtime::lease::unique_identity;
+use kwas_runtime::shutdown::os_signal;
 
 use crate::Management;
 use crate::kube_client::{client, identity, lease_namespace};
@@ -49,8 +52,9 @@ pub struct ControllersArgs {
     /// The leader election Lease.
     #[arg(long, default_value = "kwas-controllers")]
     pub lease_name: String,
-    /// Serve /healthz, /readyz and /metrics here.
-    #[arg(long, default_value = "0.0.0.0:8080")]
+    /// Serve /healthz, /readyz and /metrics here (loopback unless told otherwise; the deploy manifests
+    /// listen on all addresses so the kubelet's probes and Prometheus reach it).
+    #[arg(long, default_value = "127.0.0.1:8080")]
     pub admin_addr: SocketAddr,
 }
 
@@ -76,12 +80,9 @@ impl ControllersArgs {
                 default_management: PodGroupManagement::from(self.jobset_management),
                 job_managed_by: (!self.child_jobs_managed_by.is_empty()).then(|| self.child_jobs_managed_by.clone()),
             }),
-            leader_election: self.leader_elect.then(|| LeaderElection {
-                lease_name: self.lease_name.clone(),
-                namespace: lease_namespace(),
-                identity: identity(),
-                duration_seconds: 15,
-            }),
+            leader_election: self
+                .leader_elect
+                .then(|| LeaseConfig::new(lease_namespace(), self.lease_name.clone(), unique_identity(&identity()))),
             admin_addr: admin,
         }
     }
@@ -91,11 +92,7 @@ impl ControllersArgs {
 pub async fn run(args: ControllersArgs) -> Result<()> {
     let client = client(args.kubeconfig.as_deref()).await?;
     let config = args.config(Some(args.admin_addr));
-    match kwas_controllers::runtime::run(client, config, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await
-    {
+    match kwas_controllers::runtime::run(client, config, os_signal()).await {
         Ok(()) => Ok(()),
         Err(RunError::LeadershipLost) => anyhow::bail!("leadership lost; exiting so a fresh instance takes over"),
         Err(e) => Err(e.into()),

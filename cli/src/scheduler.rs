@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use kwas_api::names::SCHEDULER_NAME;
+use kwas_runtime::lease::unique_identity;
+use kwas_runtime::shutdown::os_signal;
 use kwas_scheduler::core::SchedulerConfig;
 use kwas_scheduler::runtime::{LeaseConfig, RuntimeConfig, SchedulerRuntime};
 
@@ -36,8 +38,9 @@ pub struct SchedulerArgs {
     /// The leader election Lease.
     #[arg(long, default_value = SCHEDULER_NAME)]
     pub lease_name: String,
-    /// Serve /healthz, /readyz and /metrics here.
-    #[arg(long, default_value = "0.0.0.0:10259")]
+    /// Serve /healthz, /readyz and /metrics here (loopback unless told otherwise; the deploy manifests
+    /// listen on all addresses so the kubelet's probes and Prometheus reach it).
+    #[arg(long, default_value = "127.0.0.1:10259")]
     pub admin_addr: SocketAddr,
     /// Bindings in flight at once.
     #[arg(long, default_value_t = 64)]
@@ -52,10 +55,9 @@ impl SchedulerArgs {
     pub fn config(&self) -> RuntimeConfig {
         RuntimeConfig {
             scheduler_names: self.scheduler_names.clone(),
-            leader_election: self.leader_elect.then(|| LeaseConfig {
-                name: self.lease_name.clone(),
-                ..LeaseConfig::new(lease_namespace(), identity())
-            }),
+            leader_election: self
+                .leader_elect
+                .then(|| LeaseConfig::new(lease_namespace(), self.lease_name.clone(), unique_identity(&identity()))),
             admin_addr: Some(self.admin_addr),
             bind_concurrency: self.bind_concurrency,
             core: match self.algorithm {
@@ -71,10 +73,6 @@ impl SchedulerArgs {
 pub async fn run(args: SchedulerArgs) -> Result<()> {
     let client = client(args.kubeconfig.as_deref()).await?;
     let runtime = SchedulerRuntime::new(client, args.config())?;
-    runtime
-        .run(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    runtime.run(os_signal()).await?;
     Ok(())
 }

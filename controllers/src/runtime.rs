@@ -1,22 +1,21 @@
-//! Running the controllers as a process: both controllers on one client, leader election on a Lease, and
-//! an admin server with `/healthz`, `/readyz` and `/metrics`.
+//! Running the controllers as a process on the `kwas-runtime` shell: both controllers on one client, leader
+//! election on a Lease, an admin server with `/healthz`, `/readyz` and `/metrics`, and supervision.
 //!
 //! With leader election, an instance waits until it holds the Lease, then runs the controllers; if it
-//! loses the Lease it stops them and [`run`] returns [`RunError::LeadershipLost`], so the process exits and is
-//! restarted (never two active instances). `/readyz` answers 200 once the instance is either leading or
-//! waiting as a healthy follower.
+//! loses the Lease (including when it cannot renew it before the renew deadline) it stops them and [`run`]
+//! returns [`RunError::LeadershipLost`], so the process exits and is restarted (never two active
+//! instances). A controller task that dies (a panic outside a reconcile, a stream that ends) fails
+//! `/healthz` and makes [`run`] return [`RunError::Failed`], so the process exits non-zero. `/readyz`
+//! answers 200 once the instance is either leading or waiting as a healthy follower.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use axum::Router;
-use axum::http::StatusCode;
-use axum::routing::get;
 use kube::Client;
+use kwas_runtime::{Health, Leadership, LeaseConfig, Shutdown, Supervisor, admin};
 use prometheus_client::registry::Registry;
-use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::job::{self, JobControllerConfig};
 use crate::jobset::{self, JobSetControllerConfig};
@@ -48,19 +47,6 @@ pub const API_ACCESS: &[(&str, &str, &[&str])] = &[
     ("events.k8s.io", "events", &["create", "patch"]),
 ];
 
-/// Leader election settings.
-#[derive(Clone, Debug)]
-pub struct LeaderElection {
-    /// The Lease's name.
-    pub lease_name: String,
-    /// The Lease's namespace.
-    pub namespace: String,
-    /// This instance's identity (for example the pod name).
-    pub identity: String,
-    /// Lease duration in seconds.
-    pub duration_seconds: u64,
-}
-
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct ControllersConfig {
@@ -69,7 +55,7 @@ pub struct ControllersConfig {
     /// Run the JobSet controller with this configuration.
     pub jobset: Option<JobSetControllerConfig>,
     /// Elect a leader before running.
-    pub leader_election: Option<LeaderElection>,
+    pub leader_election: Option<LeaseConfig>,
     /// Serve `/healthz`, `/readyz` and `/metrics` here.
     pub admin_addr: Option<SocketAddr>,
 }
@@ -80,90 +66,22 @@ pub enum RunError {
     /// The Lease was lost: the process should exit so it restarts as a follower.
     #[error("leadership lost")]
     LeadershipLost,
-    /// Leader election failed.
-    #[error("leader election: {0}")]
-    Lease(#[from] kube_lease_manager::LeaseManagerError),
+    /// The leader election settings are unusable.
+    #[error("{0}")]
+    Config(String),
     /// The admin server could not start.
     #[error("admin server: {0}")]
     Admin(#[from] std::io::Error),
+    /// A controller task failed.
+    #[error("{0}")]
+    Failed(#[from] kwas_runtime::TaskFailed),
 }
 
-/// Serve the admin endpoints on `addr` until `shutdown` changes to true.
-pub async fn serve_admin(
-    addr: SocketAddr,
-    registry: Arc<Registry>,
-    ready: Arc<AtomicBool>,
-    mut shutdown: watch::Receiver<bool>,
-) -> std::io::Result<SocketAddr> {
-    let app = Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route(
-            "/readyz",
-            get(move || {
-                let ready = ready.clone();
-                async move {
-                    if ready.load(Ordering::SeqCst) {
-                        (StatusCode::OK, "ok")
-                    } else {
-                        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
-                    }
-                }
-            }),
-        )
-        .route(
-            "/metrics",
-            get(move || {
-                let registry = registry.clone();
-                async move {
-                    let mut text = String::new();
-                    match prometheus_client::encoding::text::encode(&mut text, &registry) {
-                        Ok(()) => (StatusCode::OK, text),
-                        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-                    }
-                }
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    tokio::spawn(async move {
-        let stop = async move {
-            while !*shutdown.borrow() {
-                if shutdown.changed().await.is_err() {
-                    break;
-                }
-            }
-        };
-        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stop).await {
-            warn!(error = %e, "admin server");
-        }
-    });
-    Ok(bound)
-}
+/// How long shutdown waits to release the Lease.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
-async fn run_controllers(client: Client, config: &ControllersConfig, metrics: Metrics, stop: watch::Receiver<bool>) {
-    let mut tasks = Vec::new();
-    let wait = move |mut rx: watch::Receiver<bool>| async move {
-        while !*rx.borrow() {
-            if rx.changed().await.is_err() {
-                break;
-            }
-        }
-    };
-    if let Some(cfg) = &config.job {
-        let ctx = job::Context::new(client.clone(), cfg.clone(), metrics.clone());
-        tasks.push(tokio::spawn(job::run(ctx, wait(stop.clone()))));
-    }
-    if let Some(cfg) = &config.jobset {
-        let ctx = jobset::Context::new(client.clone(), cfg.clone(), metrics.clone());
-        tasks.push(tokio::spawn(jobset::run(ctx, wait(stop.clone()))));
-    }
-    info!(controllers = tasks.len(), "controllers running");
-    for t in tasks {
-        let _ = t.await;
-    }
-}
-
-/// Run the configured controllers until `shutdown` resolves (or leadership is lost).
+/// Run the configured controllers until `shutdown` resolves (or leadership is lost, or a controller
+/// fails).
 pub async fn run(
     client: Client,
     config: ControllersConfig,
@@ -172,61 +90,93 @@ pub async fn run(
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     let registry = Arc::new(registry);
-    let ready = Arc::new(AtomicBool::new(false));
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let stop_on_shutdown = stop_tx.clone();
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_on_shutdown.send(true);
-    });
+    let health = Arc::new(Health::default());
+    let stop = Shutdown::new();
+    stop.fire_on(shutdown);
     if let Some(addr) = config.admin_addr {
-        let bound = serve_admin(addr, registry.clone(), ready.clone(), stop_rx.clone()).await?;
-        info!(%bound, "admin server listening");
+        let encoder: admin::MetricsEncoder = Arc::new(move || {
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, &registry).map(|()| text)
+        });
+        admin::serve(addr, health.clone(), encoder, stop.wait()).await?;
     }
     let Some(le) = config.leader_election.clone() else {
-        ready.store(true, Ordering::SeqCst);
-        run_controllers(client, &config, metrics, stop_rx).await;
-        return Ok(());
+        health.set_ready(true);
+        return run_controllers(client, &config, metrics, health, stop).await;
     };
-    let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), le.lease_name.clone())
-        .with_namespace(le.namespace.clone())
-        .with_identity(le.identity.clone())
-        .with_duration(le.duration_seconds)
-        .with_grace(le.duration_seconds.div_ceil(3).max(1))
-        .build()
-        .await?;
-    let (mut leading, lease_task) = manager.watch().await;
-    ready.store(true, Ordering::SeqCst);
-    let mut stop = stop_rx.clone();
+    le.validate().map_err(RunError::Config)?;
+    let leadership = Leadership::start(client.clone(), le.clone());
+    let mut leading = leadership.subscribe();
+    health.set_ready(true);
     // Wait for the Lease or for shutdown.
-    loop {
-        if *leading.borrow_and_update() {
-            break;
-        }
-        tokio::select! {
-            changed = leading.changed() => if changed.is_err() { return Err(RunError::LeadershipLost) },
-            _ = stop.changed() => if *stop.borrow() { drop(leading); let _ = lease_task.await; return Ok(()) },
-        }
-    }
-    info!(lease = %le.lease_name, identity = %le.identity, "leading");
-    let (run_stop_tx, run_stop_rx) = watch::channel(false);
-    let controllers = tokio::spawn({
-        let config = config.clone();
-        async move { run_controllers(client, &config, metrics, run_stop_rx).await }
-    });
-    let lost = loop {
-        tokio::select! {
-            changed = leading.changed() => {
-                if changed.is_err() || !*leading.borrow() { break true; }
-            }
-            _ = stop.changed() => if *stop.borrow() { break false; },
+    let acquired = tokio::select! {
+        acquired = async { leading.wait_for(|l| *l).await.is_ok() } => acquired,
+        _ = stop.wait() => {
+            leadership.release(RELEASE_TIMEOUT).await;
+            return Ok(());
         }
     };
-    let _ = run_stop_tx.send(true);
-    let _ = controllers.await;
-    drop(leading);
-    if let Ok(Ok(manager)) = lease_task.await {
-        let _ = manager.release().await;
+    if !acquired {
+        return Err(RunError::LeadershipLost);
     }
-    if lost { Err(RunError::LeadershipLost) } else { Ok(()) }
+    info!(lease = %le.name, identity = %le.identity, "leading");
+    health.set_leader(true);
+    // Lose the Lease: stop the controllers and report it.
+    let lost = Shutdown::new();
+    {
+        let (lost, stop) = (lost.clone(), stop.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = async { leading.wait_for(|l| !*l).await.is_ok() } => lost.fire(),
+                _ = stop.wait() => {}
+            }
+        });
+    }
+    let controllers_stop = Shutdown::new();
+    controllers_stop.fire_on({
+        let (a, b) = (stop.wait(), lost.wait());
+        async move {
+            tokio::select! {
+                _ = a => {}
+                _ = b => {}
+            }
+        }
+    });
+    let result = run_controllers(client, &config, metrics, health.clone(), controllers_stop).await;
+    health.set_leader(false);
+    leadership.release(RELEASE_TIMEOUT).await;
+    match result {
+        Ok(()) if lost.fired() && !stop.fired() => Err(RunError::LeadershipLost),
+        other => other,
+    }
+}
+
+/// The controllers as supervised tasks, until `stop` fires or one of them fails.
+async fn run_controllers(
+    client: Client,
+    config: &ControllersConfig,
+    metrics: Metrics,
+    health: Arc<Health>,
+    stop: Shutdown,
+) -> Result<(), RunError> {
+    let mut supervisor = Supervisor::new(health, stop.clone());
+    if let Some(cfg) = &config.job {
+        let ctx = job::Context::new(client.clone(), cfg.clone(), metrics.clone());
+        let stopped = stop.wait();
+        supervisor.spawn("job controller", async move {
+            job::run(ctx, stopped).await;
+            Ok::<(), std::convert::Infallible>(())
+        });
+    }
+    if let Some(cfg) = &config.jobset {
+        let ctx = jobset::Context::new(client.clone(), cfg.clone(), metrics.clone());
+        let stopped = stop.wait();
+        supervisor.spawn("jobset controller", async move {
+            jobset::run(ctx, stopped).await;
+            Ok::<(), std::convert::Infallible>(())
+        });
+    }
+    info!("controllers running");
+    supervisor.wait().await?;
+    Ok(())
 }

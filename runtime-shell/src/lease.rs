@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -242,7 +242,7 @@ async fn try_acquire_or_renew(
 ) -> Result<bool, kube::Error> {
     let now_wall = MicroTime(jiff::Timestamp::now());
     let duration = i32::try_from(config.lease_duration.as_secs()).unwrap_or(i32::MAX);
-    let Some(mut lease) = api.get_opt(&config.name).await? else {
+    let Some(lease) = api.get_opt(&config.name).await? else {
         let lease = Lease {
             metadata: ObjectMeta {
                 name: Some(config.name.clone()),
@@ -277,16 +277,31 @@ async fn try_acquire_or_renew(
     else {
         return Ok(false);
     };
-    let spec = lease.spec.get_or_insert_with(Default::default);
-    spec.holder_identity = Some(config.identity.clone());
-    spec.lease_duration_seconds = Some(duration);
-    spec.renew_time = Some(now_wall.clone());
+    let mut spec = serde_json::json!({
+        "holderIdentity": config.identity,
+        "leaseDurationSeconds": duration,
+        "renewTime": now_wall,
+    });
     if transition {
-        spec.acquire_time = Some(now_wall);
-        spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0).saturating_add(1));
+        let transitions = lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.lease_transitions)
+            .unwrap_or(0)
+            .saturating_add(1);
+        spec["acquireTime"] = serde_json::json!(now_wall);
+        spec["leaseTransitions"] = serde_json::json!(transitions);
     }
-    // The update carries the resourceVersion read above: a concurrent writer makes it a 409.
-    match api.replace(&config.name, &PostParams::default(), &lease).await {
+    // The patch carries the resourceVersion read above as a precondition: a concurrent writer makes it a
+    // 409 (a merge patch keeps the RBAC to `get`, `create` and `patch`, as kube-lease-manager needed).
+    let patch = serde_json::json!({
+        "metadata": {"resourceVersion": lease.metadata.resource_version},
+        "spec": spec,
+    });
+    match api
+        .patch(&config.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
         Ok(written) => {
             *observed = Some((Record::of(&written), Instant::now()));
             Ok(true)
@@ -298,19 +313,21 @@ async fn try_acquire_or_renew(
 
 /// Gives the Lease up if this candidate holds it (client-go's `ReleaseOnCancel`).
 async fn release(api: &Api<Lease>, config: &LeaseConfig) {
-    let Ok(Some(mut lease)) = api.get_opt(&config.name).await else {
+    let Ok(Some(lease)) = api.get_opt(&config.name).await else {
         return;
     };
     if Record::of(&lease).holder != config.identity {
         return;
     }
     let now = MicroTime(jiff::Timestamp::now());
-    let spec = lease.spec.get_or_insert_with(Default::default);
-    spec.holder_identity = None;
-    spec.lease_duration_seconds = Some(1);
-    spec.renew_time = Some(now.clone());
-    spec.acquire_time = Some(now);
-    match api.replace(&config.name, &PostParams::default(), &lease).await {
+    let patch = serde_json::json!({
+        "metadata": {"resourceVersion": lease.metadata.resource_version},
+        "spec": {"holderIdentity": null, "leaseDurationSeconds": 1, "renewTime": now, "acquireTime": now},
+    });
+    match api
+        .patch(&config.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
         Ok(_) => tracing::info!(lease = %config.name, "released the Lease"),
         Err(e) => tracing::warn!(error = %e, lease = %config.name, "releasing the Lease failed"),
     }

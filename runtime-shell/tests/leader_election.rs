@@ -51,7 +51,7 @@ async fn one_leader_at_a_time_and_a_partitioned_leader_steps_down_in_time() {
         seed: 1,
         rules: vec![FaultRule {
             resources: vec!["leases".into()],
-            verbs: vec![Verb::Update, Verb::Get],
+            verbs: vec![Verb::Patch, Verb::Get],
             error_rate: 1.0,
             error_code: 500,
             ..Default::default()

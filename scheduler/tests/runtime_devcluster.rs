@@ -18,7 +18,7 @@ use kwas_api::v1alpha3::{CompositePodGroup, PodGroup};
 use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, FaultConfig, FaultRule, Topology, Verb};
 use kwas_scheduler::core::testing::{GroupBuilder, pod_with};
 use kwas_scheduler::runtime::conditions::REASON_SCHEDULING_GATED;
-use kwas_scheduler::runtime::{BackoffConfig, LeaseConfig, RuntimeConfig, RuntimeHandle, SchedulerRuntime};
+use kwas_scheduler::runtime::{BackoffConfig, RuntimeConfig, RuntimeHandle, SchedulerRuntime, scheduler_lease};
 use tokio::sync::oneshot;
 
 const NS: &str = "default";
@@ -663,9 +663,10 @@ async fn only_the_leader_binds_and_a_follower_takes_over() {
     let c = cluster(1, 1, 2, "8").await;
     let client = c.client();
     let lease = |id: &str| {
-        let mut l = LeaseConfig::new(NS, id);
+        let mut l = scheduler_lease(NS, id);
         l.lease_duration = Duration::from_secs(3);
-        l.renew_grace = Duration::from_secs(1);
+        l.renew_deadline = Duration::from_secs(2);
+        l.retry_period = Duration::from_millis(500);
         l
     };
     let a = start(

@@ -38,33 +38,12 @@ impl BackoffConfig {
     }
 }
 
-/// Leader election on a `coordination.k8s.io/v1` Lease.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseConfig {
-    /// Namespace of the Lease.
-    pub namespace: String,
-    /// Name of the Lease.
-    pub name: String,
-    /// This instance's identity (the Lease's `holderIdentity`); unique per replica, usually the pod name.
-    pub identity: String,
-    /// How long a lease is valid after its last renewal (upstream `leaseDuration`, 15s).
-    pub lease_duration: Duration,
-    /// How long before expiry the holder renews (upstream's `leaseDuration - renewDeadline`, 5s). Also
-    /// the clock skew tolerated between replicas.
-    pub renew_grace: Duration,
-}
+pub use kwas_runtime::LeaseConfig;
 
-impl LeaseConfig {
-    /// A Lease named `kwas-scheduler` in `namespace` for `identity`, with upstream-like timing.
-    pub fn new(namespace: impl Into<String>, identity: impl Into<String>) -> Self {
-        Self {
-            namespace: namespace.into(),
-            name: SCHEDULER_NAME.to_string(),
-            identity: identity.into(),
-            lease_duration: Duration::from_secs(15),
-            renew_grace: Duration::from_secs(5),
-        }
-    }
+/// Leader election on a Lease named `kwas-scheduler` in `namespace` for `identity`, with client-go's
+/// timing (leaseDuration 15 s, renewDeadline 10 s, retryPeriod 2 s).
+pub fn scheduler_lease(namespace: impl Into<String>, identity: impl Into<String>) -> LeaseConfig {
+    LeaseConfig::new(namespace, SCHEDULER_NAME, identity)
 }
 
 /// Everything the runtime is configured with. `RuntimeConfig::default()` answers for

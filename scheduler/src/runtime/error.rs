@@ -14,9 +14,6 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// Leader election could not be set up.
-    #[error("leader election: {0}")]
-    LeaderElection(#[from] kube_lease_manager::LeaseManagerError),
     /// A Kubernetes API call failed.
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),

@@ -8,7 +8,7 @@
 //! `/metrics`.
 //!
 //! ```no_run
-//! use kwas_scheduler::runtime::{LeaseConfig, RuntimeConfig, SchedulerRuntime};
+//! use kwas_scheduler::runtime::{RuntimeConfig, SchedulerRuntime, scheduler_lease};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let client = kube::Client::try_default().await?; // kubeconfig or in-cluster config
@@ -16,7 +16,7 @@
 //!     client,
 //!     RuntimeConfig {
 //!         scheduler_names: vec!["kwas-scheduler".into()],
-//!         leader_election: Some(LeaseConfig::new("kwas-system", "kwas-scheduler-0")),
+//!         leader_election: Some(scheduler_lease("kwas-system", "kwas-scheduler-0")),
 //!         admin_addr: Some("0.0.0.0:10259".parse()?),
 //!         ..Default::default()
 //!     },
@@ -41,9 +41,11 @@
 //! | [`actions`] | what the engine asks for: binds, status patches, evictions, events |
 //! | [`informers`] | kube-runtime watchers merged into one event stream |
 //! | [`writer`] | bindings, status patches, evictions and events against the API server |
-//! | [`admin`] | `/healthz`, `/readyz`, `/metrics` |
 //! | [`metrics`] | Prometheus metrics |
-//! | [`config`] | [`RuntimeConfig`], [`LeaseConfig`], [`BackoffConfig`] |
+//! | [`config`] | [`RuntimeConfig`], [`LeaseConfig`] (the `kwas-runtime` shell's), [`BackoffConfig`] |
+//!
+//! The admin server, health and leader election come from the `kwas-runtime` shell crate, shared with
+//! `kwas controllers`.
 //!
 //! # The loop
 //!
@@ -66,7 +68,6 @@
 //! See [`engine`] for the choices where the KEPs leave room.
 
 pub mod actions;
-pub mod admin;
 pub mod conditions;
 pub mod config;
 pub mod engine;
@@ -82,14 +83,14 @@ use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
 use kube::Client;
-use kube_lease_manager::LeaseManagerBuilder;
+use kwas_runtime::{Leadership, admin};
 use tokio::sync::{mpsc, watch};
-use tracing::{error, info, warn};
+use tracing::{error, info};
 
-pub use admin::Health;
-pub use config::{BackoffConfig, LeaseConfig, RuntimeConfig};
+pub use config::{BackoffConfig, LeaseConfig, RuntimeConfig, scheduler_lease};
 pub use engine::{BindResult, Engine, EngineSettings};
 pub use error::Error;
+pub use kwas_runtime::Health;
 pub use metrics::Metrics;
 
 use informers::InformerEvent;
@@ -223,17 +224,7 @@ impl SchedulerRuntime {
             ));
         }
         if let Some(l) = &config.leader_election {
-            if l.name.is_empty() || l.namespace.is_empty() || l.identity.is_empty() {
-                return Err(Error::Config(
-                    "leader_election: Required value: name, namespace and identity are required".into(),
-                ));
-            }
-            if l.renew_grace >= l.lease_duration || l.lease_duration.as_secs() == 0 {
-                return Err(Error::Config(format!(
-                    "leader_election.renew_grace: Invalid value: {:?}: must be shorter than leaseDuration ({:?})",
-                    l.renew_grace, l.lease_duration
-                )));
-            }
+            l.validate().map_err(Error::Config)?;
         }
         Ok(Self {
             client,
@@ -271,40 +262,27 @@ impl SchedulerRuntime {
         let (admin_stop, admin_stop_rx) = watch::channel(false);
         let admin_task = match config.admin_addr {
             Some(addr) => {
-                let listener = tokio::net::TcpListener::bind(addr)
+                let encoder: admin::MetricsEncoder = {
+                    let metrics = metrics.clone();
+                    Arc::new(move || Ok(metrics.encode()))
+                };
+                let mut stop = admin_stop_rx.clone();
+                let stopped = async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                };
+                let (_, task) = admin::serve(addr, health.clone(), encoder, stopped)
                     .await
                     .map_err(|source| Error::Admin { addr, source })?;
-                if let Ok(local) = listener.local_addr() {
-                    health.set_admin_addr(local);
-                }
-                let app = admin::router(health.clone(), metrics.clone());
-                let mut stop = admin_stop_rx.clone();
-                info!(%addr, "admin server listening");
-                Some(tokio::spawn(async move {
-                    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-                        let _ = stop.wait_for(|s| *s).await;
-                    });
-                    if let Err(e) = serve.await {
-                        error!(error = %e, "admin server stopped");
-                    }
-                }))
+                Some(task)
             }
             None => None,
         };
 
-        // Leadership.
-        let (_always_leader, mut leader_rx, lease_task) = match &config.leader_election {
+        // Leadership: without election, this instance always leads.
+        let (_always_leader, mut leader_rx, leadership) = match &config.leader_election {
             Some(l) => {
-                let manager = LeaseManagerBuilder::new(client.clone(), l.name.clone())
-                    .with_namespace(l.namespace.clone())
-                    .with_identity(l.identity.clone())
-                    .with_duration(l.lease_duration.as_secs())
-                    .with_grace(l.renew_grace.as_secs())
-                    .with_field_manager(format!("{}-{}", config.primary_name(), l.identity))
-                    .build()
-                    .await?;
-                let (rx, task) = manager.watch().await;
-                (None, rx, Some(task))
+                let leadership = Leadership::start(client.clone(), l.clone());
+                (None, leadership.subscribe(), Some(leadership))
             }
             None => {
                 let (tx, rx) = watch::channel(true);
@@ -427,13 +405,8 @@ impl SchedulerRuntime {
         drop(writers);
         writer_tasks.drain(DRAIN_TIMEOUT).await;
         drop(leader_rx);
-        if let Some(task) = lease_task {
-            match tokio::time::timeout(DRAIN_TIMEOUT, task).await {
-                Ok(Ok(Ok(_))) => info!("lease released"),
-                Ok(Ok(Err(e))) => warn!(error = %e, "lease not released"),
-                Ok(Err(e)) => warn!(error = %e, "lease task failed"),
-                Err(_) => warn!("lease not released in time"),
-            }
+        if let Some(leadership) = leadership {
+            leadership.release(DRAIN_TIMEOUT).await;
         }
         let _ = admin_stop.send(true);
         if let Some(task) = admin_task {
