@@ -23,6 +23,7 @@
 
 mod composite;
 pub mod duration;
+pub mod group;
 pub mod jobset;
 pub mod names;
 

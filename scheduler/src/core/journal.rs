@@ -10,7 +10,7 @@
 //! reverted and the snapshot is exactly as before.
 
 use super::model::PodKey;
-use super::snapshot::{Snapshot, SnapshotError};
+use super::snapshot::{Sim, Snapshot, SnapshotError};
 
 /// One recorded change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,17 +55,17 @@ impl Journal {
     }
 
     pub(crate) fn assume_id(&mut self, snap: &mut Snapshot, pod: u32, node: u32) {
-        snap.sim_assume(pod, node);
+        snap.simulate(pod, node, Sim::Assume);
         self.ops.push(Op::Assume { pod, node });
     }
 
     pub(crate) fn remove_id(&mut self, snap: &mut Snapshot, pod: u32, node: u32) {
-        snap.sim_remove(pod, node);
+        snap.simulate(pod, node, Sim::Remove);
         self.ops.push(Op::Remove { pod, node });
     }
 
     pub(crate) fn restore_id(&mut self, snap: &mut Snapshot, pod: u32, node: u32) {
-        snap.sim_restore(pod, node);
+        snap.simulate(pod, node, Sim::Restore);
         self.ops.push(Op::Restore { pod, node });
     }
 
@@ -112,9 +112,9 @@ impl Journal {
     pub fn revert_to(&mut self, snap: &mut Snapshot, mark: Mark) {
         while self.ops.len() > mark.0 {
             match self.ops.pop() {
-                Some(Op::Assume { pod, node }) => snap.sim_unassume(pod, node),
-                Some(Op::Remove { pod, node }) => snap.sim_restore(pod, node),
-                Some(Op::Restore { pod, node }) => snap.sim_remove(pod, node),
+                Some(Op::Assume { pod, node }) => snap.simulate(pod, node, Sim::Unassume),
+                Some(Op::Remove { pod, node }) => snap.simulate(pod, node, Sim::Restore),
+                Some(Op::Restore { pod, node }) => snap.simulate(pod, node, Sim::Remove),
                 None => break,
             }
         }

@@ -1,0 +1,100 @@
+//! What a cycle tries without committing it: simulated placements and removals of pods (driven by the
+//! journal, which reverts them), and the caches the cycle keeps across cycles (static-filter results per
+//! equivalence class, the topology domains per label key), both invalidated by node changes.
+
+use std::collections::BTreeMap;
+
+use super::Snapshot;
+use crate::core::equivalence::StaticId;
+
+#[derive(Debug, Default)]
+pub(crate) struct TopologyIndex {
+    pub epoch: u64,
+    /// Label value -> nodes with it, in name order. Nodes without the label are left out.
+    pub domains: BTreeMap<String, Vec<u32>>,
+}
+
+/// One simulated change to a pod's placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sim {
+    /// A pending pod is placed on the node.
+    Assume,
+    /// A simulated placement is taken back.
+    Unassume,
+    /// A placed pod is removed (a preemption victim).
+    Remove,
+    /// A simulated removal is taken back.
+    Restore,
+}
+
+impl Snapshot {
+    /// Applies one simulated change of `pod` on `node`: the pod's simulation state and the node's usage.
+    pub(crate) fn simulate(&mut self, pod: u32, node: u32, step: Sim) {
+        let Some(p) = self.pods.get_mut(pod) else { return };
+        let sign = match step {
+            Sim::Assume => {
+                p.sim_node = Some(node);
+                1
+            }
+            Sim::Unassume => {
+                p.sim_node = None;
+                -1
+            }
+            Sim::Remove => {
+                p.sim_removed = true;
+                -1
+            }
+            Sim::Restore => {
+                p.sim_removed = false;
+                1
+            }
+        };
+        if let Some(n) = self.nodes.get_mut(node) {
+            n.add(&p.requests, sign);
+        }
+    }
+
+    /// Makes sure the static-filter result of a static class is current.
+    pub(crate) fn ensure_static(&mut self, sid: StaticId) {
+        let epoch = self.node_epoch;
+        let Some(entry) = self.classes.statics.get(sid as usize) else {
+            return;
+        };
+        if entry.epoch == epoch {
+            return;
+        }
+        let mut feasible = vec![false; self.nodes.capacity()];
+        for (i, n) in self.nodes.iter() {
+            feasible[i as usize] = entry.spec.check(&n.view()).is_ok();
+        }
+        if let Some(entry) = self.classes.statics.get_mut(sid as usize) {
+            entry.feasible = feasible;
+            entry.epoch = epoch;
+        }
+    }
+
+    pub(crate) fn static_ok(&self, sid: StaticId, node: u32) -> bool {
+        self.classes
+            .statics
+            .get(sid as usize)
+            .and_then(|e| e.feasible.get(node as usize))
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Makes sure the topology index for `key` is current.
+    pub(crate) fn ensure_topology(&mut self, key: &str) {
+        self.prepare();
+        let epoch = self.node_epoch;
+        if self.topology.get(key).is_some_and(|t| t.epoch == epoch) {
+            return;
+        }
+        let mut domains: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for &id in &self.node_order {
+            if let Some(v) = self.node(id).labels.get(key) {
+                domains.entry(v.clone()).or_default().push(id);
+            }
+        }
+        self.topology.insert(key.to_string(), TopologyIndex { epoch, domains });
+    }
+}
