@@ -12,7 +12,7 @@ use kwas_scheduler::core::{
     SnapshotError, UnitKey, Verdict,
 };
 
-fn status<'a>(out: &'a kwas_scheduler::core::CycleOutcome, key: &GroupKey) -> &'a kwas_scheduler::core::GroupStatus {
+fn status<'a>(out: &'a kwas_scheduler::core::CycleOutcome, key: &GroupKey) -> &'a kwas_scheduler::core::GroupOutcome {
     out.groups.iter().find(|g| &g.group == key).unwrap()
 }
 

@@ -145,7 +145,7 @@ pub struct TopologyDomain {
 
 /// Per-group result of a cycle.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupStatus {
+pub struct GroupOutcome {
     /// The group.
     pub group: GroupKey,
     /// Its PlacementFeasible result in the final attempt (`None`: not attempted, e.g. an extra child
@@ -166,7 +166,7 @@ pub struct GroupStatus {
 
 /// A pending pod left unplaced, with the reason (for `PodScheduled=False` and `FailedScheduling`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodStatus {
+pub struct PodOutcome {
     /// The pod.
     pub pod: PodKey,
     /// Why it was not placed.
@@ -209,9 +209,9 @@ pub struct CycleOutcome {
     /// Pod -> node assignments (only with [`Verdict::Scheduled`]), in name order.
     pub assignments: Vec<Assignment>,
     /// Every group of the hierarchy, root first then depth-first in child order.
-    pub groups: Vec<GroupStatus>,
+    pub groups: Vec<GroupOutcome>,
     /// Pending pods of the hierarchy that stay pending.
-    pub unschedulable_pods: Vec<PodStatus>,
+    pub unschedulable_pods: Vec<PodOutcome>,
     /// KEP-6012's preemption trigger: the root is Unschedulable, or it is satisfied, was already
     /// scheduled before, and some (gang) / all (basic) of its pending pods failed.
     pub preemption_may_help: bool,
@@ -328,7 +328,7 @@ impl Scheduler {
                 },
                 assignments: Vec::new(),
                 groups: Vec::new(),
-                unschedulable_pods: vec![PodStatus {
+                unschedulable_pods: vec![PodOutcome {
                     pod: key.clone(),
                     message,
                 }],
@@ -359,7 +359,7 @@ impl RootError {
                 o.groups = snap
                     .hierarchy_members(key)
                     .into_iter()
-                    .map(|group| GroupStatus {
+                    .map(|group| GroupOutcome {
                         group,
                         code: None,
                         satisfied: false,
@@ -481,7 +481,7 @@ impl Cycle<'_> {
                 None if scheduled => "not attempted: the parent's requirement was met without it".to_string(),
                 None => format!("not attempted: {}", outcome.message),
             };
-            groups.push(GroupStatus {
+            groups.push(GroupOutcome {
                 group: g.key.clone(),
                 code,
                 satisfied: scheduled && code == Some(Code::Success),
@@ -504,7 +504,7 @@ impl Cycle<'_> {
                         .get(&p)
                         .map(|m| m.to_string())
                         .unwrap_or_else(|| groups.last().map(|s| s.message.clone()).unwrap_or_default());
-                    unschedulable_pods.push(PodStatus {
+                    unschedulable_pods.push(PodOutcome {
                         pod: pi.key.clone(),
                         message,
                     });

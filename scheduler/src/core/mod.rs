@@ -86,19 +86,19 @@
 //! | --- | --- |
 //! | [`quantity`] | `resource.Quantity` parsing |
 //! | [`resources`] | resource vectors, pod requests with the init-container rule |
-//! | [`snapshot`] | nodes, pods, groups, priority classes; building from k8s-openapi objects; assume / forget |
+//! | [`snapshot`] | the cluster state: one arena for nodes, pods and groups, a file per concern (nodes, pods, groups, priority, simulation, conversion); assume / forget |
 //! | [`journal`] | the assume/revert journal |
-//! | [`filters`] | node filters (resources, selector and affinity, taints, cordon, pod count) |
-//! | [`scores`] | node scores (bin packing / spreading) and placement scores |
+//! | [`filters`] | one file per kube-scheduler filter plugin (NodeUnschedulable, NodeAffinity, TaintToleration, NodeResourcesFit) and the shared rejection reasons |
+//! | [`scores`] | one file per score plugin: node scores (NodeResourcesFit) and placement scores |
 //! | [`equivalence`] | equivalence classes sharing filter and scoring work |
 //! | [`status`] | status codes and PlacementFeasible (M / S / R / U / UU) |
 //! | [`podgroup`] | the PodGroup (leaf) cycle |
 //! | [`composite`] | the recursive CompositePodGroup cycle, admissibility pre-check, backtracking |
 //! | [`topology`] | multi-level topology placement: domains, pinning, evaluation, adaptive cap |
-//! | [`cycle`] | one cycle for one root unit, two-pass mode, results |
+//! | [`cycle`] | one cycle for one root unit, two-pass mode, results ([`GroupOutcome`], [`PodOutcome`]) |
 //! | [`preemption`] | workload-aware preemption |
 //! | [`hierarchy`] | runtime hierarchy checks |
-//! | [`queue`] | PreEnqueue-style readiness of root units |
+//! | [`readiness`] | PreEnqueue-style readiness of root units (the runtime's queue is `runtime::scheduling_queue`) |
 //! | [`config`] | scoring and the algorithm switches |
 //! | [`testing`] | builders for API objects |
 
@@ -113,7 +113,7 @@ pub mod model;
 pub mod podgroup;
 pub mod preemption;
 pub mod quantity;
-pub mod queue;
+pub mod readiness;
 pub mod resources;
 pub mod scores;
 pub mod snapshot;
@@ -122,11 +122,11 @@ pub mod testing;
 pub mod topology;
 
 pub use config::{PlacementLimit, SchedulerConfig, ScoringStrategy};
-pub use cycle::{Assignment, CycleOutcome, CycleStats, GroupStatus, PodStatus, Scheduler, TopologyDomain, Verdict};
+pub use cycle::{Assignment, CycleOutcome, CycleStats, GroupOutcome, PodOutcome, Scheduler, TopologyDomain, Verdict};
 pub use hierarchy::{HierarchyError, MAX_DEPTH};
 pub use journal::{Journal, Mark};
 pub use model::{DisruptionMode, GroupKey, GroupKind, PodKey, PodState, Policy, PreemptionPolicy, UnitKey};
 pub use preemption::{PreemptionOutcome, PreemptionVerdict, Victim, VictimUnit};
-pub use queue::{Readiness, UnitSummary};
+pub use readiness::{Readiness, UnitSummary};
 pub use snapshot::{Snapshot, SnapshotError};
 pub use status::{Code, Counts, placement_feasible};

@@ -46,7 +46,7 @@ use super::conditions::{
 use super::config::{BackoffConfig, RuntimeConfig};
 use super::informers::{InformerEvent, Kind, Object};
 use super::metrics::Metrics;
-use super::queue::{Failure, QueueDepth, QueueState, SchedulingQueue};
+use super::scheduling_queue::{Failure, QueueDepth, QueueState, SchedulingQueue};
 use crate::core::{
     CycleOutcome, GroupKey, GroupKind, PodKey, PodState, PreemptionVerdict, Readiness, Scheduler, SchedulerConfig,
     Snapshot, UnitKey, Verdict,
@@ -1381,7 +1381,7 @@ mod tests {
         assert_eq!(reasons.len(), 2, "{reasons:?}");
         for (_, reason, message) in &reasons {
             assert_eq!(reason, REASON_SCHEDULING_GATED);
-            assert_eq!(message, crate::core::queue::WAITING_FOR_MIN_COUNT);
+            assert_eq!(message, crate::core::readiness::WAITING_FOR_MIN_COUNT);
         }
         assert!(event_reasons(&out).is_empty(), "waiting is not a scheduling failure");
         assert_eq!(h.e.queue().state(&gang_unit("g")), Some(QueueState::Gated));

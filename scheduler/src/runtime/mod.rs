@@ -36,7 +36,7 @@
 //! | module | role |
 //! | --- | --- |
 //! | [`engine`] | decisions without I/O: snapshot updates, PreEnqueue, cycles, preemption, status decisions; unit-tested |
-//! | [`queue`] | the scheduling queue: active, backoff, unschedulable, gated |
+//! | [`scheduling_queue`] | the scheduling queue: active, backoff, unschedulable, gated |
 //! | [`conditions`] | which condition to write, never regressing, and the patches |
 //! | [`actions`] | what the engine asks for: binds, status patches, evictions, events |
 //! | [`informers`] | kube-runtime watchers merged into one event stream |
@@ -74,7 +74,7 @@ pub mod engine;
 pub mod error;
 pub mod informers;
 pub mod metrics;
-pub mod queue;
+pub mod scheduling_queue;
 pub mod writer;
 
 use std::future::Future;

@@ -1,0 +1,38 @@
+//! `NodeResourcesFit` scoring (`MostAllocated` / `LeastAllocated`) at a scale of 0..=[`MAX_SCORE`].
+
+use super::MAX_SCORE;
+use crate::core::config::ScoringStrategy;
+use crate::core::equivalence::ClassEntry;
+use crate::core::snapshot::NodeInfo;
+
+/// Scores `node` for a pod of `class`.
+#[inline]
+pub(crate) fn node_score(strategy: ScoringStrategy, class: &ClassEntry, node: &NodeInfo) -> i64 {
+    let mut sum: i64 = 0;
+    let mut count: i64 = 0;
+    for &(r, v) in &class.score_requests {
+        let alloc = node.allocatable.get(r as usize).copied().unwrap_or(0);
+        if alloc <= 0 {
+            continue;
+        }
+        let used = node
+            .requested
+            .get(r as usize)
+            .copied()
+            .unwrap_or(0)
+            .saturating_add(v)
+            .clamp(0, alloc);
+        let part = match strategy {
+            ScoringStrategy::MostAllocated => used,
+            ScoringStrategy::LeastAllocated => alloc - used,
+        };
+        // part <= alloc, so the fraction is within 0..=MAX_SCORE; use i128 only when i64 would overflow.
+        let frac = match part.checked_mul(MAX_SCORE) {
+            Some(x) => x / alloc,
+            None => (i128::from(part) * i128::from(MAX_SCORE) / i128::from(alloc)) as i64,
+        };
+        sum += frac;
+        count += 1;
+    }
+    if count == 0 { 0 } else { sum / count }
+}
