@@ -2,18 +2,18 @@
 //!
 //! | plugin | kind | rejects with |
 //! | --- | --- | --- |
-//! | [`node_unschedulable`] | static | `node(s) were unschedulable` |
-//! | [`node_affinity`] | static | `node(s) didn't match Pod's node affinity/selector` |
-//! | [`taint_toleration`] | static | `node(s) had untolerated taint {key: value}` |
-//! | [`node_resources_fit`] | dynamic | `Insufficient <resource>`, `Too many pods` |
+//! | `node_unschedulable` | static | `node(s) were unschedulable` |
+//! | `node_affinity` | static | `node(s) didn't match Pod's node affinity/selector` |
+//! | `taint_toleration` | static | `node(s) had untolerated taint {key: value}` |
+//! | `node_resources_fit` | dynamic | `Insufficient <resource>`, `Too many pods` |
 //!
 //! The *static* filters depend only on the pod's spec and the node's labels, taints and
 //! `spec.unschedulable`; their result is cached per equivalence class (see
 //! [`equivalence`](super::equivalence)) and a failure is `UnschedulableAndUnresolvable` at the pod level
 //! (no preemption can help). *Dynamic* filters read what is placed on the node; a failure is
-//! `Unschedulable`. Each static plugin parses its part of the pod spec into [`StaticSpec`] (the
+//! `Unschedulable`. Each static plugin parses its part of the pod spec into `StaticSpec` (the
 //! equivalence key) and has a `filter` with upstream's contract (`Ok` or the rejection reason); adding
-//! one is a file here, a field of [`StaticSpec`] and a line in [`StaticSpec::check`]. Reason strings
+//! one is a file here, a field of `StaticSpec` and a line in `StaticSpec::check`. Reason strings
 //! match upstream's, so a diagnosis reads like kube-scheduler's (`0/5 nodes are available: 2
 //! Insufficient cpu, ...`).
 

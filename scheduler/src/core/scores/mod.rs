@@ -1,5 +1,5 @@
-//! Scores, one file per kube-scheduler plugin: node scores ([`node_resources_fit`]) and topology
-//! placement scores ([`placement`]).
+//! Scores, one file per kube-scheduler plugin: node scores (`node_resources_fit`) and topology
+//! placement scores (`placement`).
 //!
 //! Node score (upstream `NodeResourcesFit` scoring, at a finer scale of 0..=1,000,000): the average over
 //! the scored resources of the node's utilization after the pod lands (`MostAllocated`, bin packing) or

@@ -18,9 +18,9 @@
 //! default class, else 0; a group's is resolved the same way from its own fields. Within a group the
 //! group's priority is the one used for scheduling and preemption (KEP-5710).
 //!
-//! Layout: [`arena`] (the one slab nodes, pods and groups live in), [`nodes`], [`pods`], [`groups`],
-//! [`priority`] (PriorityClasses and resolution), [`simulation`] (what a cycle tries without committing:
-//! simulated placements and removals, the static-filter and topology caches), [`conversion`] (reading
+//! Layout: `arena` (the one slab nodes, pods and groups live in), `nodes`, `pods`, `groups`,
+//! `priority` (PriorityClasses and resolution), `simulation` (what a cycle tries without committing:
+//! simulated placements and removals, the static-filter and topology caches), `conversion` (reading
 //! k8s-openapi objects, with field errors).
 
 mod arena;
