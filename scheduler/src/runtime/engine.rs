@@ -23,7 +23,7 @@
 //!   `preemption_timeout` passes); then the reservation is dropped and the preemptor runs a normal
 //!   cycle, which may pick any placement. A preemptor of higher priority may take a reservation: its
 //!   holder loses it (and its nominations) instead of a pod being deleted.
-//! - **Order**: priority, then units that already have placed pods (see [`super::queue`]), then
+//! - **Order**: priority, then units that already have placed pods (see [`super::scheduling_queue`]), then
 //!   arrival.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
