@@ -39,9 +39,14 @@ pub enum GroupKind {
 impl GroupKind {
     /// The API kind name.
     pub fn as_str(&self) -> &'static str {
+        self.api().kind()
+    }
+
+    /// The API's view of the kind (condition names, field names, resource names).
+    pub fn api(self) -> kwas_api::group::SchedulingGroupKind {
         match self {
-            GroupKind::PodGroup => "PodGroup",
-            GroupKind::CompositePodGroup => "CompositePodGroup",
+            GroupKind::PodGroup => kwas_api::group::SchedulingGroupKind::PodGroup,
+            GroupKind::CompositePodGroup => kwas_api::group::SchedulingGroupKind::CompositePodGroup,
         }
     }
 }

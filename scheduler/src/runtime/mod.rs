@@ -79,7 +79,7 @@ pub mod writer;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use kube::Client;
@@ -88,7 +88,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::{error, info};
 
 pub use config::{BackoffConfig, LeaseConfig, RuntimeConfig, scheduler_lease};
-pub use engine::{BindResult, Engine, EngineSettings};
+pub use engine::{BindResult, Engine, EngineSettings, Now};
 pub use error::Error;
 pub use kwas_runtime::Health;
 pub use metrics::Metrics;
@@ -311,7 +311,7 @@ impl SchedulerRuntime {
         let mut actions = Vec::new();
         let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
         loop {
-            let now = Instant::now();
+            let now = Now::current();
             let mut applied = 0;
             while applied < MAX_EVENTS_PER_TURN {
                 match informers.next().now_or_never() {
@@ -382,14 +382,14 @@ impl SchedulerRuntime {
                     }
                 }
                 ev = informers.next() => match ev {
-                    Some(ev) => engine.apply(ev, Instant::now()),
+                    Some(ev) => engine.apply(ev, Now::current()),
                     None => {
                         error!("informers ended");
                         break;
                     }
                 },
                 Some(done) = bind_rx.recv() => {
-                    engine.bind_finished(&done.pod, &done.node, done.result, Instant::now(), &mut actions);
+                    engine.bind_finished(&done.pod, &done.node, done.result, Now::current(), &mut actions);
                 }
                 _ = sleep => {}
                 _ = heartbeat.tick() => {}
