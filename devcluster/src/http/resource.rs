@@ -1,0 +1,273 @@
+//! The resource handlers: get, list, watch, create, update, patch, delete, deletecollection and the
+//! subresources of one served resource, after fault injection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use super::request::{Request, delete_options, verb_of};
+use super::table::{self, IncludeObject};
+use super::watch::{self, WatchParams};
+use super::{accepts_table, json_response, value_response};
+use crate::api::{Deleted, PatchType, subresources};
+use crate::error::ApiError;
+use crate::meta;
+use crate::resource::{ResourceInfo, SubresourceOp};
+use crate::server::Shared;
+
+fn encode(res: &ResourceInfo, obj: &Value) -> String {
+    if res.needs_conversion(obj) {
+        serde_json::to_string(&res.present(obj)).unwrap_or_default()
+    } else {
+        serde_json::to_string(obj).unwrap_or_default()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn resource(
+    shared: Arc<Shared>,
+    req: &Request,
+    group: &str,
+    version: &str,
+    namespace: Option<String>,
+    plural: &str,
+    name: Option<String>,
+    sub: Option<String>,
+) -> Result<Response, ApiError> {
+    let res = shared
+        .with(|s| s.resource(group, version, plural))
+        .ok_or_else(ApiError::path_not_found)?;
+    if namespace.is_some() && !res.namespaced {
+        return Err(ApiError::path_not_found());
+    }
+    let watch = matches!(req.q("watch"), Some("true" | "1"));
+    let verb = verb_of(&req.method, name.is_some(), watch);
+    let decision = shared.faults.decide(&res.plural, verb);
+    if !decision.latency.is_zero() {
+        tokio::time::sleep(decision.latency).await;
+    }
+    if let Some(e) = decision.error {
+        return Err(e);
+    }
+    let handled = handle(&shared, req, &res, namespace, plural, name, sub, watch).await;
+    // "Committed, but the response was lost": the request took effect and the client still sees an error.
+    match (handled, decision.lost_response) {
+        (Ok(_), Some(e)) => Err(e),
+        (handled, _) => handled,
+    }
+}
+
+/// Handles one resource request after routing and fault injection.
+#[allow(clippy::too_many_arguments)]
+async fn handle(
+    shared: &Arc<Shared>,
+    req: &Request,
+    res: &Arc<ResourceInfo>,
+    namespace: Option<String>,
+    plural: &str,
+    name: Option<String>,
+    sub: Option<String>,
+    watch: bool,
+) -> Result<Response, ApiError> {
+    let res = res.clone();
+    let shared = shared.clone();
+    let ns = namespace.clone().unwrap_or_default();
+    let table = accepts_table(&req.headers);
+    match (req.method.as_str(), name, sub.as_deref()) {
+        ("GET", None, None) if watch => {
+            let opts = req.list_options(&res)?;
+            let timeout = req
+                .q("timeoutSeconds")
+                .and_then(|t| t.parse::<u64>().ok())
+                .map(Duration::from_secs)
+                .unwrap_or(shared.settings.watch_timeout);
+            let p = WatchParams {
+                res: res.clone(),
+                namespace: namespace.filter(|_| res.namespaced),
+                label: opts.label_selector,
+                field: opts.field_selector,
+                resource_version: opts.resource_version,
+                send_initial_events: req.q("sendInitialEvents") == Some("true"),
+                bookmarks: req.q("allowWatchBookmarks") == Some("true"),
+                timeout,
+                table: table.then(|| IncludeObject::parse(req.q("includeObject"))),
+            };
+            let Some(slot) = shared.in_flight.watch() else {
+                return Err(ApiError::too_many_requests(
+                    "Too many requests, please try again later.",
+                ));
+            };
+            let body = watch::start(shared.clone(), p, slot)?;
+            let mut r = Response::new(body);
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            r.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+            Ok(r)
+        }
+        ("GET", None, None) => {
+            let opts = req.list_options(&res)?;
+            let ns_filter = namespace.as_deref().filter(|_| res.namespaced);
+            let result = shared.with(|s| s.list(&res, ns_filter, &opts))?;
+            if table {
+                let objs: Vec<Value> = result.items.iter().map(|o| res.present(o)).collect();
+                let t = table::table(
+                    &res,
+                    &objs,
+                    &result.resource_version.to_string(),
+                    result.continue_token.as_deref(),
+                    IncludeObject::parse(req.q("includeObject")),
+                );
+                return Ok(value_response(StatusCode::OK, &t));
+            }
+            let mut md = json!({"resourceVersion": result.resource_version.to_string()});
+            if let Some(c) = &result.continue_token {
+                md["continue"] = json!(c);
+            }
+            if let Some(r) = result.remaining {
+                md["remainingItemCount"] = json!(r);
+            }
+            let mut body = String::with_capacity(64 + result.items.len() * 512);
+            body.push_str("{\"kind\":");
+            body.push_str(&serde_json::to_string(&format!("{}List", res.kind)).unwrap_or_default());
+            body.push_str(",\"apiVersion\":");
+            body.push_str(&serde_json::to_string(&res.api_version()).unwrap_or_default());
+            body.push_str(",\"metadata\":");
+            body.push_str(&md.to_string());
+            body.push_str(",\"items\":[");
+            for (i, o) in result.items.iter().enumerate() {
+                if i > 0 {
+                    body.push(',');
+                }
+                body.push_str(&encode(&res, o));
+            }
+            body.push_str("]}");
+            Ok(json_response(StatusCode::OK, body, &[]))
+        }
+        ("GET", Some(n), None | Some("status")) => {
+            let obj = shared.with(|s| s.get(&res, &ns, &n))?;
+            if table {
+                let t = table::table(
+                    &res,
+                    &[res.present(&obj)],
+                    meta::resource_version(&obj),
+                    None,
+                    IncludeObject::parse(req.q("includeObject")),
+                );
+                return Ok(value_response(StatusCode::OK, &t));
+            }
+            Ok(json_response(StatusCode::OK, encode(&res, &obj), &[]))
+        }
+        ("POST", None, None) => {
+            let mut ctx = req.write_options()?;
+            let body = res.to_storage(req.body_value()?);
+            let obj = shared.with(|s| s.create(&res, &ns, body, &mut ctx))?;
+            Ok(json_response(StatusCode::CREATED, encode(&res, &obj), &ctx.warnings))
+        }
+        (method, Some(n), Some(sub_name)) if subresource_op(&res, method, sub_name).is_some() => {
+            let body = req.body_value()?;
+            match subresource_op(&res, method, sub_name) {
+                Some(SubresourceOp::PodBinding) => {
+                    shared.with(|s| subresources::bind(s, &res, &ns, &n, &body))?;
+                    Ok(created_status())
+                }
+                Some(SubresourceOp::PodEviction) => {
+                    shared.with(|s| subresources::evict(s, &res, &ns, &n, &body))?;
+                    Ok(created_status())
+                }
+                Some(SubresourceOp::NamespaceFinalize) => {
+                    let obj = shared.with(|s| subresources::finalize_namespace(s, &res, &n, &body))?;
+                    Ok(json_response(StatusCode::OK, encode(&res, &obj), &[]))
+                }
+                None => Err(ApiError::path_not_found()),
+            }
+        }
+        ("PUT", Some(n), None | Some("status")) => {
+            let mut ctx = req.write_options()?;
+            let body = res.to_storage(req.body_value()?);
+            let subresource = sub.as_deref().filter(|_| res.status_subresource);
+            if sub.is_some() && subresource.is_none() {
+                return Err(ApiError::path_not_found());
+            }
+            let obj = shared.with(|s| s.update(&res, &ns, &n, body, subresource, &mut ctx))?;
+            Ok(json_response(StatusCode::OK, encode(&res, &obj), &ctx.warnings))
+        }
+        ("PATCH", Some(n), None | Some("status")) => {
+            let mut ctx = req.write_options()?;
+            let ct = req.content_type();
+            let patch_type = if ct.starts_with("application/json-patch+json") {
+                PatchType::Json
+            } else if ct.starts_with("application/merge-patch+json") {
+                PatchType::Merge
+            } else if ct.starts_with("application/strategic-merge-patch+json") {
+                PatchType::Strategic
+            } else if ct.starts_with("application/apply-patch") {
+                PatchType::Apply
+            } else {
+                return Err(ApiError::unsupported_media_type(&ct));
+            };
+            let subresource = sub.as_deref().filter(|_| res.status_subresource);
+            if sub.is_some() && subresource.is_none() {
+                return Err(ApiError::path_not_found());
+            }
+            let patch = req.body_value()?;
+            let obj = shared.with(|s| s.patch(&res, &ns, &n, patch_type, &patch, subresource, &mut ctx))?;
+            Ok(json_response(StatusCode::OK, encode(&res, &obj), &ctx.warnings))
+        }
+        ("DELETE", Some(n), None) => {
+            let mut opts = delete_options(req)?;
+            if req.q("dryRun") == Some("All") {
+                opts.dry_run = true;
+            }
+            let deleted = shared.with(|s| s.delete(&res, &ns, &n, &opts))?;
+            let obj = match &deleted {
+                Deleted::Removed(o) | Deleted::Pending(o) => o.clone(),
+            };
+            Ok(json_response(StatusCode::OK, encode(&res, &obj), &[]))
+        }
+        ("DELETE", None, None) => {
+            let opts = delete_options(req)?;
+            let list = req.list_options(&res)?;
+            let ns_filter = namespace.as_deref().filter(|_| res.namespaced);
+            let items = shared.with(|s| s.delete_collection(&res, ns_filter, &list, &opts))?;
+            let body = format!(
+                "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{{}},\"items\":[{}]}}",
+                res.kind,
+                res.api_version(),
+                items.iter().map(|o| encode(&res, o)).collect::<Vec<_>>().join(",")
+            );
+            Ok(json_response(StatusCode::OK, body, &[]))
+        }
+        _ => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({} {plural})",
+            req.method
+        ))),
+    }
+}
+
+/// The operation serving subresource `sub` of `res` for `method` (creates are POST, updates PUT).
+fn subresource_op(res: &ResourceInfo, method: &str, sub: &str) -> Option<SubresourceOp> {
+    res.strategy
+        .subresources()
+        .iter()
+        .find(|s| {
+            s.name == sub
+                && s.verbs.iter().any(|v| match *v {
+                    "create" => method == "POST",
+                    "update" => method == "PUT",
+                    _ => false,
+                })
+        })
+        .map(|s| s.op)
+}
+
+/// The `Status` a successful subresource create answers with.
+fn created_status() -> Response {
+    value_response(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    )
+}
