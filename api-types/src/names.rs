@@ -149,6 +149,9 @@ pub mod events {
     pub const FAILED_SCHEDULING: &str = "FailedScheduling";
     /// A pod or group was preempted.
     pub const PREEMPTED: &str = "Preempted";
+    /// A controller's reconcile of the object failed unexpectedly (a contained panic); it is retried with
+    /// backoff.
+    pub const RECONCILE_ERROR: &str = "ReconcileError";
 }
 
 /// The `spec.managedBy` value of Jobs the kwas Job controller manages.

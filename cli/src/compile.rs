@@ -165,7 +165,9 @@ fn compile_jobset(js: &JobSet, default_management: PodGroupManagement) -> Result
                 .objects
                 .push(to_value(&desired_child_group(js, &workload, &child)?)?),
             PodGroupManagement::Delegated => {
-                let job = desired_job(js, &child, &wiring);
+                let mut job = desired_job(js, &child, &wiring);
+                // The child Job does not exist yet: its groups' owner gets the placeholder uid.
+                job.metadata.uid = Some(PLACEHOLDER_UID.to_string());
                 let mapping = workloadbuilder::DownwardMapping::read(
                     job.metadata.annotations.as_ref().unwrap_or(&Default::default()),
                 )

@@ -1,6 +1,6 @@
 //! The controllers' error type.
 
-/// Errors of a reconcile. All of them are retried with backoff by the controller's error policy.
+/// Errors of a reconcile; [`crate::retry`] decides how each is retried.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A Kubernetes API call failed.
@@ -22,6 +22,9 @@ pub enum Error {
         /// The API error.
         source: kube::Error,
     },
+    /// The reconcile panicked; the panic was contained and the object is retried with backoff.
+    #[error("reconcile panicked: {0}")]
+    Panic(String),
 }
 
 /// A reconcile result.

@@ -8,10 +8,13 @@
 //! - [`jobset`]: a JobSet-style multi-level controller (both KEP-6089 API options, centralized and delegated
 //!   PodGroup management, the downward-mapping annotations);
 //! - [`sync`]: the scheduling-object sync shared by the controllers, [`index`] its discovery cache;
-//! - [`metrics`]: Prometheus metrics.
+//! - [`retry`]: per-object backoff after failures and panic containment (one bad object never stops a
+//!   controller);
+//! - [`metrics`]: Prometheus metrics; [`runtime`]: the process shell (leader election, admin server,
+//!   supervision).
 //!
-//! Decision logic is pure ([`job::mode`], [`job::plan`], [`job::pods`]) and unit-tested; the reconcile loops
-//! are thin I/O around it.
+//! Decision logic is pure ([`job::mode`], [`job::plan`], [`job::pods`], [`jobset::decide`],
+//! [`jobset::plan`]) and unit-tested; the reconcile loops only read what the decision needs and apply it.
 #![warn(missing_docs)]
 
 pub mod error;
@@ -19,6 +22,7 @@ pub mod index;
 pub mod job;
 pub mod jobset;
 pub mod metrics;
+pub mod retry;
 pub mod runtime;
 pub mod sync;
 

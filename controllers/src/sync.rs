@@ -10,6 +10,7 @@
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource, ResourceExt};
@@ -22,6 +23,16 @@ use tracing::warn;
 
 use crate::error::{Error, Result, is_conflict, is_not_found};
 use crate::index::SchedulingIndex;
+
+/// The controller reference to `obj`, as `metav1.NewControllerRef` builds it (`controller` and
+/// `blockOwnerDeletion` set), from kube's `Resource::controller_owner_ref`: `None` for an object without a
+/// name or uid, so an owner with an empty uid cannot be built.
+pub fn controller_ref<K: Resource<DynamicType = ()>>(obj: &K) -> Option<OwnerReference> {
+    obj.controller_owner_ref(&()).map(|r| OwnerReference {
+        block_owner_deletion: Some(true),
+        ..r
+    })
+}
 
 /// Mark `meta` as created by `controller`.
 pub fn mark_managed(meta: &mut ObjectMeta, controller: &str) {

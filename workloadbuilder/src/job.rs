@@ -75,16 +75,19 @@ pub fn delegated_pod_group_name(job_name: &str, template_name: &str) -> String {
     generate_pod_group_name(job_name, template_name)
 }
 
-/// The controller reference a Job's scheduling objects carry.
-pub fn job_controller_ref(job: &Job) -> OwnerReference {
-    OwnerReference {
-        api_version: "batch/v1".into(),
-        kind: "Job".into(),
-        name: job.metadata.name.clone().unwrap_or_default(),
-        uid: job.metadata.uid.clone().unwrap_or_default(),
+/// The controller reference a Job's scheduling objects carry (`metav1.NewControllerRef`: `controller` and
+/// `blockOwnerDeletion` set); `None` for a Job without a name or uid (one not read from the API server), so an
+/// owner with an empty uid cannot be built.
+pub fn job_controller_ref(job: &Job) -> Option<OwnerReference> {
+    use k8s_openapi::Resource as _;
+    Some(OwnerReference {
+        api_version: Job::API_VERSION.into(),
+        kind: Job::KIND.into(),
+        name: job.metadata.name.clone()?,
+        uid: job.metadata.uid.clone()?,
         controller: Some(true),
         block_owner_deletion: Some(true),
-    }
+    })
 }
 
 fn scheduling_path() -> FieldPath {
@@ -237,7 +240,8 @@ pub fn build_job_workload(job: &Job) -> Result<Workload, FieldErrors> {
     WorkloadBuilder::new(item).allow(job_allow_list()).build(
         &job_workload_name(job),
         job.metadata.namespace.as_deref().unwrap_or_default(),
-        &job_controller_ref(job),
+        // A Job without a uid gets an empty owner, which the builder rejects with field errors.
+        &job_controller_ref(job).unwrap_or_default(),
     )
 }
 

@@ -22,7 +22,6 @@ pub mod scheduling;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
@@ -80,6 +79,7 @@ pub struct Context {
     config: JobControllerConfig,
     metrics: Metrics,
     index: SchedulingIndex,
+    backoff: Arc<crate::retry::Backoff>,
 }
 
 impl std::fmt::Debug for Context {
@@ -104,6 +104,7 @@ impl Context {
             config,
             metrics,
             index: SchedulingIndex::empty(),
+            backoff: Arc::default(),
         }
     }
 }
@@ -181,9 +182,10 @@ impl Drop for AbortOnDrop {
     }
 }
 
-fn error_policy(_job: Arc<Job>, error: &Error, _ctx: Arc<Context>) -> Action {
-    warn!(%error, "retrying job");
-    Action::requeue(Duration::from_secs(2))
+fn error_policy(job: Arc<Job>, error: &Error, ctx: Arc<Context>) -> Action {
+    let action = crate::retry::action(&ctx.backoff, crate::retry::key(&*job), error);
+    warn!(%error, ?action, "retrying job");
+    action
 }
 
 /// Reconcile one Job.
@@ -193,8 +195,22 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action> {
     }
     let span = info_span!("reconcile", controller = "job", namespace = %job.namespace().unwrap_or_default(), job = %job.name_any());
     let timer = ctx.metrics.reconcile("job");
-    let result = reconcile_managed(&job, &ctx).instrument(span).await;
+    let result = crate::retry::contain(reconcile_managed(&job, &ctx))
+        .instrument(span)
+        .await;
     timer.finish(result.is_ok());
+    match &result {
+        Ok(_) => ctx.backoff.succeeded(&crate::retry::key(&*job)),
+        Err(Error::Panic(message)) => {
+            EventSink::new(ctx.recorder.clone(), &*job)
+                .warning(
+                    kwas_api::names::events::RECONCILE_ERROR,
+                    format!("reconcile panicked: {message}"),
+                )
+                .await;
+        }
+        Err(_) => {}
+    }
     result
 }
 

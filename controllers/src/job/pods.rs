@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSchedulingGroup};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kwas_api::names::{annotations, finalizers, labels};
 
@@ -31,17 +31,6 @@ pub fn job_pod_selector(job: &Job) -> String {
         labels::CONTROLLER_UID,
         job.metadata.uid.as_deref().unwrap_or_default()
     )
-}
-
-fn controller_ref(job: &Job) -> OwnerReference {
-    OwnerReference {
-        api_version: "batch/v1".into(),
-        kind: "Job".into(),
-        name: job.metadata.name.clone().unwrap_or_default(),
-        uid: job.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
 }
 
 /// A new pod for `job` from its template: upstream's labels and annotations, the tracking finalizer, a
@@ -100,7 +89,7 @@ pub fn new_pod(job: &Job, index: Option<i32>, pod_group: Option<&str>) -> Pod {
             labels: Some(pod_labels),
             annotations: (!pod_annotations.is_empty()).then_some(pod_annotations),
             finalizers: Some(vec![finalizers::JOB_TRACKING.to_string()]),
-            owner_references: Some(vec![controller_ref(job)]),
+            owner_references: crate::sync::controller_ref(job).map(|o| vec![o]),
             ..ObjectMeta::default()
         },
         spec: Some(spec),

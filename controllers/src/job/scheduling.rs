@@ -16,7 +16,6 @@
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Client, ResourceExt};
 use kwas_api::names::conditions::{
     REASON_POD_GROUP_TEMPLATE_NOT_FOUND, REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, REASON_WORKLOAD_NOT_FOUND,
@@ -46,17 +45,6 @@ fn suspended(job: &Job) -> bool {
     job.spec.as_ref().and_then(|s| s.suspend).unwrap_or(false)
 }
 
-fn workload_owner(workload: &Workload) -> OwnerReference {
-    OwnerReference {
-        api_version: "scheduling.k8s.io/v1alpha3".into(),
-        kind: "Workload".into(),
-        name: workload.name_any(),
-        uid: workload.metadata.uid.clone().unwrap_or_default(),
-        controller: None,
-        block_owner_deletion: None,
-    }
-}
-
 /// The Workload a root Job's controller creates: compiled from `spec.scheduling`, marked as managed by
 /// `controller`.
 pub fn desired_workload(job: &Job, controller: &str) -> Result<Workload, workloadbuilder::FieldErrors> {
@@ -73,7 +61,10 @@ pub fn desired_root_pod_group(
     template: &str,
     controller: &str,
 ) -> std::result::Result<PodGroup, workloadbuilder::InstantiateError> {
-    let owners = vec![job_controller_ref(job), workload_owner(workload)];
+    let owners = job_controller_ref(job)
+        .into_iter()
+        .chain(kube::Resource::owner_ref(workload, &()))
+        .collect();
     let name = job_pod_group_name(&workload.name_any(), template);
     let mut group = new_pod_group(workload, template, &name, None, owners)?;
     mark_managed(&mut group.metadata, controller);
@@ -91,7 +82,13 @@ pub fn desired_delegated_pod_group(
     let template = mapping.group_template_name.as_str();
     let name = delegated_pod_group_name(&job.name_any(), template);
     let parent = mapping.parent_composite_pod_group.as_deref();
-    let mut group = new_pod_group(workload, template, &name, parent, vec![job_controller_ref(job)])?;
+    let mut group = new_pod_group(
+        workload,
+        template,
+        &name,
+        parent,
+        job_controller_ref(job).into_iter().collect(),
+    )?;
     mark_managed(&mut group.metadata, controller);
     Ok(group)
 }
@@ -334,8 +331,13 @@ async fn sync_delegated(cx: SchedulingContext<'_>, job: &Job, mapping: &Downward
         }
         None => {
             let parent = mapping.parent_composite_pod_group.as_deref();
-            let mut group = match new_pod_group(&workload, template, &group_name, parent, vec![job_controller_ref(job)])
-            {
+            let mut group = match new_pod_group(
+                &workload,
+                template,
+                &group_name,
+                parent,
+                job_controller_ref(job).into_iter().collect(),
+            ) {
                 Ok(g) => g,
                 Err(e) => return Ok(blocked(REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, e.to_string())),
             };

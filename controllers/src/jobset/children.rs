@@ -70,7 +70,13 @@ pub fn child_group_name(child: &Child) -> String {
 /// The root CompositePodGroup, owned by the JobSet.
 pub fn desired_root_group(js: &JobSet, workload: &Workload) -> Result<CompositePodGroup, InstantiateError> {
     let name = root_group_name(&workload.name_any());
-    let mut group = new_composite_pod_group(workload, ROOT_TEMPLATE_NAME, &name, None, vec![jobset_owner(js)])?;
+    let mut group = new_composite_pod_group(
+        workload,
+        ROOT_TEMPLATE_NAME,
+        &name,
+        None,
+        jobset_owner(js).into_iter().collect(),
+    )?;
     group.metadata.labels = Some(jobset_labels(js));
     mark_managed(&mut group.metadata, JOBSET_CONTROLLER_NAME);
     Ok(group)
@@ -84,7 +90,7 @@ pub fn desired_child_group(js: &JobSet, workload: &Workload, child: &Child) -> R
         &child.replicated_job,
         &child_group_name(child),
         Some(&root),
-        vec![jobset_owner(js)],
+        jobset_owner(js).into_iter().collect(),
     )?;
     let mut l = jobset_labels(js);
     l.insert(labels::REPLICATED_JOB_NAME.to_string(), child.replicated_job.clone());
@@ -155,7 +161,7 @@ pub fn desired_job(js: &JobSet, child: &Child, wiring: &ChildWiring) -> Job {
             namespace: js.namespace(),
             labels: Some(job_labels),
             annotations: (!annotations.is_empty()).then_some(annotations),
-            owner_references: Some(vec![jobset_owner(js)]),
+            owner_references: jobset_owner(js).map(|o| vec![o]),
             ..ObjectMeta::default()
         },
         spec: Some(spec),

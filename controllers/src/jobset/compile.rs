@@ -25,7 +25,7 @@ use k8s_openapi::api::scheduling::v1alpha3::Workload;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kwas_api::jobset::{JobSet, ROOT_TEMPLATE_NAME};
-use kwas_api::names::{KWAS_GROUP, KWAS_VERSION};
+
 use workloadbuilder::job::pod_template_priority_class;
 use workloadbuilder::{
     AllowList, DisruptionModeOption, FieldError, FieldErrors, FieldPath, PolicyOption, SchedulingConfig,
@@ -44,16 +44,10 @@ fn allow_list() -> AllowList {
     AllowList::new().policies(POLICIES).disruption_modes(DISRUPTION_MODES)
 }
 
-/// The controller reference of a JobSet (owner of its Workload, CompositePodGroup, PodGroups and Jobs).
-pub fn jobset_owner(js: &JobSet) -> OwnerReference {
-    OwnerReference {
-        api_version: format!("{KWAS_GROUP}/{KWAS_VERSION}"),
-        kind: "JobSet".into(),
-        name: js.name_any(),
-        uid: js.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
+/// The controller reference of a JobSet (owner of its Workload, CompositePodGroup, PodGroups and Jobs);
+/// `None` before the JobSet has a uid.
+pub fn jobset_owner(js: &JobSet) -> Option<OwnerReference> {
+    crate::sync::controller_ref(js)
 }
 
 /// The name of a JobSet's Workload (upstream's Workload naming on the JobSet's name and uid).
@@ -331,7 +325,8 @@ pub fn compile(js: &JobSet) -> Result<Workload, FieldErrors> {
     WorkloadBuilder::new(item).allow(allow_list()).build(
         &jobset_workload_name(js),
         js.namespace().as_deref().unwrap_or_default(),
-        &jobset_owner(js),
+        // A JobSet without a uid gets an empty owner, which the builder rejects with field errors.
+        &jobset_owner(js).unwrap_or_default(),
     )
 }
 

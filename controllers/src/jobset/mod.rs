@@ -24,6 +24,7 @@
 
 pub mod children;
 pub mod compile;
+pub mod decide;
 pub mod plan;
 
 use std::sync::Arc;
@@ -51,10 +52,7 @@ use crate::sync::{
     EventSink, create_composite_pod_group, create_or_get, create_pod_group, create_workload, find_workloads, get_opt,
     sync_pod_group_min_count, sync_workload_min_count,
 };
-use children::{
-    ChildWiring, child_group_name, children, desired_child_group, desired_job, desired_root_group, root_group_name,
-};
-use compile::desired_workload;
+use children::root_group_name;
 
 /// Configuration of the JobSet controller.
 #[derive(Clone, Debug)]
@@ -83,6 +81,7 @@ pub struct Context {
     config: JobSetControllerConfig,
     metrics: Metrics,
     index: SchedulingIndex,
+    backoff: Arc<crate::retry::Backoff>,
 }
 
 impl std::fmt::Debug for Context {
@@ -107,6 +106,7 @@ impl Context {
             config,
             metrics,
             index: SchedulingIndex::empty(),
+            backoff: Arc::default(),
         }
     }
 }
@@ -146,17 +146,27 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
         .await;
 }
 
-fn error_policy(_js: Arc<JobSet>, error: &Error, _ctx: Arc<Context>) -> Action {
-    warn!(%error, "retrying jobset");
-    Action::requeue(Duration::from_secs(2))
+fn error_policy(js: Arc<JobSet>, error: &Error, ctx: Arc<Context>) -> Action {
+    let action = crate::retry::action(&ctx.backoff, crate::retry::key(&*js), error);
+    warn!(%error, ?action, "retrying jobset");
+    action
 }
 
 /// Reconcile one JobSet.
 pub async fn reconcile(js: Arc<JobSet>, ctx: Arc<Context>) -> Result<Action> {
     let span = info_span!("reconcile", controller = "jobset", namespace = %js.namespace().unwrap_or_default(), jobset = %js.name_any());
     let timer = ctx.metrics.reconcile("jobset");
-    let result = reconcile_inner(&js, &ctx).instrument(span).await;
+    let result = crate::retry::contain(reconcile_inner(&js, &ctx)).instrument(span).await;
     timer.finish(result.is_ok());
+    match &result {
+        Ok(_) => ctx.backoff.succeeded(&crate::retry::key(&*js)),
+        Err(Error::Panic(message)) => {
+            EventSink::new(ctx.recorder.clone(), &*js)
+                .warning(event_reasons::RECONCILE_ERROR, format!("reconcile panicked: {message}"))
+                .await;
+        }
+        Err(_) => {}
+    }
     result
 }
 
@@ -168,13 +178,6 @@ async fn patch_status(api: &Api<JobSet>, name: &str, status: &JobSetStatus) -> R
     )
     .await?;
     Ok(())
-}
-
-fn is_finished(js: &JobSet) -> bool {
-    js.status
-        .iter()
-        .flat_map(|s| s.conditions.iter().flatten())
-        .any(|c| (c.type_ == conditions::COMPLETED || c.type_ == conditions::FAILED) && c.status == "True")
 }
 
 async fn list_children(client: &Client, js: &JobSet) -> Result<Vec<Job>> {
@@ -240,138 +243,112 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
         return Ok(Action::await_change());
     }
     let js = &js;
-    let jobs_api: Api<Job> = Api::namespaced(client.clone(), &namespace);
     let events = EventSink::new(ctx.recorder.clone(), js);
-    if is_finished(js) {
-        // Clean up what a finished JobSet still runs.
-        let jobs = list_children(client, js).await?;
-        let decided = plan::plan(js, &jobs, Timestamp::now());
-        for j in &decided.delete {
-            delete_job(&jobs_api, j).await?;
+    let management = management(js, &ctx.config);
+    let mut workloads = Vec::new();
+    let mut root = None;
+    let mut child_groups = Vec::new();
+    if !decide::is_finished(js) {
+        let own = compile::jobset_workload_name(js);
+        let lookup = crate::sync::Lookup {
+            index: &ctx.index,
+            own_name: Some(&own),
+        };
+        workloads = find_workloads(client, lookup, &namespace, kwas_api::names::KWAS_GROUP, "JobSet", &name).await?;
+        if let [workload] = workloads.as_slice() {
+            let workload_name = workload.name_any();
+            root = get_opt::<CompositePodGroup>(client, &namespace, &root_group_name(&workload_name)).await?;
+            if management == PodGroupManagement::Centralized {
+                child_groups = ctx
+                    .index
+                    .pod_groups_of(&namespace, &workload_name)
+                    .into_iter()
+                    .map(|g| (*g).clone())
+                    .collect();
+            }
         }
-        return Ok(Action::await_change());
-    }
-
-    // 1. Compile.
-    let desired = match desired_workload(js) {
-        Ok(w) => w,
-        Err(errs) => {
-            return fail_invalid(
-                js,
-                &jobsets,
-                &events,
-                format!("Failed to compile Workload for JobSet {name}: {errs}"),
-            )
-            .await;
-        }
-    };
-
-    // 2. Workload, then the root CompositePodGroup.
-    let own = desired.name_any();
-    let lookup = crate::sync::Lookup {
-        index: &ctx.index,
-        own_name: Some(&own),
-    };
-    let found = find_workloads(client, lookup, &namespace, kwas_api::names::KWAS_GROUP, "JobSet", &name).await?;
-    let workload = match found.as_slice() {
-        [] => {
-            let created = create_workload(client, &desired, &events).await;
-            ctx.metrics.scheduling_sync("jobset", created.is_ok());
-            created?
-        }
-        [one] => one.clone(),
-        many => {
-            return fail_invalid(
-                js,
-                &jobsets,
-                &events,
-                format!("found {} Workloads referencing JobSet {name}", many.len()),
-            )
-            .await;
-        }
-    };
-    let gang_sizes = leaf_min_counts(&desired);
-    for (template, count) in &gang_sizes {
-        sync_workload_min_count(client, &workload, template, *count).await?;
     }
     let jobs = list_children(client, js).await?;
-    let decided = plan::plan(js, &jobs, Timestamp::now());
-    let mut status = decided.status.clone();
-    status.workload_name = Some(workload.name_any());
-    let root_name = root_group_name(&workload.name_any());
-    status.composite_pod_group_name = Some(root_name.clone());
-    for e in &decided.events {
-        if e.warning {
-            events.warning(&e.reason, e.message.clone()).await;
-        } else {
-            events.normal(&e.reason, e.message.clone()).await;
+    let mut observed = decide::Observed {
+        js,
+        workloads: &workloads,
+        jobs: &jobs,
+        root: root.as_ref(),
+        child_groups: &child_groups,
+        management,
+        job_managed_by: ctx.config.job_managed_by.clone(),
+        now: Timestamp::now(),
+    };
+    let mut decision = decide::decide(&observed);
+    let created;
+    if let [decide::Step::CreateWorkload(desired)] = decision.steps.as_slice() {
+        let result = create_workload(client, desired, &events).await;
+        ctx.metrics.scheduling_sync("jobset", result.is_ok());
+        created = [result?];
+        observed.workloads = &created;
+        decision = decide::decide(&observed);
+    }
+    for step in decision.steps {
+        if let Some(action) = apply(js, ctx, &jobsets, &events, step).await? {
+            return Ok(action);
         }
     }
-    if decided.restart_started {
-        patch_status(&jobsets, &name, &status).await?;
-        return Ok(Action::requeue(Duration::ZERO));
-    }
-    if decided.restarting {
-        // Tear down the previous attempt: its Jobs, their PodGroups and the root group.
-        for j in &decided.delete {
-            delete_job(&jobs_api, j).await?;
-            let child = children(js).into_iter().find(|c| c.name == *j);
-            if let Some(c) = child {
-                crate::sync::delete::<PodGroup>(client, &namespace, &child_group_name(&c)).await?;
-            }
+    Ok(match decision.then {
+        decide::Then::AwaitChange => Action::await_change(),
+        decide::Then::Requeue(after) => Action::requeue(after),
+    })
+}
+
+/// Carries out one step; `Some` ends the reconcile with that action.
+async fn apply(
+    js: &JobSet,
+    ctx: &Context,
+    jobsets: &Api<JobSet>,
+    events: &EventSink,
+    step: decide::Step,
+) -> Result<Option<Action>> {
+    use decide::Step;
+    let client = &ctx.client;
+    let namespace = js.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
+    let jobs_api: Api<Job> = Api::namespaced(client.clone(), &namespace);
+    match step {
+        Step::CreateWorkload(workload) => {
+            let created = create_workload(client, &workload, events).await;
+            ctx.metrics.scheduling_sync("jobset", created.is_ok());
+            created?;
+            // The next reconcile (the Workload's creation triggers one) continues with it.
+            return Ok(Some(Action::requeue(Duration::ZERO)));
         }
-        crate::sync::delete::<CompositePodGroup>(client, &namespace, &root_name).await?;
-        patch_status(&jobsets, &name, &status).await?;
-        return Ok(Action::requeue(Duration::from_secs(1)));
-    }
-    for j in &decided.delete {
-        delete_job(&jobs_api, j).await?;
-    }
-    if decided.delete.is_empty() || !is_terminal(&status) {
-        // The root group, then (centralized) each child's PodGroup before its Job.
-        let root: Option<CompositePodGroup> = get_opt(client, &namespace, &root_name).await?;
-        match root {
-            Some(r) if r.metadata.deletion_timestamp.is_some() => {
-                patch_status(&jobsets, &name, &status).await?;
-                return Ok(Action::requeue(Duration::from_secs(1)));
-            }
-            Some(_) => {}
-            None => match desired_root_group(js, &workload) {
-                Ok(group) => {
-                    let created = create_composite_pod_group(client, &group, &events).await;
-                    ctx.metrics.scheduling_sync("jobset", created.is_ok());
-                    created?;
-                }
-                Err(e) => return fail_invalid(js, &jobsets, &events, e.to_string()).await,
-            },
+        Step::SyncWorkloadMinCount {
+            workload,
+            template,
+            count,
+        } => {
+            sync_workload_min_count(client, &workload, &template, count).await?;
         }
-        let wiring = ChildWiring {
-            management: management(js, &ctx.config),
-            root_group: root_name.clone(),
-            job_managed_by: ctx.config.job_managed_by.clone(),
-            restart_attempt: status.restarts,
-        };
-        if wiring.management == PodGroupManagement::Centralized {
-            resync_child_groups(client, &ctx.index, js, &workload.name_any(), &gang_sizes).await?;
+        Step::DeleteJob(job) => delete_job(&jobs_api, &job).await?,
+        Step::DeletePodGroup(group) => crate::sync::delete::<PodGroup>(client, &namespace, &group).await?,
+        Step::DeleteRootGroup(group) => crate::sync::delete::<CompositePodGroup>(client, &namespace, &group).await?,
+        Step::CreateRootGroup(group) => {
+            let created = create_composite_pod_group(client, &group, events).await;
+            ctx.metrics.scheduling_sync("jobset", created.is_ok());
+            created?;
         }
-        for child in &decided.create {
-            if wiring.management == PodGroupManagement::Centralized {
-                match desired_child_group(js, &workload, child) {
-                    Ok(group) => {
-                        let created = create_pod_group(client, &group, &events).await;
-                        ctx.metrics.scheduling_sync("jobset", created.is_ok());
-                        created?;
-                    }
-                    Err(e) => return fail_invalid(js, &jobsets, &events, e.to_string()).await,
-                }
-            }
-            let job = desired_job(js, child, &wiring);
-            create_or_get(client, &job, "Job", &events, "SuccessfulCreate", Some("FailedCreate")).await?;
+        Step::SyncPodGroupMinCount { group, count } => {
+            sync_pod_group_min_count(client, &group, count).await?;
         }
-        for (job_name, suspend) in &decided.set_suspend {
+        Step::CreatePodGroup(group) => {
+            let created = create_pod_group(client, &group, events).await;
+            ctx.metrics.scheduling_sync("jobset", created.is_ok());
+            created?;
+        }
+        Step::CreateJob(job) => {
+            create_or_get(client, &*job, "Job", events, "SuccessfulCreate", Some("FailedCreate")).await?;
+        }
+        Step::SetSuspend(job, suspend) => {
             let patch = json!({"spec": {"suspend": suspend}});
             match jobs_api
-                .patch(job_name, &PatchParams::default(), &Patch::Merge(&patch))
+                .patch(&job, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
                 Ok(_) => {}
@@ -379,60 +356,15 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
                 Err(e) => return Err(e.into()),
             }
         }
-    }
-    patch_status(&jobsets, &name, &status).await?;
-    Ok(Action::await_change())
-}
-
-/// Each leaf template's gang `minCount` in `workload` (leaves that are not gangs are left out).
-fn leaf_min_counts(workload: &k8s_openapi::api::scheduling::v1alpha3::Workload) -> Vec<(String, i32)> {
-    let mut out = Vec::new();
-    let mut stack: Vec<&k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate> =
-        workload.spec.composite_pod_group_templates.iter().flatten().collect();
-    let leaves = workload.spec.pod_group_templates.iter().flatten();
-    let mut push = |t: &k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate| {
-        if let Some(g) = &t.scheduling_policy.gang {
-            out.push((t.name.clone(), g.min_count));
+        Step::Event(e) => {
+            if e.warning {
+                events.warning(&e.reason, e.message).await;
+            } else {
+                events.normal(&e.reason, e.message).await;
+            }
         }
-    };
-    leaves.for_each(&mut push);
-    while let Some(c) = stack.pop() {
-        c.pod_group_templates.iter().flatten().for_each(&mut push);
-        stack.extend(c.composite_pod_group_templates.iter().flatten());
+        Step::PatchStatus(status) => patch_status(jobsets, &js.name_any(), &status).await?,
+        Step::Fail(message) => return fail_invalid(js, jobsets, events, message).await.map(Some),
     }
-    out
-}
-
-/// Centralized management: write each child PodGroup's gang `minCount` from its template's. The groups come
-/// from the discovery cache (no LIST per reconcile): a lagging copy at worst repeats an idempotent patch,
-/// and the change that made the copy stale triggers another reconcile.
-async fn resync_child_groups(
-    client: &Client,
-    index: &SchedulingIndex,
-    js: &JobSet,
-    workload: &str,
-    sizes: &[(String, i32)],
-) -> Result<()> {
-    if sizes.is_empty() {
-        return Ok(());
-    }
-    let uid = js.metadata.uid.clone().unwrap_or_default();
-    for group in index.pod_groups_of(&js.namespace().unwrap_or_default(), workload) {
-        if group.metadata.deletion_timestamp.is_some() || !crate::sync::is_controlled_by(&group.metadata, &uid) {
-            continue;
-        }
-        let template = group.spec.workload_ref.as_ref().map(|r| r.template_name.as_str());
-        if let Some((_, count)) = sizes.iter().find(|(t, _)| Some(t.as_str()) == template) {
-            sync_pod_group_min_count(client, &group, *count).await?;
-        }
-    }
-    Ok(())
-}
-
-fn is_terminal(status: &JobSetStatus) -> bool {
-    status
-        .conditions
-        .iter()
-        .flatten()
-        .any(|c| (c.type_ == conditions::COMPLETED || c.type_ == conditions::FAILED) && c.status == "True")
+    Ok(None)
 }

@@ -154,15 +154,12 @@ pub struct Replica {
     pub pods: Vec<Pod>,
 }
 
-fn owner(lws: &LeaderWorkerSet) -> OwnerReference {
-    OwnerReference {
-        api_version: "examples.kwas.dev/v1alpha1".into(),
-        kind: "LeaderWorkerSet".into(),
-        name: lws.name_any(),
-        uid: lws.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
+/// The controller reference to the LeaderWorkerSet (`None` before it has a uid).
+fn owner(lws: &LeaderWorkerSet) -> Option<OwnerReference> {
+    kube::Resource::controller_owner_ref(lws, &()).map(|r| OwnerReference {
         block_owner_deletion: Some(true),
-    }
+        ..r
+    })
 }
 
 /// The LeaderWorkerSet's `WorkloadItem` tree.
@@ -286,7 +283,7 @@ fn pod(lws: &LeaderWorkerSet, name: String, template: &PodTemplateSpec, replica:
             namespace: lws.namespace(),
             labels: Some(pod_labels),
             annotations: meta.annotations,
-            owner_references: Some(vec![owner(lws)]),
+            owner_references: owner(lws).map(|o| vec![o]),
             ..ObjectMeta::default()
         },
         spec: Some(spec),
@@ -300,27 +297,40 @@ pub fn desired(lws: &LeaderWorkerSet) -> Result<Desired, FieldErrors> {
     let namespace = lws.namespace().unwrap_or_default();
     let allow = AllowList::new().policies(POLICIES).disruption_modes(MODES);
     let workload_name = generate_workload_name(&name, lws.metadata.uid.as_deref().unwrap_or_default());
-    let mut workload =
-        WorkloadBuilder::new(workload_item(lws)?)
-            .allow(allow)
-            .build(&workload_name, &namespace, &owner(lws))?;
+    let mut workload = WorkloadBuilder::new(workload_item(lws)?).allow(allow).build(
+        &workload_name,
+        &namespace,
+        &owner(lws).unwrap_or_default(),
+    )?;
     workload.metadata.labels = Some(labels(lws, None, None));
     let instantiate = |e: workloadbuilder::InstantiateError| {
         FieldErrors::from(workloadbuilder::FieldError::internal("spec", e.to_string()))
     };
     let root_name = format!("{name}-root");
-    let mut root =
-        new_composite_pod_group(&workload, "lws", &root_name, None, vec![owner(lws)]).map_err(instantiate)?;
+    let mut root = new_composite_pod_group(&workload, "lws", &root_name, None, owner(lws).into_iter().collect())
+        .map_err(instantiate)?;
     root.metadata.labels = Some(labels(lws, None, None));
     let mut replicas = Vec::new();
     for i in 0..lws.spec.replicas.max(0) {
         let group_name = format!("{name}-{i}");
-        let mut group = new_composite_pod_group(&workload, "group", &group_name, Some(&root_name), vec![owner(lws)])
-            .map_err(instantiate)?;
+        let mut group = new_composite_pod_group(
+            &workload,
+            "group",
+            &group_name,
+            Some(&root_name),
+            owner(lws).into_iter().collect(),
+        )
+        .map_err(instantiate)?;
         group.metadata.labels = Some(labels(lws, Some(i), None));
         let leader_group = format!("{group_name}-leader");
-        let mut leader = new_pod_group(&workload, "leader", &leader_group, Some(&group_name), vec![owner(lws)])
-            .map_err(instantiate)?;
+        let mut leader = new_pod_group(
+            &workload,
+            "leader",
+            &leader_group,
+            Some(&group_name),
+            owner(lws).into_iter().collect(),
+        )
+        .map_err(instantiate)?;
         leader.metadata.labels = Some(labels(lws, Some(i), Some("leader")));
         let mut pods = vec![pod(
             lws,
@@ -337,7 +347,7 @@ pub fn desired(lws: &LeaderWorkerSet) -> Result<Desired, FieldErrors> {
                 "workers",
                 &workers_group,
                 Some(&group_name),
-                vec![owner(lws)],
+                owner(lws).into_iter().collect(),
             )
             .map_err(instantiate)?;
             pg.metadata.labels = Some(labels(lws, Some(i), Some("worker")));

@@ -1,0 +1,415 @@
+//! The JobSet controller's decisions for one reconcile, as a pure function of what it observed: the
+//! ordered [`Step`]s to carry out (creations, deletions, patches, events, the status) and what to do
+//! afterwards. The reconcile in [`super`] only dereferences (reads the JobSet, its Workloads, child Jobs
+//! and groups) and applies the steps; every choice is here and testable without a cluster.
+
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kwas_api::jobset::{JobSet, JobSetStatus, PodGroupManagement, conditions};
+
+use super::children::{
+    ChildWiring, child_group_name, children, desired_child_group, desired_job, desired_root_group, root_group_name,
+};
+use super::compile::desired_workload;
+use super::plan;
+use crate::job::plan::PlannedEvent;
+
+/// What a reconcile observed.
+#[derive(Debug)]
+pub struct Observed<'a> {
+    /// The JobSet, freshly read.
+    pub js: &'a JobSet,
+    /// The Workloads that reference the JobSet.
+    pub workloads: &'a [Workload],
+    /// The JobSet's child Jobs (all attempts).
+    pub jobs: &'a [Job],
+    /// The root CompositePodGroup, when it exists.
+    pub root: Option<&'a CompositePodGroup>,
+    /// The PodGroups of the Workload (centralized management re-syncs their `minCount`).
+    pub child_groups: &'a [PodGroup],
+    /// Centralized or delegated PodGroups.
+    pub management: PodGroupManagement,
+    /// The `spec.managedBy` of child Jobs.
+    pub job_managed_by: Option<String>,
+    /// The time.
+    pub now: Timestamp,
+}
+
+/// One thing the reconcile does, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Create the Workload; the reconcile then decides again with it.
+    CreateWorkload(Box<Workload>),
+    /// Write a leaf template's gang `minCount` into the Workload.
+    SyncWorkloadMinCount {
+        /// The Workload.
+        workload: Box<Workload>,
+        /// The template.
+        template: String,
+        /// Its gang size.
+        count: i32,
+    },
+    /// Delete a child Job (foreground).
+    DeleteJob(String),
+    /// Delete a child's PodGroup.
+    DeletePodGroup(String),
+    /// Delete the root CompositePodGroup.
+    DeleteRootGroup(String),
+    /// Create the root CompositePodGroup.
+    CreateRootGroup(Box<CompositePodGroup>),
+    /// Write a child PodGroup's gang `minCount`.
+    SyncPodGroupMinCount {
+        /// The group.
+        group: Box<PodGroup>,
+        /// Its gang size.
+        count: i32,
+    },
+    /// Create a child's PodGroup (centralized management).
+    CreatePodGroup(Box<PodGroup>),
+    /// Create a child Job (or find it).
+    CreateJob(Box<Job>),
+    /// Set a child Job's `spec.suspend`.
+    SetSuspend(String, bool),
+    /// Record an event on the JobSet.
+    Event(PlannedEvent),
+    /// Write the status.
+    PatchStatus(Box<JobSetStatus>),
+    /// The JobSet is invalid: mark it `Failed` (once) with this message and a Warning event, do nothing
+    /// else, and wait for a change.
+    Fail(String),
+}
+
+/// What the reconcile does after its steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Then {
+    /// Wait for a change.
+    AwaitChange,
+    /// Reconcile again after this long.
+    Requeue(Duration),
+}
+
+/// The decision of one reconcile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+    /// Afterwards.
+    pub then: Then,
+}
+
+impl Decision {
+    fn done(steps: Vec<Step>, then: Then) -> Self {
+        Decision { steps, then }
+    }
+
+    fn fail(message: String) -> Self {
+        Decision::done(vec![Step::Fail(message)], Then::AwaitChange)
+    }
+}
+
+/// Whether the JobSet has a terminal condition.
+pub fn is_finished(js: &JobSet) -> bool {
+    js.status.as_ref().is_some_and(is_terminal)
+}
+
+fn is_terminal(status: &JobSetStatus) -> bool {
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| (c.type_ == conditions::COMPLETED || c.type_ == conditions::FAILED) && c.status == "True")
+}
+
+/// Each leaf template's gang `minCount` in `workload` (leaves that are not gangs are left out).
+pub fn leaf_min_counts(workload: &Workload) -> Vec<(String, i32)> {
+    let mut out = Vec::new();
+    let mut stack: Vec<&k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate> =
+        workload.spec.composite_pod_group_templates.iter().flatten().collect();
+    let leaves = workload.spec.pod_group_templates.iter().flatten();
+    let mut push = |t: &k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate| {
+        if let Some(g) = &t.scheduling_policy.gang {
+            out.push((t.name.clone(), g.min_count));
+        }
+    };
+    leaves.for_each(&mut push);
+    while let Some(c) = stack.pop() {
+        c.pod_group_templates.iter().flatten().for_each(&mut push);
+        stack.extend(c.composite_pod_group_templates.iter().flatten());
+    }
+    out
+}
+
+/// Decides one reconcile of a JobSet that is not being deleted.
+pub fn decide(o: &Observed<'_>) -> Decision {
+    let js = o.js;
+    let name = js.name_any();
+    if is_finished(js) {
+        // Clean up what a finished JobSet still runs.
+        let decided = plan::plan(js, o.jobs, o.now);
+        return Decision::done(
+            decided.delete.into_iter().map(Step::DeleteJob).collect(),
+            Then::AwaitChange,
+        );
+    }
+
+    // 1. Compile.
+    let desired = match desired_workload(js) {
+        Ok(w) => w,
+        Err(errs) => return Decision::fail(format!("Failed to compile Workload for JobSet {name}: {errs}")),
+    };
+
+    // 2. The Workload (created first, then decided again), its gang sizes, then the root group.
+    let workload = match o.workloads {
+        [] => return Decision::done(vec![Step::CreateWorkload(Box::new(desired))], Then::AwaitChange),
+        [one] => one,
+        many => {
+            return Decision::fail(format!("found {} Workloads referencing JobSet {name}", many.len()));
+        }
+    };
+    let mut steps = Vec::new();
+    let gang_sizes = leaf_min_counts(&desired);
+    for (template, count) in &gang_sizes {
+        steps.push(Step::SyncWorkloadMinCount {
+            workload: Box::new(workload.clone()),
+            template: template.clone(),
+            count: *count,
+        });
+    }
+    let decided = plan::plan(js, o.jobs, o.now);
+    let mut status = decided.status.clone();
+    status.workload_name = Some(workload.name_any());
+    let root_name = root_group_name(&workload.name_any());
+    status.composite_pod_group_name = Some(root_name.clone());
+    steps.extend(decided.events.iter().cloned().map(Step::Event));
+    if decided.restart_started {
+        steps.push(Step::PatchStatus(Box::new(status)));
+        return Decision::done(steps, Then::Requeue(Duration::ZERO));
+    }
+    if decided.restarting {
+        // Tear down the previous attempt: its Jobs, their PodGroups and the root group.
+        let all = children(js);
+        for j in &decided.delete {
+            steps.push(Step::DeleteJob(j.clone()));
+            if let Some(c) = all.iter().find(|c| c.name == *j) {
+                steps.push(Step::DeletePodGroup(child_group_name(c)));
+            }
+        }
+        steps.push(Step::DeleteRootGroup(root_name));
+        steps.push(Step::PatchStatus(Box::new(status)));
+        return Decision::done(steps, Then::Requeue(Duration::from_secs(1)));
+    }
+    steps.extend(decided.delete.iter().cloned().map(Step::DeleteJob));
+    if decided.delete.is_empty() || !is_terminal(&status) {
+        // The root group, then (centralized) each child's PodGroup before its Job.
+        match o.root {
+            Some(r) if r.metadata.deletion_timestamp.is_some() => {
+                steps.push(Step::PatchStatus(Box::new(status)));
+                return Decision::done(steps, Then::Requeue(Duration::from_secs(1)));
+            }
+            Some(_) => {}
+            None => match desired_root_group(js, workload) {
+                Ok(group) => steps.push(Step::CreateRootGroup(Box::new(group))),
+                Err(e) => return Decision::fail(e.to_string()),
+            },
+        }
+        let wiring = ChildWiring {
+            management: o.management,
+            root_group: root_name.clone(),
+            job_managed_by: o.job_managed_by.clone(),
+            restart_attempt: status.restarts,
+        };
+        let centralized = wiring.management == PodGroupManagement::Centralized;
+        if centralized && !gang_sizes.is_empty() {
+            let uid = js.metadata.uid.clone().unwrap_or_default();
+            for group in o.child_groups {
+                if group.metadata.deletion_timestamp.is_some() || !crate::sync::is_controlled_by(&group.metadata, &uid)
+                {
+                    continue;
+                }
+                let template = group.spec.workload_ref.as_ref().map(|r| r.template_name.as_str());
+                if let Some((_, count)) = gang_sizes.iter().find(|(t, _)| Some(t.as_str()) == template) {
+                    steps.push(Step::SyncPodGroupMinCount {
+                        group: Box::new(group.clone()),
+                        count: *count,
+                    });
+                }
+            }
+        }
+        for child in &decided.create {
+            if centralized {
+                match desired_child_group(js, workload, child) {
+                    Ok(group) => steps.push(Step::CreatePodGroup(Box::new(group))),
+                    Err(e) => return Decision::fail(e.to_string()),
+                }
+            }
+            steps.push(Step::CreateJob(Box::new(desired_job(js, child, &wiring))));
+        }
+        steps.extend(
+            decided
+                .set_suspend
+                .iter()
+                .map(|(job, suspend)| Step::SetSuspend(job.clone(), *suspend)),
+        );
+    }
+    steps.push(Step::PatchStatus(Box::new(status)));
+    Decision::done(steps, Then::AwaitChange)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+    fn jobset(scheduling: serde_json::Value) -> JobSet {
+        let mut js: JobSet = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kwas.dev/v1alpha1",
+            "kind": "JobSet",
+            "metadata": {"name": "train", "namespace": "ml", "uid": "js-uid"},
+            "spec": {
+                "scheduling": scheduling,
+                "replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
+                    "parallelism": 4,
+                    "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}}]
+            }
+        }))
+        .unwrap();
+        js.metadata.generation = Some(1);
+        js
+    }
+
+    fn gang() -> JobSet {
+        jobset(serde_json::json!({
+            "schedulingPolicy": {"basic": {}},
+            "replicatedJobPolicies": [{"targetReplicatedJob": "workers", "schedulingPolicy": {"gang": {"minCount": 4}}}]
+        }))
+    }
+
+    fn observe<'a>(
+        js: &'a JobSet,
+        workloads: &'a [Workload],
+        jobs: &'a [Job],
+        root: Option<&'a CompositePodGroup>,
+    ) -> Observed<'a> {
+        Observed {
+            js,
+            workloads,
+            jobs,
+            root,
+            child_groups: &[],
+            management: PodGroupManagement::Centralized,
+            job_managed_by: None,
+            now: Timestamp::UNIX_EPOCH,
+        }
+    }
+
+    fn kinds(d: &Decision) -> Vec<String> {
+        d.steps
+            .iter()
+            .map(|s| match s {
+                Step::CreateWorkload(_) => "CreateWorkload".into(),
+                Step::SyncWorkloadMinCount { template, count, .. } => {
+                    format!("SyncWorkloadMinCount {template}={count}")
+                }
+                Step::DeleteJob(j) => format!("DeleteJob {j}"),
+                Step::DeletePodGroup(g) => format!("DeletePodGroup {g}"),
+                Step::DeleteRootGroup(g) => format!("DeleteRootGroup {g}"),
+                Step::CreateRootGroup(g) => format!("CreateRootGroup {}", g.name_any()),
+                Step::SyncPodGroupMinCount { group, count } => {
+                    format!("SyncPodGroupMinCount {}={count}", group.name_any())
+                }
+                Step::CreatePodGroup(g) => format!("CreatePodGroup {}", g.name_any()),
+                Step::CreateJob(j) => format!("CreateJob {}", j.name_any()),
+                Step::SetSuspend(j, s) => format!("SetSuspend {j}={s}"),
+                Step::Event(e) => format!("Event {}", e.reason),
+                Step::PatchStatus(_) => "PatchStatus".into(),
+                Step::Fail(m) => format!("Fail {m}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_new_jobset_creates_its_workload_first() {
+        let js = gang();
+        let d = decide(&observe(&js, &[], &[], None));
+        assert_eq!(kinds(&d), ["CreateWorkload"]);
+        assert_eq!(d.then, Then::AwaitChange);
+    }
+
+    #[test]
+    fn with_its_workload_it_creates_the_root_then_each_group_before_its_job() {
+        let js = gang();
+        let workload = desired_workload(&js).unwrap();
+        let d = decide(&observe(&js, std::slice::from_ref(&workload), &[], None));
+        let k = kinds(&d);
+        assert_eq!(k[0], "SyncWorkloadMinCount workers=4");
+        assert!(k[1].starts_with("CreateRootGroup "), "{k:?}");
+        assert!(
+            k[2].starts_with("CreatePodGroup ") && k[3] == "CreateJob train-workers-0",
+            "{k:?}"
+        );
+        assert!(
+            k[4].starts_with("CreatePodGroup ") && k[5] == "CreateJob train-workers-1",
+            "{k:?}"
+        );
+        assert_eq!(k.last().unwrap(), "PatchStatus");
+        assert_eq!(d.then, Then::AwaitChange);
+        // Delegated: no PodGroups, only Jobs.
+        let mut o = observe(&js, std::slice::from_ref(&workload), &[], None);
+        o.management = PodGroupManagement::Delegated;
+        assert!(!kinds(&decide(&o)).iter().any(|s| s.starts_with("CreatePodGroup")));
+    }
+
+    #[test]
+    fn a_root_group_being_deleted_is_waited_for() {
+        let js = gang();
+        let workload = desired_workload(&js).unwrap();
+        let mut root = desired_root_group(&js, &workload).unwrap();
+        root.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+        let d = decide(&observe(&js, std::slice::from_ref(&workload), &[], Some(&root)));
+        assert!(!kinds(&d).iter().any(|s| s.starts_with("Create")), "{:?}", kinds(&d));
+        assert_eq!(d.then, Then::Requeue(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn invalid_intent_and_ambiguous_workloads_fail_without_creating_anything() {
+        let js = jobset(serde_json::json!({
+            "replicatedJobPolicies": [{"targetReplicatedJob": "nobody", "schedulingPolicy": {"basic": {}}}]
+        }));
+        let d = decide(&observe(&js, &[], &[], None));
+        assert_eq!(d.steps.len(), 1);
+        assert!(matches!(&d.steps[0], Step::Fail(m) if m.starts_with("Failed to compile Workload for JobSet train")));
+        let js = gang();
+        let w = desired_workload(&js).unwrap();
+        let d = decide(&observe(&js, &[w.clone(), w], &[], None));
+        assert_eq!(kinds(&d), ["Fail found 2 Workloads referencing JobSet train"]);
+        assert_eq!(d.then, Then::AwaitChange);
+    }
+
+    #[test]
+    fn a_finished_jobset_only_cleans_up() {
+        let mut js = gang();
+        js.status = Some(JobSetStatus {
+            conditions: Some(vec![Condition {
+                type_: conditions::COMPLETED.into(),
+                status: "True".into(),
+                reason: "AllJobsCompleted".into(),
+                message: String::new(),
+                last_transition_time: Time(Timestamp::UNIX_EPOCH),
+                observed_generation: Some(1),
+            }]),
+            ..Default::default()
+        });
+        assert!(is_finished(&js));
+        let d = decide(&observe(&js, &[], &[], None));
+        assert!(
+            d.steps.iter().all(|s| matches!(s, Step::DeleteJob(_))),
+            "{:?}",
+            kinds(&d)
+        );
+        assert_eq!(d.then, Then::AwaitChange);
+    }
+}
