@@ -72,6 +72,9 @@ pub const ROOT_TEMPLATE_NAME: &str = "jobset";
     validation = Rule::new("!has(self.scheduling) || !has(self.scheduling.replicatedJobPolicies) || self.scheduling.replicatedJobPolicies.all(p, self.replicatedJobs.exists(r, r.name == p.targetReplicatedJob))")
         .message("every targetReplicatedJob must name a replicated job")
         .field_path(".scheduling.replicatedJobPolicies"),
+    validation = Rule::new("self.replicatedJobs.map(r, r.replicas).sum() <= 10000")
+        .message("the replicated jobs' replicas may sum to at most 10000")
+        .field_path(".replicatedJobs"),
     validation = Rule::new("!has(self.scheduling) || !has(self.scheduling.replicatedJobPolicies) || self.replicatedJobs.all(r, !has(r.template.spec.scheduling) || !self.scheduling.replicatedJobPolicies.exists(p, p.targetReplicatedJob == r.name))")
         .message("a replicated job's scheduling may be set in its Job template or in spec.scheduling.replicatedJobPolicies, not both")
         .field_path(".replicatedJobs")
@@ -108,15 +111,20 @@ pub struct ReplicatedJob {
     #[schemars(length(min = 1, max = 63), regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
     pub name: String,
 
-    /// How many Jobs to create from the template. Default 1.
+    /// How many Jobs to create from the template. Default 1; at most [`MAX_CHILD_JOBS`], and the sum over
+    /// the replicated jobs too.
     #[serde(default = "one")]
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 10000))]
     pub replicas: i32,
 
     /// The batch/v1 Job template. Its `spec.scheduling` is Option A's per-replicated-job intent.
     #[schemars(schema_with = "job_template_schema")]
     pub template: JobTemplateSpec,
 }
+
+/// The most child Jobs one JobSet may have: each replicated job's `replicas` and their sum are bounded by it
+/// (the schema, and the controller again), so a JobSet's reconcile does bounded work.
+pub const MAX_CHILD_JOBS: i32 = 10_000;
 
 fn one() -> i32 {
     1

@@ -42,7 +42,12 @@ fn jobset_crd_shape() {
         .iter()
         .map(|r| r["rule"].as_str().unwrap())
         .collect();
-    assert_eq!(rules.len(), 3);
+    assert_eq!(rules.len(), 4);
+    assert!(rules.contains(&"self.replicatedJobs.map(r, r.replicas).sum() <= 10000"));
+    assert_eq!(
+        spec["properties"]["replicatedJobs"]["items"]["properties"]["replicas"]["maximum"].as_f64(),
+        Some(f64::from(kwas_api::jobset::MAX_CHILD_JOBS))
+    );
     let template = &spec["properties"]["replicatedJobs"]["items"]["properties"]["template"];
     assert_eq!(
         template["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"],

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::PodSchedulingGroup;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kwas_api::jobset::{JobSet, PodGroupManagement, ROOT_TEMPLATE_NAME, child_job_name};
+use kwas_api::jobset::{JobSet, MAX_CHILD_JOBS, PodGroupManagement, ROOT_TEMPLATE_NAME, child_job_name};
 use kwas_api::names::{JOBSET_CONTROLLER_NAME, labels};
 use workloadbuilder::job::delegated_pod_group_name;
 use workloadbuilder::{
@@ -42,18 +42,22 @@ pub struct Child {
 }
 
 /// Every child Job the JobSet should have, in order.
+///
+/// At most [`MAX_CHILD_JOBS`] in all, whatever `replicas` say (validation rejects more; a JobSet stored
+/// before the bound, or on a cluster without the schema, still costs bounded work).
 pub fn children(js: &JobSet) -> Vec<Child> {
     let name = js.name_any();
     js.spec
         .replicated_jobs
         .iter()
         .flat_map(|r| {
-            (0..r.replicas.max(0)).map(|i| Child {
+            (0..r.replicas.clamp(0, MAX_CHILD_JOBS)).map(|i| Child {
                 replicated_job: r.name.clone(),
                 index: i,
                 name: child_job_name(&name, &r.name, i),
             })
         })
+        .take(MAX_CHILD_JOBS as usize)
         .collect()
 }
 

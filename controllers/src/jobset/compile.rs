@@ -24,7 +24,7 @@
 use k8s_openapi::api::scheduling::v1alpha3::Workload;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
-use kwas_api::jobset::{JobSet, ROOT_TEMPLATE_NAME};
+use kwas_api::jobset::{JobSet, MAX_CHILD_JOBS, ROOT_TEMPLATE_NAME};
 
 use workloadbuilder::job::pod_template_priority_class;
 use workloadbuilder::{
@@ -94,6 +94,25 @@ pub fn validate_structure(js: &JobSet) -> FieldErrors {
                 "must be greater than or equal to 0",
             ));
         }
+        if r.replicas > MAX_CHILD_JOBS {
+            errs.push(FieldError::invalid(
+                jobs.index(i).child("replicas"),
+                r.replicas,
+                format!("must be less than or equal to {MAX_CHILD_JOBS}"),
+            ));
+        }
+    }
+    let total = js
+        .spec
+        .replicated_jobs
+        .iter()
+        .fold(0i64, |sum, r| sum + i64::from(r.replicas.max(0)));
+    if total > i64::from(MAX_CHILD_JOBS) {
+        errs.push(FieldError::invalid(
+            jobs.clone(),
+            total,
+            format!("the replicated jobs' replicas may sum to at most {MAX_CHILD_JOBS}"),
+        ));
     }
     let class = |r: &kwas_api::jobset::ReplicatedJob| pod_template_priority_class(r.template.spec.as_ref());
     if let Some(first) = js.spec.replicated_jobs.first() {

@@ -5,43 +5,125 @@ use std::collections::BTreeSet;
 use super::{Counts, Cx};
 use crate::job::pods::{PodState, PodView};
 
-/// Parse an `completedIndexes` interval list (`"1,3-5,7"`).
-pub fn parse_indexes(s: &str) -> BTreeSet<i32> {
-    let mut out = BTreeSet::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                if let (Ok(a), Ok(b)) = (a.parse::<i32>(), b.parse::<i32>()) {
-                    out.extend(a..=b);
-                }
-            }
-            None => {
-                if let Ok(i) = part.parse() {
-                    out.insert(i);
+/// A set of completion indexes, kept as upstream keeps `completedIndexes`: sorted, disjoint, non-adjacent
+/// inclusive intervals. Memory and time follow the number of intervals, never the indexes' values, so a
+/// Job with `completions: 2147483647` or a hostile `completedIndexes` costs no more than a small one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Indexes(Vec<(i32, i32)>);
+
+impl Indexes {
+    /// Parses an interval list (`"1,3-5,7"`) as upstream's `parseIndexesFromString`: malformed parts and
+    /// indexes outside `[0, completions)` are dropped; overlapping and adjacent intervals merge.
+    pub fn parse(s: &str, completions: i32) -> Self {
+        let mut intervals = Vec::new();
+        let last = completions.saturating_sub(1);
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let parsed = match part.split_once('-') {
+                Some((a, b)) => a.parse::<i32>().ok().zip(b.parse::<i32>().ok()),
+                None => part.parse::<i32>().ok().map(|i| (i, i)),
+            };
+            if let Some((a, b)) = parsed {
+                let (a, b) = (a.max(0), b.min(last));
+                if a <= b {
+                    intervals.push((a, b));
                 }
             }
         }
+        intervals.sort_unstable();
+        let mut merged: Vec<(i32, i32)> = Vec::with_capacity(intervals.len());
+        for (a, b) in intervals {
+            match merged.last_mut() {
+                Some(last) if i64::from(a) <= i64::from(last.1) + 1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        Indexes(merged)
     }
-    out
+
+    /// Whether `i` is in the set.
+    pub fn contains(&self, i: i32) -> bool {
+        self.position(i).is_ok()
+    }
+
+    /// Ok(interval holding i) or Err(where an interval starting at i would go).
+    fn position(&self, i: i32) -> Result<usize, usize> {
+        match self.0.binary_search_by(|&(a, _)| a.cmp(&i)) {
+            Ok(k) => Ok(k),
+            Err(0) => Err(0),
+            Err(k) if self.0[k - 1].1 >= i => Ok(k - 1),
+            Err(k) => Err(k),
+        }
+    }
+
+    /// Adds `i`; returns whether it was new.
+    pub fn insert(&mut self, i: i32) -> bool {
+        let Err(k) = self.position(i) else { return false };
+        let joins_left = k > 0 && i64::from(self.0[k - 1].1) + 1 == i64::from(i);
+        let joins_right = k < self.0.len() && i64::from(self.0[k].0) - 1 == i64::from(i);
+        match (joins_left, joins_right) {
+            (true, true) => {
+                self.0[k - 1].1 = self.0[k].1;
+                self.0.remove(k);
+            }
+            (true, false) => self.0[k - 1].1 = i,
+            (false, true) => self.0[k].0 = i,
+            (false, false) => self.0.insert(k, (i, i)),
+        }
+        true
+    }
+
+    /// How many indexes the set holds.
+    pub fn len(&self) -> u64 {
+        self.0
+            .iter()
+            .map(|&(a, b)| (i64::from(b) - i64::from(a) + 1) as u64)
+            .sum()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The indexes in `[0, total)` not in the set, in order (lazily: skipping an interval is one step).
+    pub fn missing(&self, total: i32) -> impl Iterator<Item = i32> + '_ {
+        let mut next = 0i64;
+        let mut k = 0usize;
+        std::iter::from_fn(move || {
+            while let Some(&(a, b)) = self.0.get(k) {
+                if i64::from(b) < next {
+                    k += 1;
+                } else if i64::from(a) <= next {
+                    next = i64::from(b) + 1;
+                    k += 1;
+                } else {
+                    break;
+                }
+            }
+            (next < i64::from(total)).then(|| {
+                let i = next as i32;
+                next += 1;
+                i
+            })
+        })
+    }
 }
 
-/// Format indexes as upstream does: sorted, consecutive runs as `a-b`.
-pub fn format_indexes(indexes: &BTreeSet<i32>) -> String {
-    let mut parts = Vec::new();
-    let mut iter = indexes.iter().copied().peekable();
-    while let Some(start) = iter.next() {
-        let mut end = start;
-        while iter.peek() == Some(&(end + 1)) {
-            end += 1;
-            iter.next();
+impl std::fmt::Display for Indexes {
+    /// Upstream's format: sorted, consecutive runs as `a-b`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (n, &(a, b)) in self.0.iter().enumerate() {
+            if n > 0 {
+                f.write_str(",")?;
+            }
+            if a == b {
+                write!(f, "{a}")?;
+            } else {
+                write!(f, "{a}-{b}")?;
+            }
         }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
+        Ok(())
     }
-    parts.join(",")
 }
 
 /// The pods of an Indexed Job: which active pods are in excess (duplicate, completed or out-of-range
@@ -57,7 +139,7 @@ pub(crate) fn desired<'a>(cx: &Cx<'a>, counts: &Counts) -> (Vec<&'a PodView>, Ve
     ordered.sort_by(|a, b| a.created.cmp(&b.created).then(a.name.cmp(&b.name)));
     for p in ordered {
         match p.index {
-            Some(i) if i < total && !completed.contains(&i) && seen.insert(i) => keep.push(p),
+            Some(i) if i >= 0 && i < total && !completed.contains(i) && seen.insert(i) => keep.push(p),
             _ => excess.push(p),
         }
     }
@@ -76,8 +158,9 @@ pub(crate) fn desired<'a>(cx: &Cx<'a>, counts: &Counts) -> (Vec<&'a PodView>, Ve
         let over = keep.len() - parallelism;
         excess.extend(by_index.into_iter().take(over));
     }
-    let wanted = (0..total)
-        .filter(|i| !completed.contains(i) && !busy.contains(i) && !terminating_idx.contains(i))
+    let wanted = completed
+        .missing(total)
+        .filter(|i| !busy.contains(i) && !terminating_idx.contains(i))
         .take(room.min(super::MAX_POD_CREATE_PER_SYNC + 1))
         .map(Some)
         .collect();

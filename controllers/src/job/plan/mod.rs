@@ -41,7 +41,7 @@ use workloadbuilder::FieldErrors;
 use super::pods::{PodState, PodView};
 pub use backoff::backoff;
 use conditions::{find, remove_condition, set_condition};
-pub use indexes::{format_indexes, parse_indexes};
+pub use indexes::Indexes;
 pub use tracking::{flush, track};
 
 /// The most pods one reconcile creates (upstream's `MaxPodCreateDeletePerSync`); the rest follow on the
@@ -206,7 +206,7 @@ pub(crate) struct Counts {
     pub uncounted: bool,
     pub indexed: bool,
     pub total: Option<i32>,
-    pub completed: std::collections::BTreeSet<i32>,
+    pub completed: Indexes,
 }
 
 pub(crate) fn as_i32(n: usize) -> i32 {

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kwas_api::names::conditions::*;
 
 use super::conditions::{find, remove_condition, set_condition};
-use super::indexes::parse_indexes;
+use super::indexes::Indexes;
 use super::tracking::uncounted;
 use super::{
     Counts, Cx, Plan, PlannedEvent, SchedulingDecision, as_i32, backoff_limit, completions, delete_all_active,
@@ -47,9 +47,12 @@ pub(crate) fn counts(cx: &Cx<'_>, status: &JobStatus) -> Counts {
     let (uncounted_s, uncounted_f) = uncounted(status);
     let failed = status.failed.unwrap_or(0).saturating_add(as_i32(uncounted_f.len()));
     let indexed = is_indexed(cx.job);
-    let completed = parse_indexes(status.completed_indexes.as_deref().unwrap_or(""));
+    let completed = Indexes::parse(
+        status.completed_indexes.as_deref().unwrap_or(""),
+        completions(cx.job).unwrap_or(0),
+    );
     let succeeded_now = if indexed {
-        as_i32(completed.len())
+        i32::try_from(completed.len()).unwrap_or(i32::MAX)
     } else {
         succeeded.saturating_add(as_i32(uncounted_s.len()))
     };

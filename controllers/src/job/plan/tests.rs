@@ -2,7 +2,7 @@
 
 use super::*;
 use k8s_openapi::api::batch::v1::JobSpec;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 
 fn job(parallelism: i32, completions: Option<i32>) -> Job {
     let mut job = Job::default();
@@ -57,10 +57,24 @@ fn with_status(mut job: Job, status: JobStatus) -> Job {
 
 #[test]
 fn indexes_round_trip() {
-    let set = parse_indexes("0-2,4,6-7");
-    assert_eq!(set.iter().copied().collect::<Vec<_>>(), vec![0, 1, 2, 4, 6, 7]);
-    assert_eq!(format_indexes(&set), "0-2,4,6-7");
-    assert_eq!(format_indexes(&BTreeSet::new()), "");
+    let set = Indexes::parse("0-2,4,6-7", 100);
+    assert_eq!(set.len(), 6);
+    assert!(set.contains(4) && !set.contains(3) && !set.contains(8));
+    assert_eq!(set.to_string(), "0-2,4,6-7");
+    assert_eq!(Indexes::default().to_string(), "");
+    // Out of range, malformed, overlapping and adjacent parts, as upstream parses them.
+    let set = Indexes::parse("x,5-3,-1,9-12,1-2,3,0,2147483647", 11);
+    assert_eq!(set.to_string(), "0-3,9-10");
+    let mut set = Indexes::parse("0-2147483646", i32::MAX);
+    assert_eq!(set.len(), 2_147_483_647);
+    assert!(!set.insert(5));
+    assert_eq!(set.missing(i32::MAX).next(), None);
+    let mut set = Indexes::parse("1,3", 10);
+    assert!(set.insert(2) && set.insert(0));
+    assert_eq!(set.to_string(), "0-3");
+    assert_eq!(set.missing(6).collect::<Vec<_>>(), [4, 5]);
+    assert!(set.insert(i32::MAX) && set.insert(i32::MAX - 1));
+    assert_eq!(set.to_string(), "0-3,2147483646-2147483647");
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use k8s_openapi::api::batch::v1::{Job, JobStatus, UncountedTerminatedPods};
 
-use super::indexes::{format_indexes, parse_indexes};
+use super::indexes::Indexes;
 use super::{Tracking, completions, is_indexed};
 use crate::job::pods::{PodState, PodView};
 
@@ -30,7 +30,7 @@ pub fn track(job: &Job, pods: &[PodView]) -> Tracking {
     let (mut succeeded, mut failed) = uncounted(&status);
     let indexed = is_indexed(job);
     let total = completions(job).unwrap_or(0);
-    let mut completed = parse_indexes(status.completed_indexes.as_deref().unwrap_or(""));
+    let mut completed = Indexes::parse(status.completed_indexes.as_deref().unwrap_or(""), total);
     let before = (succeeded.len(), failed.len(), completed.len());
     let mut remove = Vec::new();
     for p in pods.iter().filter(|p| p.tracked) {
@@ -39,7 +39,7 @@ pub fn track(job: &Job, pods: &[PodView]) -> Tracking {
             PodState::Succeeded if !failed.contains(&p.uid) => {
                 if indexed {
                     // The completion index avoids recounting: no uid needed.
-                    if let Some(i) = p.index.filter(|i| *i < total) {
+                    if let Some(i) = p.index.filter(|i| (0..total).contains(i)) {
                         completed.insert(i);
                     }
                 } else if !succeeded.contains(&p.uid) {
@@ -57,7 +57,7 @@ pub fn track(job: &Job, pods: &[PodView]) -> Tracking {
     }
     let changed = (succeeded.len(), failed.len(), completed.len()) != before;
     if indexed {
-        status.completed_indexes = (!completed.is_empty()).then(|| format_indexes(&completed));
+        status.completed_indexes = (!completed.is_empty()).then(|| completed.to_string());
     }
     set_uncounted(&mut status, succeeded, failed);
     Tracking {
@@ -76,16 +76,19 @@ pub fn flush(job: &Job, status: &mut JobStatus, still_tracked: &HashSet<String>)
     let changed = !done_s.is_empty() || !done_f.is_empty();
     let as_i32 = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     if is_indexed(job) {
-        let completed = parse_indexes(status.completed_indexes.as_deref().unwrap_or(""));
-        let succeeded = as_i32(completed.len());
+        let completed = Indexes::parse(
+            status.completed_indexes.as_deref().unwrap_or(""),
+            completions(job).unwrap_or(0),
+        );
+        let succeeded = i32::try_from(completed.len()).unwrap_or(i32::MAX);
         let flushed = status.succeeded != Some(succeeded);
         status.succeeded = Some(succeeded);
-        status.failed = Some(status.failed.unwrap_or(0) + as_i32(done_f.len()));
+        status.failed = Some(status.failed.unwrap_or(0).saturating_add(as_i32(done_f.len())));
         set_uncounted(status, keep_s, keep_f);
         return changed || flushed;
     }
-    status.succeeded = Some(status.succeeded.unwrap_or(0) + as_i32(done_s.len()));
-    status.failed = Some(status.failed.unwrap_or(0) + as_i32(done_f.len()));
+    status.succeeded = Some(status.succeeded.unwrap_or(0).saturating_add(as_i32(done_s.len())));
+    status.failed = Some(status.failed.unwrap_or(0).saturating_add(as_i32(done_f.len())));
     set_uncounted(status, keep_s, keep_f);
     changed
 }
