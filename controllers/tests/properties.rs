@@ -1,6 +1,7 @@
 //! Property tests of the controllers' pure decisions at the limits of every value a user can set: i32 and
 //! i64 extremes, zero, negatives, far-past and far-future times, hostile `completedIndexes`. No input may
 //! panic, and the work one reconcile asks for stays bounded.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashSet;
 
