@@ -152,6 +152,8 @@ pub mod events {
     /// A controller's reconcile of the object failed unexpectedly (a contained panic); it is retried with
     /// backoff.
     pub const RECONCILE_ERROR: &str = "ReconcileError";
+    /// A controller cannot decode the object into its type; it leaves the object out until it changes.
+    pub const DECODE_ERROR: &str = "DecodeError";
 }
 
 /// The `spec.managedBy` value of Jobs the kwas Job controller manages.

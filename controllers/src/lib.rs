@@ -8,6 +8,8 @@
 //! - [`jobset`]: a JobSet-style multi-level controller (both KEP-6089 API options, centralized and delegated
 //!   PodGroup management, the downward-mapping annotations);
 //! - [`sync`]: the scheduling-object sync shared by the controllers, [`index`] its discovery cache;
+//! - [`decode`]: watching a kind object by object, so one object that does not decode is reported on itself
+//!   and never stops a controller;
 //! - [`retry`]: per-object backoff after failures and panic containment (one bad object never stops a
 //!   controller);
 //! - [`metrics`]: Prometheus metrics; [`runtime`]: the process shell (leader election, admin server,
@@ -17,6 +19,7 @@
 //! [`jobset::plan`]) and unit-tested; the reconcile loops only read what the decision needs and apply it.
 #![warn(missing_docs)]
 
+pub mod decode;
 pub mod error;
 pub mod index;
 pub mod job;

@@ -1,6 +1,7 @@
 //! What a controller does after a failed reconcile, and how a panic in one reconcile is contained.
 //!
-//! - An error the object itself causes ([`Error::MissingField`], [`Error::Serde`]) cannot go away by
+//! - An error the object itself causes ([`Error::MissingField`], [`Error::Serde`], an object that does not
+//!   decode) cannot go away by
 //!   retrying: the controller waits for the object to change.
 //! - Any other error (the API server unavailable, a conflict, a rejected write) is retried per object with
 //!   exponential backoff: 1 s, 2 s, 4 s, … capped at 60 s (upstream's Job controller uses the same
@@ -80,7 +81,10 @@ pub fn delay(failures: u32) -> Duration {
 
 /// Whether retrying can help: errors the object itself causes wait for it to change.
 pub fn is_transient(error: &Error) -> bool {
-    !matches!(error, Error::MissingField(_) | Error::Serde(_))
+    !matches!(
+        error,
+        Error::MissingField(_) | Error::Serde(_) | Error::Kube(kube::Error::SerdeError(_))
+    )
 }
 
 /// The error policy's action for `error` on the object `key`.

@@ -511,3 +511,72 @@ async fn a_min_count_edit_is_resynced_to_the_workload_and_every_worker_group_und
     }
     e.cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_undecodable_or_oversized_jobset_is_reported_on_itself_and_the_others_run() {
+    let e = env(PodGroupManagement::Centralized).await;
+    let c = &e.client;
+    // A JobSet whose Job template holds a number where the pod spec has a list (the CRD preserves the
+    // template's unknown fields, so the API server accepts it). A typed watch would fail on it for good.
+    let resource = kube::api::ApiResource::erase::<JobSet>(&());
+    let dynamic: Api<kube::api::DynamicObject> = Api::namespaced_with(c.clone(), "default", &resource);
+    let mut bad = two_replicated_jobs("Centralized");
+    bad["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"] = json!(5);
+    let bad: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "kwas.dev/v1alpha1", "kind": "JobSet",
+        "metadata": {"name": "undecodable", "namespace": "default"}, "spec": bad
+    }))
+    .unwrap();
+    dynamic.create(&PostParams::default(), &bad).await.unwrap();
+    // Replicas within the per-job bound whose sum is not.
+    let mut wide = two_replicated_jobs("Centralized");
+    wide["replicatedJobs"][0]["replicas"] = json!(10000);
+    wide["replicatedJobs"][1]["replicas"] = json!(10000);
+    let api = Api::<JobSet>::namespaced(c.clone(), "default");
+    api.create(&PostParams::default(), &jobset("wide", wide)).await.unwrap();
+    // More than the per-job bound is refused by the schema.
+    let mut huge = two_replicated_jobs("Centralized");
+    huge["replicatedJobs"][1]["replicas"] = json!(i32::MAX);
+    let err = api
+        .create(&PostParams::default(), &jobset("huge", huge))
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, kube::Error::Api(s) if s.code == 422), "{err}");
+    api.create(
+        &PostParams::default(),
+        &jobset("fine", two_replicated_jobs("Centralized")),
+    )
+    .await
+    .unwrap();
+
+    wait_js(c, "fine", "Completed").await;
+    let failed = wait_js(c, "wide", "Failed").await;
+    let cond = js_condition(&failed, "Failed").unwrap();
+    assert!(
+        cond.message.contains(
+            "spec.replicatedJobs: Invalid value: 20000: the replicated jobs' replicas may sum to at most 10000"
+        ),
+        "{}",
+        cond.message
+    );
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(c.clone(), "default");
+    let note = eventually(T, "a DecodeError event on the undecodable JobSet", || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("DecodeError")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("undecodable")
+            })
+            .and_then(|e| e.note)
+    })
+    .await;
+    assert!(note.contains("invalid type"), "{note}");
+    // Nothing was created for the two rejected JobSets.
+    let jobs = list::<Job>(c).await;
+    assert!(jobs.iter().all(|j| j.name_any().starts_with("fine-")), "{jobs:?}");
+    e.cluster.shutdown().await;
+}

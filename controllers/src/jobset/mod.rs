@@ -123,7 +123,6 @@ pub fn management(js: &JobSet, config: &JobSetControllerConfig) -> PodGroupManag
 /// Run the controller until `shutdown` resolves.
 pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) {
     let client = ctx.client.clone();
-    let jobsets: Api<JobSet> = Api::all(client.clone());
     let jobs: Api<Job> = Api::all(client.clone());
     let groups: Api<PodGroup> = Api::all(client.clone());
     let composites: Api<CompositePodGroup> = Api::all(client.clone());
@@ -132,7 +131,17 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
     let (index, _feeders) = SchedulingIndex::start(&client);
     index.ready().await;
     ctx.index = index;
-    Controller::new(jobsets, watcher::Config::default())
+    let (reader, jobsets) = crate::decode::watch(
+        client.clone(),
+        watcher::Config::default(),
+        ctx.recorder.clone(),
+        |metadata| JobSet {
+            metadata,
+            spec: Default::default(),
+            status: None,
+        },
+    );
+    Controller::for_stream(jobsets, reader)
         .owns(jobs, owned())
         .owns(groups, owned())
         .owns(composites, owned())
