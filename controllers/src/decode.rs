@@ -26,9 +26,9 @@ use tracing::warn;
 const REPORTED_CAPACITY: usize = 10_000;
 
 /// Decodes `obj` into `K`, or returns its metadata and the decoder's message.
-pub fn decode<K: Resource + DeserializeOwned>(obj: DynamicObject) -> Result<K, (ObjectMeta, String)> {
+pub fn decode<K: Resource + DeserializeOwned>(obj: DynamicObject) -> Result<K, Box<(ObjectMeta, String)>> {
     let meta = obj.metadata.clone();
-    obj.try_parse::<K>().map_err(|e| (meta, e.to_string()))
+    obj.try_parse::<K>().map_err(|e| Box::new((meta, e.to_string())))
 }
 
 /// A watch of `K` for `Controller::for_stream`: the reader of the cache and the stream of decoded
@@ -56,20 +56,22 @@ where
             let decoded = match event {
                 watcher::Event::Apply(o) => Some(match decode::<K>(o) {
                     Ok(k) => watcher::Event::Apply(k),
-                    Err((meta, message)) => {
+                    Err(invalid) => {
+                        let (meta, message) = *invalid;
                         report(&meta, message);
                         watcher::Event::Delete(placeholder(meta))
                     }
                 }),
                 watcher::Event::InitApply(o) => match decode::<K>(o) {
                     Ok(k) => Some(watcher::Event::InitApply(k)),
-                    Err((meta, message)) => {
+                    Err(invalid) => {
+                        let (meta, message) = *invalid;
                         report(&meta, message);
                         None
                     }
                 },
                 watcher::Event::Delete(o) => Some(watcher::Event::Delete(
-                    decode::<K>(o).unwrap_or_else(|(meta, _)| placeholder(meta)),
+                    decode::<K>(o).unwrap_or_else(|invalid| placeholder(invalid.0)),
                 )),
                 watcher::Event::Init => Some(watcher::Event::Init),
                 watcher::Event::InitDone => Some(watcher::Event::InitDone),
@@ -161,7 +163,7 @@ mod tests {
             "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": {"spec": {"containers": 5}}}}}]}
         }))
         .unwrap();
-        let (meta, message) = decode::<JobSet>(bad).unwrap_err();
+        let (meta, message) = *decode::<JobSet>(bad).unwrap_err();
         assert_eq!(meta.name.as_deref(), Some("bad"));
         assert!(message.contains("invalid type"), "{message}");
     }
