@@ -490,3 +490,36 @@ async fn a_lost_response_still_commits() {
     assert!(cms.get_opt("lost").await.unwrap().is_some(), "the create took effect");
     c.shutdown().await;
 }
+
+#[tokio::test]
+async fn objects_every_typed_client_could_not_decode_are_refused() {
+    let c = common::cluster().await;
+    // A pod with a number for an annotation, and a label list: kube-apiserver's decoder refuses both, so no
+    // typed informer (the scheduler's, the kubelet's) is ever handed one.
+    for (name, metadata) in [
+        (
+            "numeric-annotation",
+            json!({"name": "a", "annotations": {"kwas.dev/sim-run-duration": 5}}),
+        ),
+        ("label-list", json!({"name": "b", "labels": ["x"]})),
+        ("null-name", json!({"name": null, "generateName": 7})),
+    ] {
+        let body = json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+            "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        let (code, text) = common::raw(
+            &c,
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            &[("Content-Type", "application/json")],
+            body.to_string().as_bytes(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(code, 400, "{name}: {text}");
+        assert!(text.contains("BadRequest"), "{name}: {text}");
+    }
+    let pods: Api<Pod> = Api::default_namespaced(c.client());
+    assert!(pods.list(&ListParams::default()).await.unwrap().items.is_empty());
+    still_healthy(&c, "decode").await;
+    c.shutdown().await;
+}
