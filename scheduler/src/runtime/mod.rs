@@ -303,6 +303,7 @@ impl SchedulerRuntime {
         let mut engine = Engine::new(EngineSettings::from(&config), metrics.clone());
         let mut informers = informers::informers(&client);
         let mut leader = *leader_rx.borrow_and_update();
+        writers.set_leader(leader);
         health.set_leader(leader);
         metrics.leader(leader);
         info!(names = ?config.scheduler_names, leader, "scheduler runtime started");
@@ -326,13 +327,16 @@ impl SchedulerRuntime {
                 engine.bind_finished(&done.pod, &done.node, done.result, now, &mut actions);
             }
             if leader_rx.has_changed().unwrap_or(false) {
-                leader = on_leadership(&mut engine, *leader_rx.borrow_and_update(), &health, &metrics);
+                leader = on_leadership(&mut engine, &writers, *leader_rx.borrow_and_update(), &health, &metrics);
             }
             engine.end_of_batch(now);
             engine.take_deferred(&mut actions);
             health.set_ready(engine.synced());
             health.beat();
 
+            if leader && engine.synced() {
+                engine.retry_evictions(now, &mut actions);
+            }
             let worked = leader && engine.synced() && engine.schedule_one(now, &mut actions);
             if leader {
                 for a in actions.drain(..) {
@@ -369,12 +373,12 @@ impl SchedulerRuntime {
                 changed = leader_rx.changed() => {
                     match changed {
                         Ok(()) => {
-                            leader = on_leadership(&mut engine, *leader_rx.borrow_and_update(), &health, &metrics);
+                            leader = on_leadership(&mut engine, &writers, *leader_rx.borrow_and_update(), &health, &metrics);
                         }
                         Err(_) => {
                             // The lease manager stopped: never schedule without a lease.
                             if leader {
-                                leader = on_leadership(&mut engine, false, &health, &metrics);
+                                leader = on_leadership(&mut engine, &writers, false, &health, &metrics);
                             }
                             error!("leader election stopped; this instance no longer schedules");
                             leader_rx = watch::channel(false).1;
@@ -416,7 +420,9 @@ impl SchedulerRuntime {
     }
 }
 
-fn on_leadership(engine: &mut Engine, leader: bool, health: &Health, metrics: &Metrics) -> bool {
+fn on_leadership(engine: &mut Engine, writers: &Writers, leader: bool, health: &Health, metrics: &Metrics) -> bool {
+    // Fence first: bindings and evictions queued in the ending term are dropped.
+    writers.set_leader(leader);
     if leader {
         info!("became the leader; scheduling");
     } else {

@@ -6,12 +6,17 @@
 //!   (one write per object in flight), so an older decision never overtakes a newer one. A patch
 //!   carrying a `resourceVersion` precondition that meets a conflict is decided again on the fresh
 //!   object (it may no longer be needed: the pod got bound, the group turned True).
+//! - **Fencing**: a binding or an eviction carries the leadership term it was decided in, and is dropped
+//!   before its API call once that term has ended ([`Writers::set_leader`] on step-down): an instance
+//!   that lost the lease sends no binding or eviction it had queued, so two schedulers never act at once
+//!   (the lease's renew deadline makes a leader step down before another can acquire it).
 //! - **Events** are buffered (bounded) and published by a few workers through kube-runtime's
 //!   [`Recorder`]; when the buffer is full, events are dropped and counted, as upstream's broadcaster
 //!   does.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
@@ -46,13 +51,42 @@ pub struct BindDone {
 
 const MAX_WRITE_ATTEMPTS: u32 = 4;
 
+/// Leadership as the writers see it: a term number that changes whenever leadership does.
+#[derive(Debug, Default)]
+pub struct Fence {
+    term: AtomicU64,
+    leading: AtomicBool,
+}
+
+impl Fence {
+    /// Records whether this instance leads; a change starts a new term.
+    pub fn set_leader(&self, leading: bool) {
+        if self.leading.swap(leading, Ordering::SeqCst) != leading {
+            self.term.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The current term.
+    pub fn term(&self) -> u64 {
+        self.term.load(Ordering::SeqCst)
+    }
+
+    /// Whether this instance still leads in `term`.
+    pub fn holds(&self, term: u64) -> bool {
+        self.leading.load(Ordering::SeqCst) && self.term() == term
+    }
+}
+
+/// The message of a binding dropped because leadership ended.
+pub const NOT_LEADER: &str = "no longer the leader";
+
 /// Carries out actions. See the module docs.
 #[derive(Clone)]
 pub struct Writers {
     io: Io,
     binds: Arc<Semaphore>,
     bind_done: mpsc::UnboundedSender<BindDone>,
-    writes: mpsc::UnboundedSender<Action>,
+    writes: mpsc::UnboundedSender<(Action, u64)>,
 }
 
 /// What the background writes need: the client and the event buffer (no handle on the write queue,
@@ -63,6 +97,7 @@ struct Io {
     metrics: Metrics,
     events: mpsc::Sender<EventRecord>,
     field_manager: String,
+    fence: Arc<Fence>,
 }
 
 impl std::fmt::Debug for Writers {
@@ -120,6 +155,7 @@ impl Writers {
             metrics,
             events,
             field_manager: scheduler_name.to_string(),
+            fence: Arc::default(),
         };
         tasks.push(tokio::spawn(run_writes(
             io.clone(),
@@ -135,8 +171,14 @@ impl Writers {
         (writers, WriterTasks { tasks })
     }
 
+    /// Records whether this instance leads: bindings and evictions of an ended term are dropped.
+    pub fn set_leader(&self, leading: bool) {
+        self.io.fence.set_leader(leading);
+    }
+
     /// Carries out one action (without waiting for it).
     pub fn dispatch(&self, action: Action) {
+        let term = self.io.fence.term();
         match action {
             Action::Bind { pod, uid, node } => {
                 let io = self.io.clone();
@@ -144,6 +186,7 @@ impl Writers {
                 let done = self.bind_done.clone();
                 tokio::spawn(async move {
                     let result = match binds.acquire_owned().await {
+                        Ok(_permit) if !io.fence.holds(term) => BindResult::Failed(NOT_LEADER.into()),
                         Ok(_permit) => io.bind(&pod, uid, &node).await,
                         Err(_) => BindResult::Failed("scheduler shutting down".into()),
                     };
@@ -152,7 +195,7 @@ impl Writers {
             }
             Action::Event(e) => self.io.event(e),
             other => {
-                let _ = self.writes.send(other);
+                let _ = self.writes.send((other, term));
             }
         }
     }
@@ -201,7 +244,7 @@ impl Io {
         }
     }
 
-    async fn write(&self, action: Action) {
+    async fn write(&self, action: Action, term: u64) {
         match action {
             Action::PodStatus(u) => self.pod_status(u).await,
             Action::GroupStatus(u) => self.group_status(u).await,
@@ -211,6 +254,10 @@ impl Io {
                 condition,
                 event,
             } => {
+                if !self.fence.holds(term) {
+                    debug!(pod = %pod, "eviction dropped: no longer the leader");
+                    return;
+                }
                 let api: Api<Pod> = Api::namespaced(self.client.clone(), &pod.namespace);
                 if let Some(c) = pod_condition_update(None, &condition, Timestamp::now()) {
                     let patch = pod_status_patch(Some(&c), None, None);
@@ -225,6 +272,9 @@ impl Io {
                             warn!(pod = %pod, error = %e, "cannot mark the victim; deleting it anyway");
                         }
                     }
+                }
+                if !self.fence.holds(term) {
+                    return;
                 }
                 let dp = DeleteParams {
                     preconditions: uid.map(|uid| Preconditions {
@@ -379,8 +429,8 @@ fn object_key(a: &Action) -> String {
 }
 
 /// Runs status writes and evictions: per object in order, `concurrency` objects at once.
-async fn run_writes(writers: Io, mut rx: mpsc::UnboundedReceiver<Action>, concurrency: usize) {
-    let mut pending: HashMap<String, VecDeque<Action>> = HashMap::new();
+async fn run_writes(writers: Io, mut rx: mpsc::UnboundedReceiver<(Action, u64)>, concurrency: usize) {
+    let mut pending: HashMap<String, VecDeque<(Action, u64)>> = HashMap::new();
     let mut ready: VecDeque<String> = VecDeque::new();
     let mut busy: HashSet<String> = HashSet::new();
     let mut running: JoinSet<String> = JoinSet::new();
@@ -389,7 +439,7 @@ async fn run_writes(writers: Io, mut rx: mpsc::UnboundedReceiver<Action>, concur
         while running.len() < concurrency
             && let Some(key) = ready.pop_front()
         {
-            let Some(action) = pending.get_mut(&key).and_then(VecDeque::pop_front) else {
+            let Some((action, term)) = pending.get_mut(&key).and_then(VecDeque::pop_front) else {
                 continue;
             };
             if pending.get(&key).is_some_and(VecDeque::is_empty) {
@@ -398,7 +448,7 @@ async fn run_writes(writers: Io, mut rx: mpsc::UnboundedReceiver<Action>, concur
             busy.insert(key.clone());
             let w = writers.clone();
             running.spawn(async move {
-                w.write(action).await;
+                w.write(action, term).await;
                 key
             });
         }
@@ -408,7 +458,7 @@ async fn run_writes(writers: Io, mut rx: mpsc::UnboundedReceiver<Action>, concur
         tokio::select! {
             a = rx.recv(), if open => match a {
                 Some(a) => {
-                    let key = object_key(&a);
+                    let key = object_key(&a.0);
                     let queue = pending.entry(key.clone()).or_default();
                     queue.push_back(a);
                     if queue.len() == 1 && !busy.contains(&key) {
@@ -449,5 +499,26 @@ async fn publish_events(recorder: Recorder, rx: Arc<tokio::sync::Mutex<mpsc::Rec
         if let Err(err) = recorder.publish(&event, &e.regarding).await {
             debug!(error = %err, reason = %e.reason, "event not recorded");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_term_ends_when_leadership_changes() {
+        let fence = Fence::default();
+        let t0 = fence.term();
+        assert!(!fence.holds(t0), "a follower holds no term");
+        fence.set_leader(true);
+        let t1 = fence.term();
+        assert!(fence.holds(t1) && !fence.holds(t0));
+        fence.set_leader(true);
+        assert!(fence.holds(t1), "renewals keep the term");
+        fence.set_leader(false);
+        assert!(!fence.holds(t1), "work of the ended term is dropped");
+        fence.set_leader(true);
+        assert!(!fence.holds(t1), "a new term does not revive the old one");
     }
 }

@@ -62,7 +62,13 @@ impl Engine {
     /// When the engine next has something to do without an event.
     pub fn next_wakeup(&self) -> Option<Instant> {
         let messages = self.gated_due.first().map(|(t, _)| *t);
-        let deadline = self.ongoing.values().map(|o| o.deadline).chain(messages).min();
+        let deadline = self
+            .ongoing
+            .values()
+            .map(|o| o.deadline)
+            .chain(messages)
+            .chain(self.next_eviction_retry())
+            .min();
         match (self.queue.next_wakeup(), deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -199,6 +199,7 @@ impl Engine {
             return;
         }
         let meta = PodMeta::from_pod(pod);
+        self.track_victim(&key, &meta, now);
         if self.pods.get(&key).is_some_and(|m| m.fingerprint == meta.fingerprint) {
             // A status change (often our own write): nothing scheduling reads.
             self.pods.insert(key, meta);
@@ -262,6 +263,8 @@ impl Engine {
             o.victims.remove(key);
         }
         self.reserved_by.remove(key);
+        self.evict_due.remove(key);
+        self.lingering.remove(key);
     }
 
     /// True when `meta` is the group already known with the same spec (a status write).

@@ -74,6 +74,8 @@ pub struct PodMeta {
     pub pod_scheduled: Option<PodCondition>,
     /// `status.nominatedNodeName`.
     pub nominated_node_name: Option<String>,
+    /// A preemption victim: its `DisruptionTarget` condition is True with reason `PreemptionByScheduler`.
+    pub victim: bool,
     /// What scheduling depends on (generation, node, deletion, gates): a change that leaves it
     /// alone (a status write, say) does not touch the snapshot or wake the pod's unit.
     pub fingerprint: u64,
@@ -104,6 +106,13 @@ impl PodMeta {
             nominated_node_name: status
                 .and_then(|s| s.nominated_node_name.clone())
                 .filter(|n| !n.is_empty()),
+            victim: status.and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
+                c.iter().any(|c| {
+                    c.type_ == kwas_api::names::conditions::DISRUPTION_TARGET
+                        && c.status == "True"
+                        && c.reason.as_deref() == Some(kwas_api::names::conditions::REASON_PREEMPTION_BY_SCHEDULER)
+                })
+            }),
             fingerprint: hash_of((
                 pod.metadata.generation,
                 pod.metadata.deletion_timestamp.is_some(),
@@ -237,6 +246,10 @@ pub struct Engine {
     binding: HashMap<PodKey, UnitKey>,
     ongoing: HashMap<UnitKey, Ongoing>,
     victim_of: HashMap<PodKey, UnitKey>,
+    /// Victims the cluster shows marked but not deleted, and when to evict them again.
+    evict_due: HashMap<PodKey, Instant>,
+    /// Victims still present after their preemption timed out.
+    lingering: HashSet<PodKey>,
     reserved_by: HashMap<PodKey, UnitKey>,
     relist: HashMap<Kind, HashSet<String>>,
     /// Units waiting in PreEnqueue: since when, and whether their pods got the waiting message
@@ -280,6 +293,8 @@ impl Engine {
             binding: HashMap::new(),
             ongoing: HashMap::new(),
             victim_of: HashMap::new(),
+            evict_due: HashMap::new(),
+            lingering: HashSet::new(),
             reserved_by: HashMap::new(),
             relist: HashMap::new(),
             gated: HashMap::new(),
@@ -346,6 +361,8 @@ impl Engine {
                 self.queue.park(&unit, now);
                 return true;
             }
+            // Victims that outlived the timeout are not waited for again.
+            self.lingering.extend(o.victims.iter().cloned());
             self.release(&unit);
         }
         // A pod of a group whose hierarchy was not observed yet.

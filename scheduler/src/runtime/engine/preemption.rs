@@ -1,8 +1,17 @@
 //! The delayed-preemption state machine: victims evicted, the preemptor's pods reserved and nominated
 //! until the victims are gone (or the timeout), reservations dropped on release or when leadership is lost.
+//!
+//! What a preemption in progress means is also read back from the cluster, so a restart or a new leader
+//! never preempts twice and never leaves an eviction half done:
+//! - a unit whose pending pods are nominated to nodes where pods are still terminating, or marked as
+//!   victims but not yet deleted, waits for them (as upstream's `PodEligibleToPreemptOthers`) instead of
+//!   choosing new victims; the wait is bounded by the preemption timeout (victims that outlive it are
+//!   not waited for again);
+//! - a pod marked as a victim (`DisruptionTarget`, reason `PreemptionByScheduler`) that is still not being
+//!   deleted is evicted again every [`EVICTION_RETRY`] by the leader until it is gone, whoever marked it.
 
 use std::collections::HashSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kwas_api::names::conditions::{DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER, REASON_UNSCHEDULABLE};
 use kwas_api::names::events;
@@ -14,7 +23,80 @@ use crate::runtime::conditions::{DesiredCondition, WAITING_FOR_PREEMPTION};
 
 use super::*;
 
+/// How long a marked victim may stay undeleted before the leader evicts it again.
+pub const EVICTION_RETRY: Duration = Duration::from_secs(5);
+
 impl Engine {
+    /// Keeps the retry schedule of marked victims in step with the pod's latest version.
+    pub(super) fn track_victim(&mut self, key: &PodKey, meta: &PodMeta, now: Instant) {
+        if meta.victim && !meta.deleting {
+            self.evict_due.entry(key.clone()).or_insert(now + EVICTION_RETRY);
+        } else {
+            self.evict_due.remove(key);
+        }
+    }
+
+    /// The leader evicts again the victims whose eviction did not complete (a failed delete, a crash or
+    /// a leader change between marking and deleting).
+    pub fn retry_evictions(&mut self, now: Now, out: &mut Vec<Action>) {
+        let now = now.instant;
+        let due: Vec<PodKey> = self
+            .evict_due
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for pod in due {
+            self.evict_due.insert(pod.clone(), now + EVICTION_RETRY);
+            let uid = self.pods.get(&pod).and_then(|m| m.uid.clone());
+            info!(pod = %pod, "evicting a marked preemption victim again");
+            self.metrics.preemption_attempt("eviction_retry");
+            let message = format!(
+                "{}: preempting to accommodate a higher priority workload",
+                self.settings.primary_name
+            );
+            out.push(Action::Evict {
+                pod: pod.clone(),
+                uid: uid.clone(),
+                condition: DesiredCondition::new(DISRUPTION_TARGET, true, REASON_PREEMPTION_BY_SCHEDULER, &message),
+                event: EventRecord {
+                    regarding: pod_ref(&pod, uid.as_deref()),
+                    related: None,
+                    warning: false,
+                    reason: events::PREEMPTED.into(),
+                    action: "Preempting".into(),
+                    note: "Preempted: the eviction of this victim was retried".into(),
+                },
+            });
+        }
+    }
+
+    /// The earliest eviction retry.
+    pub(super) fn next_eviction_retry(&self) -> Option<Instant> {
+        self.evict_due.values().min().copied()
+    }
+
+    /// Pods the cluster shows a preemption of `unit` still waits for: on the nodes its pending pods are
+    /// nominated to, the pods being deleted or marked as victims.
+    fn victims_in_cluster(&self, unit: &UnitKey) -> HashSet<PodKey> {
+        let nominated: HashSet<&str> = self
+            .snap
+            .unit_summary(unit)
+            .pending
+            .iter()
+            .filter_map(|p| self.pods.get(p)?.nominated_node_name.as_deref())
+            .collect();
+        if nominated.is_empty() {
+            return HashSet::new();
+        }
+        self.pods
+            .iter()
+            .filter(|(k, m)| (m.deleting || m.victim) && !self.lingering.contains(*k))
+            .filter(|(_, m)| m.node_name.as_deref().is_some_and(|n| nominated.contains(n)))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// This instance stops scheduling: preemptions in progress drop their reservations (the next
     /// leader decides anew). Queue and snapshot stay warm.
     pub fn step_down(&mut self) {
@@ -41,6 +123,26 @@ impl Engine {
 
     /// Runs preemption for `unit`; on success actuates it and parks the unit. Returns whether it did.
     pub(super) fn preempt(&mut self, unit: &UnitKey, now: Instant, out: &mut Vec<Action>) -> bool {
+        // A preemption the cluster shows in progress (decided before a restart or by another leader):
+        // wait for its victims rather than choosing new ones.
+        let waiting = self.victims_in_cluster(unit);
+        if !waiting.is_empty() {
+            self.metrics.preemption_attempt("in_progress");
+            debug!(unit = %unit, victims = waiting.len(), "waiting for the victims of an earlier preemption");
+            for v in &waiting {
+                self.victim_of.insert(v.clone(), unit.clone());
+            }
+            self.ongoing.insert(
+                unit.clone(),
+                Ongoing {
+                    victims: waiting,
+                    reserved: Vec::new(),
+                    deadline: now + self.settings.preemption_timeout,
+                },
+            );
+            self.queue.park(unit, now);
+            return true;
+        }
         let p = self.scheduler.preempt(&mut self.snap, unit);
         let result = match p.verdict {
             PreemptionVerdict::Preempt => "preempt",

@@ -667,3 +667,74 @@ pub(super) fn terminal_pods_free_their_node() {
     h.advance(Duration::from_secs(1));
     assert_eq!(binds(&h.run()), vec![("next".into(), "n1".into())]);
 }
+
+fn marked_victim(mut p: Pod) -> Pod {
+    let status = p.status.get_or_insert_with(PodStatus::default);
+    status
+        .conditions
+        .get_or_insert_with(Vec::new)
+        .push(k8s_openapi::api::core::v1::PodCondition {
+            type_: DISRUPTION_TARGET.into(),
+            status: "True".into(),
+            reason: Some(REASON_PREEMPTION_BY_SCHEDULER.into()),
+            ..Default::default()
+        });
+    p
+}
+
+#[test]
+pub(super) fn a_new_leader_waits_for_the_victims_of_a_preemption_it_did_not_decide() {
+    // What the cluster shows after the previous leader preempted and died: the preemptor nominated to
+    // n1, its victim on n1 marked and terminating.
+    let mut h = Harness::new();
+    h.node("n1", "2");
+    let mut victim = marked_victim(bound(with_priority(pod("ns", "low", "2", "1Gi"), 1), "n1"));
+    victim.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(h.now.wall));
+    h.pod(victim.clone());
+    let mut preemptor = with_priority(pod("ns", "high", "2", "1Gi"), 10);
+    preemptor
+        .status
+        .get_or_insert_with(PodStatus::default)
+        .nominated_node_name = Some("n1".into());
+    h.pod(preemptor);
+    let out = h.run();
+    assert!(
+        !out.iter().any(|a| matches!(a, Action::Evict { .. })),
+        "no second preemption: {out:?}"
+    );
+    assert!(binds(&out).is_empty());
+    assert_eq!(h.e.preempting().len(), 1, "the preemption in progress is taken over");
+    // The victim goes: the preemptor binds where it was nominated.
+    h.delete(Object::Pod(Box::new(victim)));
+    let out = h.run();
+    assert_eq!(binds(&out), vec![("high".to_string(), "n1".to_string())]);
+}
+
+#[test]
+pub(super) fn a_marked_victim_that_was_not_deleted_is_evicted_again_until_it_goes() {
+    let mut h = Harness::new();
+    h.node("n1", "4");
+    let victim = marked_victim(bound(pod("ns", "v", "1", "1Gi"), "n1"));
+    h.pod(victim.clone());
+    let mut out = Vec::new();
+    h.e.retry_evictions(h.now, &mut out);
+    assert!(out.is_empty(), "not before the retry delay");
+    assert_eq!(h.e.next_wakeup(), Some(h.now.instant + preemption::EVICTION_RETRY));
+    for _ in 0..2 {
+        h.advance(preemption::EVICTION_RETRY);
+        let mut out = Vec::new();
+        h.e.retry_evictions(h.now, &mut out);
+        assert!(
+            matches!(out.as_slice(), [Action::Evict { pod, .. }] if pod.name == "v"),
+            "{out:?}"
+        );
+    }
+    // Being deleted now: no more retries.
+    let mut deleting = victim;
+    deleting.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(h.now.wall));
+    h.pod(deleting);
+    h.advance(preemption::EVICTION_RETRY * 3);
+    let mut out = Vec::new();
+    h.e.retry_evictions(h.now, &mut out);
+    assert!(out.is_empty(), "{out:?}");
+}
