@@ -59,6 +59,9 @@ pub struct FaultRule {
     pub resources: Vec<String>,
     /// Verbs this rule applies to.
     pub verbs: Vec<Verb>,
+    /// Subresources this rule applies to (`""` names the resource itself, `"binding"`, `"status"`); empty:
+    /// the resource and all its subresources.
+    pub subresources: Vec<String>,
     /// Probability in [0, 1] that a matching request fails.
     pub error_rate: f64,
     /// HTTP code of injected errors: 500 (InternalError, the default), 429 (TooManyRequests), 503, 504.
@@ -98,9 +101,10 @@ pub struct FaultConfig {
 }
 
 impl FaultRule {
-    fn matches(&self, resource: &str, verb: Verb) -> bool {
+    fn matches(&self, resource: &str, subresource: &str, verb: Verb) -> bool {
         (self.resources.is_empty() || self.resources.iter().any(|r| r == resource))
             && (self.verbs.is_empty() || self.verbs.contains(&verb))
+            && (self.subresources.is_empty() || self.subresources.iter().any(|s| s == subresource))
     }
 }
 
@@ -119,6 +123,7 @@ pub struct Decision {
 #[derive(Debug)]
 pub struct Faults {
     inner: Mutex<(FaultConfig, fastrand::Rng)>,
+    injected: std::sync::atomic::AtomicU64,
 }
 
 impl Faults {
@@ -127,6 +132,7 @@ impl Faults {
         let rng = fastrand::Rng::with_seed(config.seed);
         Faults {
             inner: Mutex::new((config, rng)),
+            injected: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -146,11 +152,25 @@ impl Faults {
         self.inner.lock().0.clone()
     }
 
-    /// Decides the fate of one request.
+    /// How many faults (errors, lost responses, dropped watches) were injected since the cluster started.
+    pub fn injected(&self) -> u64 {
+        self.injected.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn count(&self) {
+        self.injected.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Decides the fate of one request to `resource` (or one of its subresources).
     pub fn decide(&self, resource: &str, verb: Verb) -> Decision {
+        self.decide_sub(resource, "", verb)
+    }
+
+    /// Decides the fate of one request to `resource`'s `subresource` (`""`: the resource itself).
+    pub fn decide_sub(&self, resource: &str, subresource: &str, verb: Verb) -> Decision {
         let mut guard = self.inner.lock();
         let (config, rng) = &mut *guard;
-        let Some(rule) = config.rules.iter().find(|r| r.matches(resource, verb)) else {
+        let Some(rule) = config.rules.iter().find(|r| r.matches(resource, subresource, verb)) else {
             return Decision::default();
         };
         let mut d = Decision {
@@ -171,6 +191,10 @@ impl Faults {
         } else if rule.lost_response_rate > 0.0 && rng.f64() < rule.lost_response_rate {
             d.lost_response = Some(error(if rule.error_code == 0 { 504 } else { rule.error_code }));
         }
+        drop(guard);
+        if d.error.is_some() || d.lost_response.is_some() {
+            self.count();
+        }
         d
     }
 
@@ -178,10 +202,15 @@ impl Faults {
     pub fn drop_watch(&self, resource: &str) -> bool {
         let mut guard = self.inner.lock();
         let (config, rng) = &mut *guard;
-        match config.rules.iter().find(|r| r.matches(resource, Verb::Watch)) {
+        let cut = match config.rules.iter().find(|r| r.matches(resource, "", Verb::Watch)) {
             Some(rule) if rule.drop_watch_rate > 0.0 => rng.f64() < rule.drop_watch_rate,
             _ => false,
+        };
+        drop(guard);
+        if cut {
+            self.count();
         }
+        cut
     }
 }
 

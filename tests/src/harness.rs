@@ -17,7 +17,7 @@ use kube::{Client, Resource};
 use kwas_controllers::job::plan::JobConfig;
 use kwas_controllers::runtime::ControllersConfig;
 use kwas_devcluster::{DevCluster, Topology};
-use kwas_scheduler::runtime::{BackoffConfig, RuntimeConfig, SchedulerRuntime};
+use kwas_scheduler::runtime::{BackoffConfig, LeaseConfig, RuntimeConfig, RuntimeHandle, SchedulerRuntime};
 use kwas_stack::{Stack, StackConfig};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -149,6 +149,11 @@ impl E2e {
     /// [`Detached::crash`] kills it mid-work like a killed process (the stack's own scheduler stops
     /// gracefully, finishing the bindings it started). Returns once it has listed the cluster.
     pub async fn detached_scheduler(&self, config: RuntimeConfig) -> Result<Detached> {
+        Ok(self.detached_scheduler_with_handle(config).await?.0)
+    }
+
+    /// [`E2e::detached_scheduler`], also returning its handle (readiness, leadership, metrics).
+    pub async fn detached_scheduler_with_handle(&self, config: RuntimeConfig) -> Result<(Detached, RuntimeHandle)> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let detached = Detached::start(self.cluster().base_url(), "scheduler", move |client| async move {
             match SchedulerRuntime::new(client, config) {
@@ -173,16 +178,21 @@ impl E2e {
             async move { check(ready, || "not ready".into()) }
         })
         .await?;
-        Ok(detached)
+        Ok((detached, handle))
     }
 
     /// Run the Job and JobSet controllers (the stack's configuration) outside the stack, on a runtime and
     /// a client of their own, so that [`Detached::crash`] kills them mid-work.
     pub async fn detached_controllers(&self) -> Result<Detached> {
+        self.detached_controllers_with(None).await
+    }
+
+    /// [`E2e::detached_controllers`] electing a leader on `leader_election` first.
+    pub async fn detached_controllers_with(&self, leader_election: Option<LeaseConfig>) -> Result<Detached> {
         let config = ControllersConfig {
             job: Some(self.config.job.clone()),
             jobset: Some(self.config.jobset.clone()),
-            leader_election: None,
+            leader_election,
             admin_addr: None,
         };
         Detached::start(self.cluster().base_url(), "controllers", move |client| async move {

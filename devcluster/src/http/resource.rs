@@ -45,7 +45,9 @@ pub(super) async fn resource(
     }
     let watch = matches!(req.q("watch"), Some("true" | "1"));
     let verb = verb_of(&req.method, name.is_some(), watch);
-    let decision = shared.faults.decide(&res.plural, verb);
+    let decision = shared
+        .faults
+        .decide_sub(&res.plural, sub.as_deref().unwrap_or(""), verb);
     if !decision.latency.is_zero() {
         tokio::time::sleep(decision.latency).await;
     }

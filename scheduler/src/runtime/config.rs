@@ -68,6 +68,10 @@ pub struct RuntimeConfig {
     /// How long a preemptor keeps its nominated nodes reserved while its victims terminate. After that
     /// it is retried like any unit and may preempt again.
     pub preemption_timeout: Duration,
+    /// How long a gang may stay partially bound (some pods bound, its minimum not reached: what a crash
+    /// mid-binding leaves when the rest no longer fits) before its bound pods are evicted, releasing the
+    /// capacity they hold; its controller recreates them and the gang is scheduled again, whole.
+    pub partial_gang_timeout: Duration,
     /// How long a unit waits in PreEnqueue before its pods get the waiting message. Pods of a gang
     /// usually arrive within milliseconds of each other; writing "waiting for minCount pods" to each
     /// of them first would double the API writes of every gang.
@@ -87,6 +91,7 @@ impl Default for RuntimeConfig {
             event_buffer: 4096,
             backoff: BackoffConfig::default(),
             preemption_timeout: Duration::from_secs(120),
+            partial_gang_timeout: Duration::from_secs(60),
             waiting_message_delay: Duration::from_secs(1),
             core: SchedulerConfig::default(),
         }

@@ -3,6 +3,7 @@
 //! watches the whole run with a [`GangMonitor`](kwas_e2e::GangMonitor): no gang may sit partially bound.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod chaos;
 mod jobs;
 mod jobsets;
 mod lifecycle;

@@ -18,6 +18,10 @@ impl Engine {
     pub fn end_of_batch(&mut self, now: Now) {
         self.wall = now.wall;
         let now = now.instant;
+        if !self.partial_since.is_empty() {
+            let queue = &self.queue;
+            self.partial_since.retain(|u, _| queue.state(u).is_some());
+        }
         if self.capacity_changed {
             self.capacity_changed = false;
             self.queue.move_all_unschedulable(now);

@@ -23,6 +23,11 @@
 //!   `preemption_timeout` passes); then the reservation is dropped and the preemptor runs a normal
 //!   cycle, which may pick any placement. A preemptor of higher priority may take a reservation: its
 //!   holder loses it (and its nominations) instead of a pod being deleted.
+//! - **Partially bound gangs** (a crash between a gang's bindings, the rest no longer fitting): the unit
+//!   is retried first among equals; if it is still below its minimum `partial_gang_timeout` after it
+//!   was first seen so, its bound pods are evicted (`DisruptionTarget`, retried until gone) so it never
+//!   holds capacity forever. The release happens at the unit's first retry after the timeout (an event,
+//!   or `max_unschedulable` without one), so within `partial_gang_timeout + max_unschedulable`.
 //! - **Order**: priority, then units that already have placed pods (see [`super::scheduling_queue`]), then
 //!   arrival.
 //! - **Time** is an input: every entry point takes a [`Now`] (a monotonic instant for timers and a wall
@@ -53,6 +58,7 @@ mod binding;
 mod gating;
 mod ingest;
 mod preemption;
+mod release;
 mod status;
 #[cfg(test)]
 mod tests;
@@ -190,6 +196,8 @@ pub struct EngineSettings {
     pub backoff: BackoffConfig,
     /// How long reservations of a preemptor last.
     pub preemption_timeout: Duration,
+    /// See [`RuntimeConfig::partial_gang_timeout`].
+    pub partial_gang_timeout: Duration,
     /// How long a unit waits in PreEnqueue before its pods get the waiting message.
     pub waiting_message_delay: Duration,
 }
@@ -202,6 +210,7 @@ impl From<&RuntimeConfig> for EngineSettings {
             core: c.core,
             backoff: c.backoff,
             preemption_timeout: c.preemption_timeout,
+            partial_gang_timeout: c.partial_gang_timeout,
             waiting_message_delay: c.waiting_message_delay,
         }
     }
@@ -250,6 +259,8 @@ pub struct Engine {
     evict_due: HashMap<PodKey, Instant>,
     /// Victims still present after their preemption timed out.
     lingering: HashSet<PodKey>,
+    /// Group units seen partially bound (placed pods, minimum not reached), since when.
+    partial_since: HashMap<UnitKey, Instant>,
     reserved_by: HashMap<PodKey, UnitKey>,
     relist: HashMap<Kind, HashSet<String>>,
     /// Units waiting in PreEnqueue: since when, and whether their pods got the waiting message
@@ -295,6 +306,7 @@ impl Engine {
             victim_of: HashMap::new(),
             evict_due: HashMap::new(),
             lingering: HashSet::new(),
+            partial_since: HashMap::new(),
             reserved_by: HashMap::new(),
             relist: HashMap::new(),
             gated: HashMap::new(),
@@ -478,6 +490,7 @@ impl Engine {
     }
 
     fn scheduled(&mut self, unit: &UnitKey, outcome: &CycleOutcome, now: Instant, out: &mut Vec<Action>) {
+        self.partial_since.remove(unit);
         for a in &outcome.assignments {
             if let Err(e) = self.snap.assume(&a.pod, &a.node) {
                 warn!(pod = %a.pod, node = %a.node, error = %e, "cannot assume the placement");
@@ -530,6 +543,9 @@ impl Engine {
         let preempting = outcome.preemption_may_help
             && code == Some(crate::core::Code::Unschedulable)
             && self.preempt(unit, now, out);
+        if !preempting && self.release_if_stuck(unit, now, out) {
+            return;
+        }
         if !preempting {
             // KEP-4671 failure handling: nominations of a failed attempt are cleared.
             for p in self.snap.unit_summary(unit).pending {

@@ -34,6 +34,7 @@ pub(super) fn settings() -> EngineSettings {
         core: SchedulerConfig::default(),
         backoff: BackoffConfig::default(),
         preemption_timeout: Duration::from_secs(60),
+        partial_gang_timeout: Duration::from_secs(60),
         waiting_message_delay: Duration::from_secs(1),
     }
 }
@@ -737,4 +738,44 @@ pub(super) fn a_marked_victim_that_was_not_deleted_is_evicted_again_until_it_goe
     let mut out = Vec::new();
     h.e.retry_evictions(h.now, &mut out);
     assert!(out.is_empty(), "{out:?}");
+}
+
+#[test]
+pub(super) fn a_gang_left_partially_bound_is_released_after_the_timeout() {
+    let mut h = Harness::new();
+    h.node("n1", "3");
+    // Two of four bound by an instance that died; the other two no longer fit (one cpu is taken).
+    h.pod(bound(pod("ns", "squatter", "1", "1Gi"), "n1"));
+    h.group(GroupBuilder::gang("ns", "g", 4));
+    for i in 0..4 {
+        let p = pod_in_group("ns", &format!("g-{i}"), "g", "1", "1Gi");
+        h.pod(if i < 2 { bound(p, "n1") } else { p });
+    }
+    let out = h.run();
+    assert!(binds(&out).is_empty());
+    assert!(
+        !out.iter().any(|a| matches!(a, Action::Evict { .. })),
+        "not yet: {out:?}"
+    );
+    // Retried (max_unschedulable) past the timeout: the two bound pods are released.
+    h.advance(Duration::from_secs(61));
+    h.e.end_of_batch(h.now);
+    let mut out = h.run();
+    for _ in 0..10 {
+        if out.iter().any(|a| matches!(a, Action::Evict { .. })) {
+            break;
+        }
+        h.advance(Duration::from_secs(60));
+        h.e.end_of_batch(h.now);
+        out = h.run();
+    }
+    let mut evicted: Vec<String> = out
+        .iter()
+        .filter_map(|a| match a {
+            Action::Evict { pod, .. } => Some(pod.name.clone()),
+            _ => None,
+        })
+        .collect();
+    evicted.sort();
+    assert_eq!(evicted, ["g-0", "g-1"], "{out:?}");
 }
