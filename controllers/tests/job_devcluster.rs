@@ -412,6 +412,42 @@ async fn deadline_fails_the_job_and_removes_its_pods() {
 }
 
 #[tokio::test]
+async fn values_at_their_limits_never_stop_the_controller() {
+    let c = cluster().await;
+    let client = c.client();
+    let _binder = start_binder(client.clone(), c.node_names());
+    let _ctl = start_job_controller(client.clone(), job_config());
+    // The largest deadline and TTL kube-apiserver accepts (once a panic in the reconcile that left every
+    // later Job without pods), and the largest parallelism on a suspended Job.
+    create(
+        &client,
+        &job(
+            "far",
+            json!({"activeDeadlineSeconds": i64::MAX, "ttlSecondsAfterFinished": i32::MAX, "template": pod_template(Some("100ms"), None)}),
+        ),
+    )
+    .await;
+    create(&client, &job("wide", json!({"parallelism": i32::MAX, "suspend": true}))).await;
+    create(&client, &job("indexed", json!({"completionMode": "Indexed", "completions": i32::MAX, "parallelism": 2, "template": pod_template(Some("100ms"), None)}))).await;
+    create(
+        &client,
+        &job("next", json!({"template": pod_template(Some("100ms"), None)})),
+    )
+    .await;
+    wait_condition(&client, "far", "Complete").await;
+    wait_condition(&client, "next", "Complete").await;
+    // The huge Indexed Job runs two pods at a time, whatever its completions.
+    eventually(T, "indexed Job progressing", || async {
+        let j = get(&client, "indexed").await;
+        let s = j.status.unwrap_or_default();
+        (s.succeeded.unwrap_or(0) >= 2 && s.active.unwrap_or(0) <= 2).then_some(())
+    })
+    .await;
+    assert!(pods_of(&client, "wide").await.is_empty());
+    c.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_restarted_controller_creates_no_duplicates_and_loses_no_count() {
     let c = cluster().await;
     let client = c.client();

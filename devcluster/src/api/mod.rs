@@ -309,7 +309,8 @@ fn check_type(res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
     // Every kind's metadata decodes as ObjectMeta (kube-apiserver decodes it for custom resources too), so
     // no typed client's informer is ever handed an object it cannot decode.
     if let Some(m) = obj.get("metadata")
-        && let Err(e) = serde_json::from_value::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>(m.clone())
+        && let Err(e) =
+            <k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as serde::Deserialize>::deserialize(m)
     {
         return Err(ApiError::bad_request(format!(
             "{kind} in version \"{version}\" cannot be handled as a {kind}: metadata: {e}",

@@ -179,7 +179,7 @@ impl Snapshot {
 
     /// Every unit that has pending pods, with its readiness, highest priority first, then oldest.
     pub fn pending_units(&self) -> Vec<(UnitKey, Readiness)> {
-        let mut units: HashMap<UnitKey, (i32, u64)> = HashMap::new();
+        let mut units: HashMap<UnitKey, (std::cmp::Reverse<i32>, u64)> = HashMap::new();
         let mut waiting: Vec<(UnitKey, Readiness)> = Vec::new();
         let pods: Vec<u32> = self.pod_ids().collect();
         for pid in pods {
@@ -188,7 +188,8 @@ impl Snapshot {
                 continue;
             }
             let key = p.key.clone();
-            let order = (-self.effective_priority(pid), p.seen);
+            // Highest priority first; `Reverse`, not negation (-i32::MIN overflows).
+            let order = (std::cmp::Reverse(self.effective_priority(pid)), p.seen);
             match self.unit_of(&key) {
                 Ok(u) => {
                     let e = units.entry(u).or_insert(order);
@@ -199,7 +200,7 @@ impl Snapshot {
                 Err(r) => waiting.push((UnitKey::Pod(key), r)),
             }
         }
-        let mut sorted: Vec<(UnitKey, (i32, u64))> = units.into_iter().collect();
+        let mut sorted: Vec<(UnitKey, (std::cmp::Reverse<i32>, u64))> = units.into_iter().collect();
         sorted.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
         let mut out: Vec<(UnitKey, Readiness)> = Vec::new();
         for (u, _) in sorted {
