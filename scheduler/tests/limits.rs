@@ -75,7 +75,7 @@ proptest! {
         }
         // Whatever was placed fits: at most 4 cpu worth of 1-cpu pods of `h` land on n1 beside the bound ones.
         let on_n1 = (0..pods)
-            .filter(|i| matches!(snap.pod_state(&kwas_scheduler::core::PodKey::new("ns", &format!("h-{i}"))), Some((PodState::Assumed, Some("n1")))))
+            .filter(|i| matches!(snap.pod_state(&kwas_scheduler::core::PodKey::new("ns", format!("h-{i}"))), Some((PodState::Assumed, Some("n1")))))
             .count();
         prop_assert!(on_n1 <= 4);
     }
