@@ -213,14 +213,16 @@ impl DevCluster {
         )));
         let s = shared.clone();
         tasks.push(tokio::spawn(supervise::supervise(
-            shared.clone(),
+            shared.restarts.clone(),
+            shared.shutdown_signal(),
             "controllers",
             move || controllers::run(s.clone()),
         )));
         if config.kubelet.enabled {
             let (s, kubelet) = (shared.clone(), config.kubelet.clone());
             tasks.push(tokio::spawn(supervise::supervise(
-                shared.clone(),
+                shared.restarts.clone(),
+                shared.shutdown_signal(),
                 "kubelet",
                 move || sim::kubelet::run(s.clone(), kubelet.clone()),
             )));

@@ -85,7 +85,7 @@ pub struct Shared {
     /// Request and watch limits.
     pub in_flight: InFlight,
     /// What the supervisor recorded about the background tasks.
-    pub restarts: crate::supervise::Restarts,
+    pub restarts: Arc<crate::supervise::Restarts>,
     shutdown: watch::Sender<bool>,
 }
 

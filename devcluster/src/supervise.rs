@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-
-use crate::server::{Shared, stopped};
+use tokio::sync::watch;
 
 /// Restarts and the last failure of each supervised task.
 #[derive(Debug, Default)]
@@ -51,12 +50,15 @@ impl Restarts {
 
 /// Runs `make()`'s task until the cluster shuts down, starting it again (after 100 ms, doubling up to 5 s)
 /// whenever it panics or returns early.
-pub(crate) async fn supervise<F, Fut>(shared: Arc<Shared>, name: &'static str, make: F)
-where
+pub(crate) async fn supervise<F, Fut>(
+    restarts: Arc<Restarts>,
+    mut stop: watch::Receiver<bool>,
+    name: &'static str,
+    make: F,
+) where
     F: Fn() -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let mut stop = shared.shutdown_signal();
     let mut backoff = Duration::from_millis(100);
     loop {
         let outcome = tokio::spawn(make()).await;
@@ -77,10 +79,10 @@ where
             Err(e) => e.to_string(),
         };
         tracing::error!(task = name, %failure, "a devcluster task died; starting it again");
-        shared.restarts.record(name, failure);
+        restarts.record(name, failure);
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}
-            _ = stopped(&mut stop) => return,
+            _ = stop.wait_for(|stop| *stop) => return,
         }
         backoff = (backoff * 2).min(Duration::from_secs(5));
     }
@@ -97,7 +99,7 @@ mod tests {
         let runs = Arc::new(AtomicU32::new(0));
         let r = runs.clone();
         let s = shared.clone();
-        let task = tokio::spawn(supervise(shared.clone(), "flaky", move || {
+        let task = tokio::spawn(supervise(shared.restarts.clone(), shared.shutdown_signal(), "flaky", move || {
             let r = r.clone();
             let s = s.clone();
             async move {
@@ -105,7 +107,7 @@ mod tests {
                     panic!("first run fails");
                 }
                 let mut stop = s.shutdown_signal();
-                stopped(&mut stop).await;
+                crate::server::stopped(&mut stop).await;
             }
         }));
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
