@@ -35,7 +35,8 @@
 //! | `admission/` | the admission pipeline and the helpers kinds share (typed decoding, priority, CRD schemas) |
 //! | `request` | the per-request context (dry run, field manager, field validation, warnings) |
 //! | `patch/` | merge, JSON and strategic merge patches; server-side apply |
-//! | `http/` | routing, watch streams, discovery, Tables, OpenAPI |
+//! | `http/` | routing, content negotiation, watch streams, discovery, Tables, OpenAPI |
+//! | `protobuf/` | the Kubernetes protobuf wire format, driven by the v1.37 schema of every built-in kind |
 //! | `controllers/` | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry |
 //! | `sim/` | the simulated kubelet and nodes |
 //! | `faults` | fault injection |
@@ -54,6 +55,7 @@ mod kinds;
 mod kubeconfig;
 mod meta;
 mod patch;
+mod protobuf;
 mod request;
 mod resource;
 mod selectors;

@@ -16,6 +16,7 @@ mod openapi;
 mod path;
 mod request;
 mod resource;
+mod respond;
 pub(crate) mod serve;
 mod table;
 mod watch;
@@ -24,6 +25,7 @@ use self::path::{Target, parse_path};
 use self::request::{Request, guard, parse_query};
 use self::resource::resource;
 use crate::error::ApiError;
+use crate::protobuf::Wire;
 use crate::server::Shared;
 
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -49,65 +51,55 @@ async fn contained(
     body: Body,
 ) -> Response {
     use futures::FutureExt;
+    let wire = negotiate(&headers);
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(b) => b,
         Err(_) => {
-            return error_response(&ApiError::new(
-                413,
-                "RequestEntityTooLarge",
-                format!("Request entity too large: limit is {MAX_BODY}"),
-                None,
-            ));
+            return respond::error(
+                &ApiError::new(
+                    413,
+                    "RequestEntityTooLarge",
+                    format!("Request entity too large: limit is {MAX_BODY}"),
+                    None,
+                ),
+                wire,
+            );
         }
     };
     let mutating = !matches!(method, Method::GET | Method::HEAD | Method::OPTIONS);
     let Some(_slot) = shared.in_flight.admit(mutating) else {
-        return error_response(&ApiError::too_many_requests(
-            "Too many requests, please try again later.",
-        ));
+        return respond::error(
+            &ApiError::too_many_requests("Too many requests, please try again later."),
+            wire,
+        );
     };
     let path = uri.path().to_string();
-    match std::panic::AssertUnwindSafe(dispatch(shared, method, uri, headers, body))
+    match std::panic::AssertUnwindSafe(dispatch(shared, method, uri, headers, body, wire))
         .catch_unwind()
         .await
     {
         Ok(r) => r,
         Err(_) => {
             tracing::error!(%path, "a request handler panicked; answering 500");
-            error_response(&ApiError::internal(format!(
-                "an internal error occurred while handling {path}"
-            )))
+            respond::error(
+                &ApiError::internal(format!("an internal error occurred while handling {path}")),
+                wire,
+            )
         }
     }
 }
 
-fn json_response(code: StatusCode, body: String, warnings: &[String]) -> Response {
-    let mut r = Response::new(Body::from(body));
-    *r.status_mut() = code;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    for w in warnings {
-        let v = format!("299 - {}", serde_json::to_string(w).unwrap_or_default());
-        if let Ok(h) = HeaderValue::from_str(&v) {
-            r.headers_mut().append(header::WARNING, h);
-        }
-    }
-    r
+/// The response encoding the client asked for (`Accept`).
+fn negotiate(headers: &HeaderMap) -> Wire {
+    Wire::negotiate(headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()))
 }
 
 fn value_response(code: StatusCode, v: &Value) -> Response {
-    json_response(code, v.to_string(), &[])
+    respond::bytes_response(code, "application/json", v.to_string().into_bytes(), &[])
 }
 
 fn error_response(e: &ApiError) -> Response {
-    let code = StatusCode::from_u16(e.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut r = json_response(code, serde_json::to_string(&*e.0).unwrap_or_default(), &[]);
-    if e.code() == 429
-        && let Ok(h) = HeaderValue::from_str("1")
-    {
-        r.headers_mut().insert(header::RETRY_AFTER, h);
-    }
-    r
+    respond::error(e, Wire::Json)
 }
 
 fn accepts_table(headers: &HeaderMap) -> bool {
@@ -127,9 +119,16 @@ fn accepts_aggregated(headers: &HeaderMap) -> bool {
 }
 
 /// A parsed REST path.
-async fn dispatch(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn dispatch(
+    shared: Arc<Shared>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+    wire: Wire,
+) -> Response {
     if let Err(e) = guard(&shared, &headers) {
-        return error_response(&e);
+        return respond::error(&e, wire);
     }
     let target = parse_path(uri.path());
     let query = parse_query(uri.query());
@@ -180,13 +179,14 @@ async fn dispatch(shared: Arc<Shared>, method: Method, uri: Uri, headers: Header
                 query,
                 headers,
                 body,
+                wire,
             };
             match resource(shared, &req, &group, &version, namespace, &plural, name, sub).await {
                 Ok(r) => r,
-                Err(e) => error_response(&e),
+                Err(e) => respond::error(&e, wire),
             }
         }
-        Target::Unknown => error_response(&ApiError::path_not_found()),
+        Target::Unknown => respond::error(&ApiError::path_not_found(), wire),
     }
 }
 

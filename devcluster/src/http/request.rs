@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::api::{self, DeleteOptions, ListOptions};
 use crate::error::ApiError;
 use crate::faults::Verb;
+use crate::protobuf::{self, Wire};
 use crate::request::{FieldValidation, RequestContext};
 use crate::resource::{Propagation, ResourceInfo};
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -73,6 +74,8 @@ pub(super) struct Request {
     pub(super) query: HashMap<String, String>,
     pub(super) headers: HeaderMap,
     pub(super) body: Bytes,
+    /// The response encoding the client asked for.
+    pub(super) wire: Wire,
 }
 
 impl Request {
@@ -120,8 +123,10 @@ impl Request {
         })
     }
 
-    /// Decodes the body as JSON, or YAML for the YAML content types.
-    pub(super) fn body_value(&self) -> Result<Value, ApiError> {
+    /// Decodes the body by its media type: JSON (also when none is given), YAML, or the Kubernetes protobuf
+    /// envelope. Unknown protobuf field numbers are reported per `fieldValidation`: an error when
+    /// `Strict`, a warning in `warnings` when `Warn` (the default), nothing when `Ignore`.
+    pub(super) fn body_value(&self, warnings: &mut Vec<String>) -> Result<Value, ApiError> {
         if self.body.is_empty() {
             return Ok(Value::Null);
         }
@@ -140,6 +145,7 @@ impl Request {
             | "application/merge-patch+json"
             | "application/strategic-merge-patch+json" => false,
             "application/yaml" | "application/apply-patch+yaml" => true,
+            protobuf::MEDIA_TYPE => return self.protobuf_body(&ct, warnings),
             _ => return Err(ApiError::unsupported_media_type(&ct)),
         };
         match serde_json::from_slice::<Value>(&self.body) {
@@ -153,6 +159,30 @@ impl Request {
                 "couldn't get version/kind; json parse error: {e}"
             ))),
         }
+    }
+
+    fn protobuf_body(&self, ct: &str, warnings: &mut Vec<String>) -> Result<Value, ApiError> {
+        let decoded = protobuf::decode(&self.body).map_err(|e| {
+            if e.message.starts_with("no kind") {
+                // Custom resources (and kinds devcluster does not serve) have no protobuf form.
+                ApiError::unsupported_media_type(ct)
+            } else {
+                ApiError::bad_request(format!("the protobuf body does not decode: {e}"))
+            }
+        })?;
+        if !decoded.unknown.is_empty() {
+            match self.q("fieldValidation") {
+                Some("Strict") => {
+                    return Err(ApiError::bad_request(format!(
+                        "strict decoding error: {}",
+                        decoded.unknown.join(", ")
+                    )));
+                }
+                Some("Ignore") => {}
+                _ => warnings.extend(decoded.unknown),
+            }
+        }
+        Ok(decoded.object)
     }
 
     pub(super) fn list_options(&self, res: &ResourceInfo) -> Result<ListOptions, ApiError> {
@@ -196,8 +226,8 @@ pub(super) fn verb_of(method: &Method, name: bool, watch: bool) -> Verb {
     }
 }
 
-pub(super) fn delete_options(req: &Request) -> Result<DeleteOptions, ApiError> {
-    let body = req.body_value()?;
+pub(super) fn delete_options(req: &Request, warnings: &mut Vec<String>) -> Result<DeleteOptions, ApiError> {
+    let body = req.body_value(warnings)?;
     let mut opts = if body.is_object() {
         DeleteOptions::from_body(&body)?
     } else {

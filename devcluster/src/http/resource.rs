@@ -9,22 +9,16 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::request::{Request, delete_options, verb_of};
+use super::respond;
 use super::table::{self, IncludeObject};
 use super::watch::{self, WatchParams};
-use super::{accepts_table, json_response, value_response};
+use super::{accepts_table, value_response};
 use crate::api::{Deleted, PatchType, subresources};
 use crate::error::ApiError;
 use crate::meta;
+use crate::protobuf::Wire;
 use crate::resource::{ResourceInfo, SubresourceOp};
 use crate::server::Shared;
-
-fn encode(res: &ResourceInfo, obj: &Value) -> String {
-    if res.needs_conversion(obj) {
-        serde_json::to_string(&res.present(obj)).unwrap_or_default()
-    } else {
-        serde_json::to_string(obj).unwrap_or_default()
-    }
-}
 
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn resource(
@@ -78,6 +72,16 @@ async fn handle(
     let shared = shared.clone();
     let ns = namespace.clone().unwrap_or_default();
     let table = accepts_table(&req.headers);
+    // Custom resources have no protobuf form: JSON when the client accepts it, else 406.
+    let wire = req.wire.for_kind(&res.api_version(), &res.kind).map_err(|e| {
+        ApiError::new(
+            406,
+            "NotAcceptable",
+            format!("only the following media types are accepted: application/json, application/yaml ({e})"),
+            None,
+        )
+    })?;
+    let object = |code: StatusCode, obj: &Value, warnings: &[String]| respond::object(code, wire, &res, obj, warnings);
     match (req.method.as_str(), name, sub.as_deref()) {
         ("GET", None, None) if watch => {
             let opts = req.list_options(&res)?;
@@ -96,16 +100,21 @@ async fn handle(
                 bookmarks: req.q("allowWatchBookmarks") == Some("true"),
                 timeout,
                 table: table.then(|| IncludeObject::parse(req.q("includeObject"))),
+                wire: if table { Wire::Json } else { wire },
             };
             let Some(slot) = shared.in_flight.watch() else {
                 return Err(ApiError::too_many_requests(
                     "Too many requests, please try again later.",
                 ));
             };
+            let content_type = match p.wire {
+                Wire::Json => "application/json",
+                Wire::Protobuf { .. } => crate::protobuf::WATCH_MEDIA_TYPE,
+            };
             let body = watch::start(shared.clone(), p, slot)?;
             let mut r = Response::new(body);
             r.headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
             r.headers_mut()
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
             Ok(r)
@@ -132,22 +141,7 @@ async fn handle(
             if let Some(r) = result.remaining {
                 md["remainingItemCount"] = json!(r);
             }
-            let mut body = String::with_capacity(64 + result.items.len() * 512);
-            body.push_str("{\"kind\":");
-            body.push_str(&serde_json::to_string(&format!("{}List", res.kind)).unwrap_or_default());
-            body.push_str(",\"apiVersion\":");
-            body.push_str(&serde_json::to_string(&res.api_version()).unwrap_or_default());
-            body.push_str(",\"metadata\":");
-            body.push_str(&md.to_string());
-            body.push_str(",\"items\":[");
-            for (i, o) in result.items.iter().enumerate() {
-                if i > 0 {
-                    body.push(',');
-                }
-                body.push_str(&encode(&res, o));
-            }
-            body.push_str("]}");
-            Ok(json_response(StatusCode::OK, body, &[]))
+            respond::list(wire, &res, &result.items, &md)
         }
         ("GET", Some(n), None | Some("status")) => {
             let obj = shared.with(|s| s.get(&res, &ns, &n))?;
@@ -161,41 +155,42 @@ async fn handle(
                 );
                 return Ok(value_response(StatusCode::OK, &t));
             }
-            Ok(json_response(StatusCode::OK, encode(&res, &obj), &[]))
+            object(StatusCode::OK, &obj, &[])
         }
         ("POST", None, None) => {
             let mut ctx = req.write_options()?;
-            let body = res.to_storage(req.body_value()?);
+            let body = res.to_storage(req.body_value(&mut ctx.warnings)?);
             let obj = shared.with(|s| s.create(&res, &ns, body, &mut ctx))?;
-            Ok(json_response(StatusCode::CREATED, encode(&res, &obj), &ctx.warnings))
+            object(StatusCode::CREATED, &obj, &ctx.warnings)
         }
         (method, Some(n), Some(sub_name)) if subresource_op(&res, method, sub_name).is_some() => {
-            let body = req.body_value()?;
+            let mut warnings = Vec::new();
+            let body = req.body_value(&mut warnings)?;
             match subresource_op(&res, method, sub_name) {
                 Some(SubresourceOp::PodBinding) => {
                     shared.with(|s| subresources::bind(s, &res, &ns, &n, &body))?;
-                    Ok(created_status())
+                    Ok(created_status(req.wire))
                 }
                 Some(SubresourceOp::PodEviction) => {
                     shared.with(|s| subresources::evict(s, &res, &ns, &n, &body))?;
-                    Ok(created_status())
+                    Ok(created_status(req.wire))
                 }
                 Some(SubresourceOp::NamespaceFinalize) => {
                     let obj = shared.with(|s| subresources::finalize_namespace(s, &res, &n, &body))?;
-                    Ok(json_response(StatusCode::OK, encode(&res, &obj), &[]))
+                    object(StatusCode::OK, &obj, &warnings)
                 }
                 None => Err(ApiError::path_not_found()),
             }
         }
         ("PUT", Some(n), None | Some("status")) => {
             let mut ctx = req.write_options()?;
-            let body = res.to_storage(req.body_value()?);
+            let body = res.to_storage(req.body_value(&mut ctx.warnings)?);
             let subresource = sub.as_deref().filter(|_| res.status_subresource);
             if sub.is_some() && subresource.is_none() {
                 return Err(ApiError::path_not_found());
             }
             let obj = shared.with(|s| s.update(&res, &ns, &n, body, subresource, &mut ctx))?;
-            Ok(json_response(StatusCode::OK, encode(&res, &obj), &ctx.warnings))
+            object(StatusCode::OK, &obj, &ctx.warnings)
         }
         ("PATCH", Some(n), None | Some("status")) => {
             let mut ctx = req.write_options()?;
@@ -215,12 +210,13 @@ async fn handle(
             if sub.is_some() && subresource.is_none() {
                 return Err(ApiError::path_not_found());
             }
-            let patch = req.body_value()?;
+            let patch = req.body_value(&mut ctx.warnings)?;
             let obj = shared.with(|s| s.patch(&res, &ns, &n, patch_type, &patch, subresource, &mut ctx))?;
-            Ok(json_response(StatusCode::OK, encode(&res, &obj), &ctx.warnings))
+            object(StatusCode::OK, &obj, &ctx.warnings)
         }
         ("DELETE", Some(n), None) => {
-            let mut opts = delete_options(req)?;
+            let mut warnings = Vec::new();
+            let mut opts = delete_options(req, &mut warnings)?;
             if req.q("dryRun") == Some("All") {
                 opts.dry_run = true;
             }
@@ -228,20 +224,14 @@ async fn handle(
             let obj = match &deleted {
                 Deleted::Removed(o) | Deleted::Pending(o) => o.clone(),
             };
-            Ok(json_response(StatusCode::OK, encode(&res, &obj), &[]))
+            object(StatusCode::OK, &obj, &warnings)
         }
         ("DELETE", None, None) => {
-            let opts = delete_options(req)?;
+            let opts = delete_options(req, &mut Vec::new())?;
             let list = req.list_options(&res)?;
             let ns_filter = namespace.as_deref().filter(|_| res.namespaced);
             let items = shared.with(|s| s.delete_collection(&res, ns_filter, &list, &opts))?;
-            let body = format!(
-                "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{{}},\"items\":[{}]}}",
-                res.kind,
-                res.api_version(),
-                items.iter().map(|o| encode(&res, o)).collect::<Vec<_>>().join(",")
-            );
-            Ok(json_response(StatusCode::OK, body, &[]))
+            respond::list(wire, &res, &items, &json!({}))
         }
         _ => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({} {plural})",
@@ -267,9 +257,10 @@ fn subresource_op(res: &ResourceInfo, method: &str, sub: &str) -> Option<Subreso
 }
 
 /// The `Status` a successful subresource create answers with.
-fn created_status() -> Response {
-    value_response(
+fn created_status(wire: Wire) -> Response {
+    respond::status(
         StatusCode::CREATED,
+        wire,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
     )
 }

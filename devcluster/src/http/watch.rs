@@ -15,6 +15,7 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use super::table::{self, IncludeObject};
 use crate::error::ApiError;
 use crate::meta;
+use crate::protobuf::{self, Wire};
 use crate::resource::ResourceInfo;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::Shared;
@@ -41,6 +42,8 @@ pub struct WatchParams {
     pub timeout: Duration,
     /// Table output (`as=Table`), with what rows carry.
     pub table: Option<IncludeObject>,
+    /// JSON lines, or length-prefixed protobuf `WatchEvent`s.
+    pub wire: Wire,
 }
 
 const BATCH: usize = 512;
@@ -126,12 +129,33 @@ fn encode_object(p: &WatchParams, obj: &Value) -> String {
     serde_json::to_string(&p.res.present(obj)).unwrap_or_default()
 }
 
+/// The stream's bytes for one event of `obj` as this watcher sees it: a JSON line, or a protobuf frame.
+fn frame(p: &WatchParams, ty: &str, obj: &Value) -> Bytes {
+    match p.wire {
+        Wire::Json => line(ty, &encode_object(p, obj)),
+        Wire::Protobuf { .. } => {
+            let presented = if p.res.needs_conversion(obj) {
+                std::borrow::Cow::Owned(p.res.present(obj))
+            } else {
+                std::borrow::Cow::Borrowed(obj)
+            };
+            match protobuf::encode(&presented) {
+                Ok(b) => Bytes::from(protobuf::watch_frame(ty, &b)),
+                Err(e) => {
+                    tracing::error!(error = %e, kind = %p.res.kind, "a watch event could not be encoded as protobuf");
+                    error_event(p, &ApiError::internal(format!("{} could not be encoded as protobuf: {e}", p.res.kind)))
+                }
+            }
+        }
+    }
+}
+
 /// The watch line for one change: the event's shared encoding when this watcher sees it as stored.
 fn event_line(p: &WatchParams, e: &StoredEvent, ty: &str, obj: &Value) -> Bytes {
-    if p.table.is_none() && ty == e.kind.as_str() && !p.res.needs_conversion(obj) {
+    if p.wire == Wire::Json && p.table.is_none() && ty == e.kind.as_str() && !p.res.needs_conversion(obj) {
         return e.encoded_line();
     }
-    line(ty, &encode_object(p, obj))
+    frame(p, ty, obj)
 }
 
 fn line(ty: &str, object_json: &str) -> Bytes {
@@ -150,11 +174,20 @@ fn bookmark(p: &WatchParams, rv: u64, initial_end: bool) -> Bytes {
         md["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
     let obj = json!({"kind": p.res.kind, "apiVersion": p.res.api_version(), "metadata": md});
-    line("BOOKMARK", &obj.to_string())
+    match p.wire {
+        Wire::Json => line("BOOKMARK", &obj.to_string()),
+        Wire::Protobuf { .. } => frame(p, "BOOKMARK", &obj),
+    }
 }
 
-fn error_event(err: &ApiError) -> Bytes {
-    line("ERROR", &serde_json::to_string(&*err.0).unwrap_or_default())
+fn error_event(p: &WatchParams, err: &ApiError) -> Bytes {
+    let status = serde_json::to_value(&*err.0).unwrap_or_default();
+    if let Wire::Protobuf { .. } = p.wire
+        && let Ok(b) = protobuf::encode_as("v1", "Status", &status)
+    {
+        return Bytes::from(protobuf::watch_frame("ERROR", &b));
+    }
+    line("ERROR", &status.to_string())
 }
 
 async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
@@ -180,7 +213,7 @@ async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
         let (objs, rv) = shared.with(|s| (s.store.list(&gr, p.namespace.as_deref()), s.store.current_rv()));
         last = rv;
         for o in objs {
-            if matches(&p, &o) && tx.send(line("ADDED", &encode_object(&p, &o))).await.is_err() {
+            if matches(&p, &o) && tx.send(frame(&p, "ADDED", &o)).await.is_err() {
                 return;
             }
         }
@@ -206,7 +239,7 @@ async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
                     "too old resource version: {} ({})",
                     expired.requested, expired.oldest
                 ));
-                let _ = tx.send(error_event(&err)).await;
+                let _ = tx.send(error_event(&p, &err)).await;
                 return;
             }
         };

@@ -30,6 +30,11 @@ impl Strategy for CompositePodGroupStrategy {
         group_field(field)
     }
 
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(CompositePodGroup))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::typed::<CompositePodGroup>(cx.request, res, obj)
     }

@@ -21,6 +21,11 @@ impl Strategy for ConfigMapStrategy {
         false
     }
 
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(ConfigMap))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::typed::<ConfigMap>(cx.request, res, obj)
     }

@@ -50,6 +50,11 @@ impl Strategy for CrdStrategy {
         NameRule::Unchecked
     }
 
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(CustomResourceDefinition))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::typed::<CustomResourceDefinition>(cx.request, res, obj)
     }

@@ -90,6 +90,15 @@ impl Strategy for EventStrategy {
         api_version == "v1"
     }
 
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(if self.v1 {
+            schemars::schema_for!(k8s_openapi::api::events::v1::Event)
+        } else {
+            schemars::schema_for!(Event)
+        })
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::typed::<Event>(cx.request, res, obj)
     }

@@ -32,6 +32,11 @@ impl Strategy for JobStrategy {
         field == "status.successful"
     }
 
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(Job))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::normalize_quantities(obj);
         decode::typed::<Job>(cx.request, res, obj)

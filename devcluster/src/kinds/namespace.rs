@@ -50,6 +50,11 @@ impl Strategy for NamespaceStrategy {
         }]
     }
 
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(Namespace))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::typed::<Namespace>(cx.request, res, obj)
     }

@@ -32,6 +32,11 @@ impl Strategy for NodeStrategy {
         field == "spec.unschedulable"
     }
 
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(Node))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::normalize_quantities(obj);
         decode::typed::<Node>(cx.request, res, obj)

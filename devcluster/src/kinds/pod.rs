@@ -64,6 +64,11 @@ impl Strategy for PodStrategy {
         ]
     }
 
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(Pod))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::normalize_quantities(obj);
         decode::typed::<Pod>(cx.request, res, obj)

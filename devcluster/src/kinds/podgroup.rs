@@ -32,6 +32,11 @@ impl Strategy for PodGroupStrategy {
         group_field(field)
     }
 
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(PodGroup))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::typed::<PodGroup>(cx.request, res, obj)
     }

@@ -28,6 +28,11 @@ pub(crate) fn resource() -> ResourceInfo {
 struct PriorityClassStrategy;
 
 impl Strategy for PriorityClassStrategy {
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(PriorityClass))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::typed::<PriorityClass>(cx.request, res, obj)
     }

@@ -25,6 +25,11 @@ impl Strategy for SecretStrategy {
         field == "type"
     }
 
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(Secret))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::typed::<Secret>(cx.request, res, obj)
     }

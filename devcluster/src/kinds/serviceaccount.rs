@@ -28,6 +28,11 @@ impl Strategy for ServiceAccountStrategy {
         false
     }
 
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(ServiceAccount))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::typed::<ServiceAccount>(cx.request, res, obj)
     }

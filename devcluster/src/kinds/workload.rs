@@ -25,6 +25,11 @@ pub(crate) fn resource() -> ResourceInfo {
 struct WorkloadStrategy;
 
 impl Strategy for WorkloadStrategy {
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(schemars::schema_for!(Workload))
+    }
+
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::typed::<Workload>(cx.request, res, obj)
     }

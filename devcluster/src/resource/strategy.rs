@@ -252,6 +252,12 @@ pub(crate) trait Strategy: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// The kind's typed schema (k8s-openapi's), for the tests that populate every field of it.
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        None
+    }
+
     // ----- admission -----
 
     /// Decodes the object through its typed model (type errors are a 400; unknown fields are dropped and
