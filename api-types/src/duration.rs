@@ -55,6 +55,48 @@ pub fn parse_go_duration(s: &str) -> Option<Duration> {
     Some(total)
 }
 
+/// Formats a duration as Go's `time.Duration.String()` does (`1h2m3.5s`, `300ms`, `1.5µs`, `0s`).
+///
+/// ```
+/// use kwas_api::duration::format_go_duration;
+/// use std::time::Duration;
+///
+/// assert_eq!(format_go_duration(Duration::from_secs(90)), "1m30s");
+/// assert_eq!(format_go_duration(Duration::from_millis(1500)), "1.5s");
+/// ```
+pub fn format_go_duration(d: Duration) -> String {
+    fn frac(u: u128, div: u128, digits: usize) -> String {
+        let (int, rem) = (u / div, u % div);
+        if rem == 0 {
+            return int.to_string();
+        }
+        let f = format!("{rem:0digits$}");
+        format!("{int}.{}", f.trim_end_matches('0'))
+    }
+    let u = d.as_nanos();
+    if u == 0 {
+        "0s".to_string()
+    } else if u < 1_000 {
+        format!("{u}ns")
+    } else if u < 1_000_000 {
+        format!("{}\u{b5}s", frac(u, 1_000, 3))
+    } else if u < 1_000_000_000 {
+        format!("{}ms", frac(u, 1_000_000, 6))
+    } else {
+        let secs = u / 1_000_000_000;
+        let sub = u % 1_000_000_000;
+        let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
+        let s = frac(s * 1_000_000_000 + sub, 1_000_000_000, 9);
+        if h > 0 {
+            format!("{h}h{m}m{s}s")
+        } else if m > 0 {
+            format!("{m}m{s}s")
+        } else {
+            format!("{s}s")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,8 @@
 //!   serde, schemars schemas usable inside CRDs (union rules as CEL) and garde validation;
 //! - [`v1alpha3`]: one module with every `scheduling.k8s.io/v1alpha3` type, the leaf building blocks from
 //!   k8s-openapi and the composite ones from this crate side by side;
-//! - [`names`]: the well-known annotation keys, labels, finalizers, conditions and reasons.
+//! - [`names`]: the well-known annotation keys, labels, finalizers, conditions and reasons;
+//! - [`quantity`] and [`duration`]: `resource.Quantity` and Go duration parsing with checked arithmetic.
 //!
 //! ```
 //! use kwas_api::v1alpha3::{WorkloadCompositePodGroupSchedulingPolicy, WorkloadPodGroupSchedulingPolicy};
@@ -26,6 +27,7 @@ pub mod duration;
 pub mod group;
 pub mod jobset;
 pub mod names;
+pub mod quantity;
 
 pub use composite::*;
 

@@ -48,11 +48,13 @@
 mod admission;
 mod api;
 mod controllers;
+mod cron;
 mod error;
 mod faults;
 mod http;
 mod kinds;
 mod kubeconfig;
+mod logs;
 mod meta;
 mod patch;
 mod protobuf;

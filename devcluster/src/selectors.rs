@@ -114,6 +114,38 @@ impl LabelSelector {
         Ok(LabelSelector(reqs))
     }
 
+    /// The selector of an API object's `metav1.LabelSelector` (`matchLabels`, `matchExpressions`), as
+    /// `metav1.LabelSelectorAsSelector` builds it; `None` for `null` (which matches nothing).
+    pub fn from_api(sel: Option<&Value>) -> Option<Self> {
+        let sel = sel.filter(|s| !s.is_null())?;
+        let mut reqs = Vec::new();
+        if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
+            for (k, v) in m {
+                reqs.push(LabelRequirement::Equals(
+                    k.clone(),
+                    v.as_str().unwrap_or("").to_string(),
+                ));
+            }
+        }
+        for e in sel
+            .get("matchExpressions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("").to_string();
+            let values = meta::string_list(e.get("values"));
+            reqs.push(match e.get("operator").and_then(Value::as_str) {
+                Some("In") => LabelRequirement::In(key, values),
+                Some("NotIn") => LabelRequirement::NotIn(key, values),
+                Some("Exists") => LabelRequirement::Exists(key),
+                Some("DoesNotExist") => LabelRequirement::DoesNotExist(key),
+                _ => return None,
+            });
+        }
+        Some(LabelSelector(reqs))
+    }
+
     /// A `key=value` (or `key in (value)`) requirement of the selector, if it has one: only objects with that
     /// label can match.
     pub fn equality(&self) -> Option<(&str, &str)> {
@@ -150,6 +182,27 @@ impl LabelSelector {
             .and_then(Value::as_object)
             .unwrap_or(&empty);
         self.matches_labels(labels)
+    }
+}
+
+/// The selector's string form (`app=web,tier in (a,b),!canary`), as `labels.Selector.String()` prints it.
+impl std::fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|r| match r {
+                LabelRequirement::Exists(k) => k.clone(),
+                LabelRequirement::DoesNotExist(k) => format!("!{k}"),
+                LabelRequirement::Equals(k, v) => format!("{k}={v}"),
+                LabelRequirement::NotEquals(k, v) => format!("{k}!={v}"),
+                LabelRequirement::In(k, vs) => format!("{k} in ({})", vs.join(",")),
+                LabelRequirement::NotIn(k, vs) => format!("{k} notin ({})", vs.join(",")),
+                LabelRequirement::Gt(k, n) => format!("{k}>{n}"),
+                LabelRequirement::Lt(k, n) => format!("{k}<{n}"),
+            })
+            .collect();
+        write!(f, "{}", parts.join(","))
     }
 }
 

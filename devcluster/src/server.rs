@@ -86,6 +86,8 @@ pub struct Shared {
     pub in_flight: InFlight,
     /// What the supervisor recorded about the background tasks.
     pub restarts: Arc<crate::supervise::Restarts>,
+    /// The simulated kubelet's container logs (`pods/log`).
+    pub logs: Mutex<crate::logs::PodLogs>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -108,6 +110,7 @@ impl Shared {
             remote_clients,
             in_flight: InFlight::default(),
             restarts: Default::default(),
+            logs: Default::default(),
             shutdown,
         }
     }

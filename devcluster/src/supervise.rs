@@ -99,17 +99,22 @@ mod tests {
         let runs = Arc::new(AtomicU32::new(0));
         let r = runs.clone();
         let s = shared.clone();
-        let task = tokio::spawn(supervise(shared.restarts.clone(), shared.shutdown_signal(), "flaky", move || {
-            let r = r.clone();
-            let s = s.clone();
-            async move {
-                if r.fetch_add(1, Ordering::SeqCst) == 0 {
-                    panic!("first run fails");
+        let task = tokio::spawn(supervise(
+            shared.restarts.clone(),
+            shared.shutdown_signal(),
+            "flaky",
+            move || {
+                let r = r.clone();
+                let s = s.clone();
+                async move {
+                    if r.fetch_add(1, Ordering::SeqCst) == 0 {
+                        panic!("first run fails");
+                    }
+                    let mut stop = s.shutdown_signal();
+                    crate::server::stopped(&mut stop).await;
                 }
-                let mut stop = s.shutdown_signal();
-                crate::server::stopped(&mut stop).await;
-            }
-        }));
+            },
+        ));
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while runs.load(Ordering::SeqCst) < 2 {
             assert!(tokio::time::Instant::now() < deadline, "the task was not restarted");

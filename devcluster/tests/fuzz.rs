@@ -36,6 +36,18 @@ fn valid(kind: &str, name: &str) -> Value {
         "PodGroup" => json!({"spec": gang}),
         "CompositePodGroup" => json!({"spec": {"schedulingPolicy": {"gang": {"minGroupCount": 1}},
             "workloadRef": {"name": "w"}}}),
+        "Service" => json!({"spec": {"ports": [{"port": 80}], "selector": {"app": "a"}}}),
+        "ResourceQuota" => json!({"spec": {"hard": {"pods": "5", "requests.cpu": "2"}}}),
+        "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" => json!({"spec": {"replicas": 1,
+            "selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+        "CronJob" => json!({"spec": {"schedule": "*/1 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "containers": [{"name": "c", "image": "i"}], "restartPolicy": "Never"}}}}}}),
+        "Role" | "ClusterRole" => json!({"rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]}),
+        "RoleBinding" | "ClusterRoleBinding" => json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole", "name": "r"}, "subjects": [{"kind": "User", "name": "u"}]}),
+        "SelfSubjectAccessReview" | "SubjectAccessReview" | "LocalSubjectAccessReview" => json!({"spec": {
+            "resourceAttributes": {"verb": "get", "resource": "pods"}, "user": "u"}}),
         "CustomResourceDefinition" => json!({"spec": {"group": "fuzz.example.com", "scope": "Namespaced",
             "names": {"plural": name, "kind": "Fuzz"}, "versions": [{"name": "v1", "served": true, "storage": true,
             "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}),
@@ -51,6 +63,9 @@ struct Served {
     namespaced: bool,
     kind: String,
     api_version: String,
+    verbs: Vec<String>,
+    /// Whether the kind has a protobuf form (built-in).
+    protobuf: bool,
 }
 
 async fn discover(c: &DevCluster) -> Vec<Served> {
@@ -78,6 +93,13 @@ async fn discover(c: &DevCluster) -> Vec<Served> {
                 namespaced: r["namespaced"].as_bool().unwrap(),
                 kind: r["kind"].as_str().unwrap().to_string(),
                 api_version: api_version.clone(),
+                verbs: r["verbs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_string())
+                    .collect(),
+                protobuf: !api_version.contains("example.com"),
             });
         }
     }
@@ -86,6 +108,24 @@ async fn discover(c: &DevCluster) -> Vec<Served> {
 
 struct Gen {
     rng: fastrand::Rng,
+    /// Real protobuf encodings fetched from the server, to mutate.
+    protobuf_samples: Vec<Vec<u8>>,
+}
+
+/// A protobuf field with a length-delimited value.
+fn proto_field(out: &mut Vec<u8>, number: u8, data: &[u8]) {
+    out.push((number << 3) | 2);
+    let mut len = data.len();
+    loop {
+        let b = (len & 0x7f) as u8;
+        len >>= 7;
+        if len == 0 {
+            out.push(b);
+            break;
+        }
+        out.push(b | 0x80);
+    }
+    out.extend_from_slice(data);
 }
 
 impl Gen {
@@ -253,6 +293,37 @@ impl Gen {
         }
     }
 
+    /// A protobuf body: a real encoding mutated or cut, or an envelope naming the resource's kind around
+    /// random or empty bytes.
+    fn protobuf_body(&mut self, r: &Served) -> Vec<u8> {
+        if !self.protobuf_samples.is_empty() && self.rng.bool() {
+            let mut b = self.pick(&self.protobuf_samples.clone()).clone();
+            match self.rng.u8(..3) {
+                0 => {
+                    let cut = self.rng.usize(..b.len().max(1));
+                    b.truncate(cut);
+                }
+                _ => {
+                    for _ in 0..self.rng.usize(1..8) {
+                        let i = self.rng.usize(..b.len().max(1));
+                        if let Some(x) = b.get_mut(i) {
+                            *x = self.rng.u8(..);
+                        }
+                    }
+                }
+            }
+            return b;
+        }
+        let mut type_meta = Vec::new();
+        proto_field(&mut type_meta, 1, r.api_version.as_bytes());
+        proto_field(&mut type_meta, 2, r.kind.as_bytes());
+        let raw: Vec<u8> = (0..self.rng.usize(..64)).map(|_| self.rng.u8(..)).collect();
+        let mut b = b"k8s\0".to_vec();
+        proto_field(&mut b, 1, &type_meta);
+        proto_field(&mut b, 2, &raw);
+        b
+    }
+
     fn patch(&mut self) -> (&'static str, Vec<u8>) {
         let types = [
             "application/json-patch+json",
@@ -329,8 +400,21 @@ async fn every_endpoint_survives_hostile_requests() {
         let c = common::cluster().await;
         let served = discover(&c).await;
         assert!(served.len() >= 15, "{served:?}");
+        let mut samples = Vec::new();
+        for path in [
+            "/api/v1/namespaces/default",
+            "/api/v1/nodes/node-b0-r0-n0",
+            "/api/v1/namespaces/default/pods",
+        ] {
+            let accept = [("Accept", "application/vnd.kubernetes.protobuf")];
+            let (code, body) = common::raw_bytes(&c, "GET", path, &accept, b"").await.unwrap();
+            assert_eq!(code, 200, "{path}");
+            assert!(body.starts_with(b"k8s\0"), "{path} answered without protobuf");
+            samples.push(body);
+        }
         let mut g = Gen {
             rng: fastrand::Rng::with_seed(seed),
+            protobuf_samples: samples,
         };
         for i in 0..REQUESTS {
             let r = g.pick(&served).clone();
@@ -345,7 +429,18 @@ async fn every_endpoint_survives_hostile_requests() {
             };
             let item = format!("{collection}/{name}");
             let sub = g
-                .pick(&["", "", "", "/status", "/binding", "/eviction", "/finalize", "/bogus"])
+                .pick(&[
+                    "",
+                    "",
+                    "",
+                    "/status",
+                    "/binding",
+                    "/eviction",
+                    "/finalize",
+                    "/scale",
+                    "/log",
+                    "/bogus",
+                ])
                 .to_string();
             let query = g.query();
             let with_query = |p: &str| {
@@ -356,7 +451,21 @@ async fn every_endpoint_survives_hostile_requests() {
                 }
             };
             let json = ("Content-Type", "application/json");
-            let (method, path, headers, body): (&str, String, Vec<(&str, &str)>, Vec<u8>) = match g.rng.u8(..9) {
+            let protobuf = ("Content-Type", "application/vnd.kubernetes.protobuf");
+            let accept_protobuf = ("Accept", "application/vnd.kubernetes.protobuf, application/json");
+            let (method, path, headers, body): (&str, String, Vec<(&str, &str)>, Vec<u8>) = match g.rng.u8(..11) {
+                9 if r.protobuf => (
+                    "POST",
+                    with_query(&collection),
+                    vec![protobuf, accept_protobuf],
+                    g.protobuf_body(&r),
+                ),
+                10 => (
+                    "GET",
+                    with_query(&format!("{item}{sub}")),
+                    vec![accept_protobuf],
+                    vec![],
+                ),
                 0 => ("GET", with_query(&collection), vec![], vec![]),
                 1 => ("GET", with_query(&format!("{item}{sub}")), vec![], vec![]),
                 2 => ("POST", with_query(&collection), vec![json], g.body(&r, &name)),
@@ -446,8 +555,19 @@ async fn check_invariants(c: &DevCluster, served: &[Served]) {
     decodes!(api::scheduling::v1alpha3::PodGroup);
     decodes!(api::scheduling::v1alpha3::CompositePodGroup);
     decodes!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition);
+    decodes!(api::core::v1::Service);
+    decodes!(api::core::v1::ResourceQuota);
+    decodes!(api::apps::v1::Deployment);
+    decodes!(api::apps::v1::ReplicaSet);
+    decodes!(api::apps::v1::StatefulSet);
+    decodes!(api::apps::v1::DaemonSet);
+    decodes!(api::batch::v1::CronJob);
+    decodes!(api::rbac::v1::Role);
+    decodes!(api::rbac::v1::RoleBinding);
+    decodes!(api::rbac::v1::ClusterRole);
+    decodes!(api::rbac::v1::ClusterRoleBinding);
     // Every served resource still lists.
-    for r in served {
+    for r in served.iter().filter(|r| r.verbs.iter().any(|v| v == "list")) {
         let (code, text) = common::raw(c, "GET", &format!("{}/{}", r.base, r.plural), &[], b"")
             .await
             .unwrap();

@@ -567,7 +567,7 @@ async fn garbage_collection_background_foreground_orphan_and_multiple_owners() {
     wait_gone(&cms, "late").await;
 
     // An owner of a kind the server does not serve cannot be checked: its dependent stays, as upstream.
-    cms.create(&pp, &cm("foreign", json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "11111111-0000-0000-0000-000000000000"}])))
+    cms.create(&pp, &cm("foreign", json!([{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": "ing", "uid": "11111111-0000-0000-0000-000000000000"}])))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -37,6 +37,16 @@ fn hash_string(parts: &[&[u8]]) -> String {
     safe_encode(&fnv32a(parts).to_string())
 }
 
+/// The 32-bit FNV-1a hash of `parts`, printed in decimal and safe-encoded, as apimachinery's controllers
+/// write hashes into names and labels (`pod-template-hash`, `controller-revision-hash`).
+///
+/// ```
+/// assert_eq!(workloadbuilder::names::safe_hash(&[b"(types.UID)uid-1"]), "647cf7d9");
+/// ```
+pub fn safe_hash(parts: &[&[u8]]) -> String {
+    hash_string(parts)
+}
+
 /// `s` cut to at most `max` bytes, on a character boundary.
 fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {

@@ -2,10 +2,12 @@
 //! and label validation, then the kind's [`Strategy`](crate::resource::Strategy) steps in order: typed
 //! decoding, defaulting and server-owned fields, mutating admission plugins, validation. The helpers kinds
 //! share live here: typed decoding with unknown-field reporting ([`decode`]), the Priority admission plugin
-//! ([`priority`]) and structural schemas of custom resources ([`schema`]).
+//! ([`priority`]), structural schemas of custom resources ([`schema`]); last, for creates, the
+//! ResourceQuota plugin ([`quota`]).
 
 pub(crate) mod decode;
 pub(crate) mod priority;
+pub(crate) mod quota;
 pub(crate) mod schema;
 
 use serde_json::{Value, json};
@@ -31,7 +33,10 @@ pub(crate) fn admit(
     strategy.admit(cx, res, old, obj)?;
     match (cx.op, old) {
         (Operation::Update, Some(old)) => strategy.validate_update(cx, res, old, obj),
-        _ => strategy.validate(cx, res, obj),
+        _ => {
+            strategy.validate(cx, res, obj)?;
+            quota::check_create(cx.store, res, obj)
+        }
     }
 }
 

@@ -65,6 +65,24 @@ impl State {
         }
         check_type(res, &obj)?;
         let namespace = ns_of(res, namespace).to_string();
+        if res.strategy.ephemeral() {
+            if res.namespaced {
+                meta::metadata_mut(&mut obj).insert("namespace".into(), Value::String(namespace));
+            }
+            admission::admit(
+                &mut AdmitContext {
+                    request: ctx,
+                    store: &self.store,
+                    settings: &self.settings,
+                    op: Operation::Create,
+                    subresource: None,
+                },
+                res,
+                None,
+                &mut obj,
+            )?;
+            return Ok(Arc::new(obj));
+        }
         if res.namespaced {
             let body_ns = meta::namespace(&obj).to_string();
             if !body_ns.is_empty() && body_ns != namespace {

@@ -3,16 +3,21 @@
 //! propagation, `blockOwnerDeletion`), the namespace controller ([`namespace`]: deleting a namespace's
 //! content, then the namespace), CRD cleanup ([`crd_cleanup`]), the PodGroup protection controller
 //! ([`podgroup_protection`]: the `scheduling.k8s.io/podgroup-protection` finalizer, so groups go away leaves
-//! first), and event expiry ([`events`]).
+//! first), event expiry ([`events`]), the apps/v1 workload controllers ([`apps`]: Deployments,
+//! ReplicaSets, StatefulSets, DaemonSets), the CronJob controller ([`cronjob`]) and the resource quota
+//! controller ([`quota`]).
 //!
 //! Work arrives through [`State::enqueue`](crate::api::State::enqueue); [`process`] handles queued items
 //! synchronously, and [`sweep`] does the periodic checks.
 
+mod apps;
 mod crd_cleanup;
+mod cronjob;
 mod events;
 mod gc;
 mod namespace;
 mod podgroup_protection;
+mod quota;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,10 +74,15 @@ fn process(state: &mut State, budget: usize) -> usize {
     n
 }
 
-/// Periodic checks: PodGroup protection and event expiry.
+/// Periodic checks: PodGroup protection, event expiry, and the workload controllers (apps, CronJobs,
+/// quotas), which read the whole cluster on every pass.
 fn sweep(state: &mut State, event_ttl: Duration) {
+    let now = jiff::Timestamp::now();
     podgroup_protection::sweep(state);
     events::expire(state, event_ttl);
+    apps::sync(state, now);
+    cronjob::sync(state, now);
+    quota::sync(state);
 }
 
 /// Removes one finalizer (completing the deletion when it was the last one).

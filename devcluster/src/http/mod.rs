@@ -12,11 +12,13 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 mod discovery;
+mod logs;
 mod openapi;
 mod path;
 mod request;
 mod resource;
 mod respond;
+mod scale;
 pub(crate) mod serve;
 mod table;
 mod watch;

@@ -7,7 +7,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, header};
 use serde_json::Value;
 
-use crate::api::{self, DeleteOptions, ListOptions};
+use crate::api::{self, DeleteOptions, ListOptions, PatchType};
 use crate::error::ApiError;
 use crate::faults::Verb;
 use crate::protobuf::{self, Wire};
@@ -89,6 +89,22 @@ impl Request {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("application/json")
             .to_string()
+    }
+
+    /// The patch type of a PATCH request, from its Content-Type.
+    pub(super) fn patch_type(&self) -> Result<PatchType, ApiError> {
+        let ct = self.content_type();
+        if ct.starts_with("application/json-patch+json") {
+            Ok(PatchType::Json)
+        } else if ct.starts_with("application/merge-patch+json") {
+            Ok(PatchType::Merge)
+        } else if ct.starts_with("application/strategic-merge-patch+json") {
+            Ok(PatchType::Strategic)
+        } else if ct.starts_with("application/apply-patch") {
+            Ok(PatchType::Apply)
+        } else {
+            Err(ApiError::unsupported_media_type(&ct))
+        }
     }
 
     pub(super) fn field_manager(&self) -> String {

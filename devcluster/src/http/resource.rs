@@ -13,7 +13,7 @@ use super::respond;
 use super::table::{self, IncludeObject};
 use super::watch::{self, WatchParams};
 use super::{accepts_table, value_response};
-use crate::api::{Deleted, PatchType, subresources};
+use crate::api::{Deleted, subresources};
 use crate::error::ApiError;
 use crate::meta;
 use crate::protobuf::Wire;
@@ -82,6 +82,12 @@ async fn handle(
         )
     })?;
     let object = |code: StatusCode, obj: &Value, warnings: &[String]| respond::object(code, wire, &res, obj, warnings);
+    if res.strategy.ephemeral() && (req.method.as_str(), &sub) != ("POST", &None) {
+        return Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({} {plural})",
+            req.method
+        )));
+    }
     match (req.method.as_str(), name, sub.as_deref()) {
         ("GET", None, None) if watch => {
             let opts = req.list_options(&res)?;
@@ -165,20 +171,24 @@ async fn handle(
         }
         (method, Some(n), Some(sub_name)) if subresource_op(&res, method, sub_name).is_some() => {
             let mut warnings = Vec::new();
-            let body = req.body_value(&mut warnings)?;
             match subresource_op(&res, method, sub_name) {
                 Some(SubresourceOp::PodBinding) => {
+                    let body = req.body_value(&mut warnings)?;
                     shared.with(|s| subresources::bind(s, &res, &ns, &n, &body))?;
                     Ok(created_status(req.wire))
                 }
                 Some(SubresourceOp::PodEviction) => {
+                    let body = req.body_value(&mut warnings)?;
                     shared.with(|s| subresources::evict(s, &res, &ns, &n, &body))?;
                     Ok(created_status(req.wire))
                 }
                 Some(SubresourceOp::NamespaceFinalize) => {
+                    let body = req.body_value(&mut warnings)?;
                     let obj = shared.with(|s| subresources::finalize_namespace(s, &res, &n, &body))?;
                     object(StatusCode::OK, &obj, &warnings)
                 }
+                Some(SubresourceOp::Scale) => super::scale::serve(&shared, req, &res, &ns, &n),
+                Some(SubresourceOp::PodLog) => super::logs::serve(&shared, req, &res, &ns, &n),
                 None => Err(ApiError::path_not_found()),
             }
         }
@@ -194,18 +204,7 @@ async fn handle(
         }
         ("PATCH", Some(n), None | Some("status")) => {
             let mut ctx = req.write_options()?;
-            let ct = req.content_type();
-            let patch_type = if ct.starts_with("application/json-patch+json") {
-                PatchType::Json
-            } else if ct.starts_with("application/merge-patch+json") {
-                PatchType::Merge
-            } else if ct.starts_with("application/strategic-merge-patch+json") {
-                PatchType::Strategic
-            } else if ct.starts_with("application/apply-patch") {
-                PatchType::Apply
-            } else {
-                return Err(ApiError::unsupported_media_type(&ct));
-            };
+            let patch_type = req.patch_type()?;
             let subresource = sub.as_deref().filter(|_| res.status_subresource);
             if sub.is_some() && subresource.is_none() {
                 return Err(ApiError::path_not_found());
@@ -250,6 +249,8 @@ fn subresource_op(res: &ResourceInfo, method: &str, sub: &str) -> Option<Subreso
                 && s.verbs.iter().any(|v| match *v {
                     "create" => method == "POST",
                     "update" => method == "PUT",
+                    "get" => method == "GET",
+                    "patch" => method == "PATCH",
                     _ => false,
                 })
         })

@@ -16,7 +16,12 @@ use crate::protobuf::{self, Wire};
 use crate::resource::ResourceInfo;
 
 /// A body with its content type and `Warning` headers.
-pub(super) fn bytes_response(code: StatusCode, content_type: &'static str, body: Vec<u8>, warnings: &[String]) -> Response {
+pub(super) fn bytes_response(
+    code: StatusCode,
+    content_type: &'static str,
+    body: Vec<u8>,
+    warnings: &[String],
+) -> Response {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = code;
     r.headers_mut()
@@ -104,7 +109,12 @@ pub(super) fn list<T: std::ops::Deref<Target = Value>>(
                 body.push_str(&json_of(res, o));
             }
             body.push_str("]}");
-            Ok(bytes_response(StatusCode::OK, "application/json", body.into_bytes(), &[]))
+            Ok(bytes_response(
+                StatusCode::OK,
+                "application/json",
+                body.into_bytes(),
+                &[],
+            ))
         }
         Wire::Protobuf { json_fallback } => {
             let value = json!({

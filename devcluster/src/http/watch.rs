@@ -143,7 +143,10 @@ fn frame(p: &WatchParams, ty: &str, obj: &Value) -> Bytes {
                 Ok(b) => Bytes::from(protobuf::watch_frame(ty, &b)),
                 Err(e) => {
                     tracing::error!(error = %e, kind = %p.res.kind, "a watch event could not be encoded as protobuf");
-                    error_event(p, &ApiError::internal(format!("{} could not be encoded as protobuf: {e}", p.res.kind)))
+                    error_event(
+                        p,
+                        &ApiError::internal(format!("{} could not be encoded as protobuf: {e}", p.res.kind)),
+                    )
                 }
             }
         }

@@ -3,8 +3,10 @@
 //! [`Strategy`](crate::resource::Strategy). Adding a kind is one new file here plus one line in
 //! [`builtin_resources`].
 
+mod apps;
 mod compositepodgroup;
 mod configmap;
+mod cronjob;
 pub(crate) mod custom;
 pub(crate) mod customresourcedefinition;
 mod event;
@@ -16,7 +18,11 @@ pub(crate) mod pod;
 mod podgroup;
 mod print;
 mod priorityclass;
+mod rbac;
+mod resourcequota;
+mod review;
 mod secret;
+mod service;
 mod serviceaccount;
 mod workload;
 
@@ -24,7 +30,7 @@ use crate::resource::ResourceInfo;
 
 /// The built-in resources, in discovery order.
 pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
-    vec![
+    let mut all = vec![
         namespace::resource(),
         node::resource(),
         pod::resource(),
@@ -32,13 +38,23 @@ pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
         configmap::resource(),
         secret::resource(),
         serviceaccount::resource(),
+        service::resource(),
+        resourcequota::resource(),
+        apps::deployment::resource(),
+        apps::replicaset::resource(),
+        apps::statefulset::resource(),
+        apps::daemonset::resource(),
         event::v1_resource(),
         lease::resource(),
         job::resource(),
+        cronjob::resource(),
         priorityclass::resource(),
         workload::resource(),
         podgroup::resource(),
         compositepodgroup::resource(),
         customresourcedefinition::resource(),
-    ]
+    ];
+    all.extend(rbac::resources());
+    all.extend(review::resources());
+    all
 }

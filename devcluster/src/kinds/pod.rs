@@ -61,6 +61,14 @@ impl Strategy for PodStrategy {
                 verbs: &["create"],
                 op: SubresourceOp::PodEviction,
             },
+            Subresource {
+                name: "log",
+                kind: "",
+                group: "",
+                version: "",
+                verbs: &["get"],
+                op: SubresourceOp::PodLog,
+            },
         ]
     }
 

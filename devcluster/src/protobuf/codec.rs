@@ -127,7 +127,13 @@ impl<'s> Decoder<'s> {
 
     /// Decodes `bytes` as message `name`; `None` where JSON has no value (the zero `Time`, an empty raw
     /// extension).
-    pub(super) fn message(&mut self, name: &str, bytes: &[u8], path: &str, depth: usize) -> Result<Option<Value>, ProtoError> {
+    pub(super) fn message(
+        &mut self,
+        name: &str,
+        bytes: &[u8],
+        path: &str,
+        depth: usize,
+    ) -> Result<Option<Value>, ProtoError> {
         if depth > MAX_DEPTH {
             return Err(ProtoError::at(path, "messages nest too deeply"));
         }
@@ -142,7 +148,8 @@ impl<'s> Decoder<'s> {
             let (number, wire) = r.tag().map_err(at)?;
             let Some(&i) = msg.by_number.get(&number) else {
                 r.skip(wire).map_err(at)?;
-                self.unknown.push(format!("{}unknown field number {number} of {name}", prefix(path)));
+                self.unknown
+                    .push(format!("{}unknown field number {number} of {name}", prefix(path)));
                 continue;
             };
             let f = &msg.fields[i];
@@ -219,7 +226,10 @@ impl<'s> Decoder<'s> {
             Type::Scalar(s) => read_scalar(*s, wire, r).map(Some).map_err(|e| e.under(path)),
             Type::Message(m) => {
                 if wire != WireType::Len {
-                    return Err(ProtoError::at(path, format!("field {} must be length-delimited", f.number)));
+                    return Err(ProtoError::at(
+                        path,
+                        format!("field {} must be length-delimited", f.number),
+                    ));
                 }
                 let bytes = r.bytes().map_err(|e| e.under(path))?;
                 self.message(m, bytes, path, depth + 1)
@@ -309,7 +319,9 @@ impl<'s> Decoder<'s> {
                 let mut allows = false;
                 for (n, v) in wk::fields(bytes)? {
                     match (special, n) {
-                        (Special::SchemaOrArray, 1) | (Special::SchemaOrBool, 2) | (Special::SchemaOrStringArray, 1) => {
+                        (Special::SchemaOrArray, 1)
+                        | (Special::SchemaOrBool, 2)
+                        | (Special::SchemaOrStringArray, 1) => {
                             schema = self.message(ext, v.bytes()?, path, depth + 1)?;
                         }
                         (Special::SchemaOrArray, 2) => {
@@ -405,7 +417,13 @@ impl Encoder<'_> {
                         write_scalar(*key_type, &key, &mut entry).map_err(|e| e.under(&child))?;
                         let value = &m[k];
                         if !value.is_null() {
-                            self.field(&mut entry, &Field { number: 2, ..f.clone() }, value, &join(&child, k), depth)?;
+                            self.field(
+                                &mut entry,
+                                &Field { number: 2, ..f.clone() },
+                                value,
+                                &join(&child, k),
+                                depth,
+                            )?;
                         }
                         w.bytes(f.number, &entry.buf);
                     }
@@ -430,7 +448,14 @@ impl Encoder<'_> {
         }
     }
 
-    fn special(&self, special: Special, msg: &Message, v: &Value, path: &str, depth: usize) -> Result<Vec<u8>, ProtoError> {
+    fn special(
+        &self,
+        special: Special,
+        msg: &Message,
+        v: &Value,
+        path: &str,
+        depth: usize,
+    ) -> Result<Vec<u8>, ProtoError> {
         let ext = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps";
         let mut w = Writer::default();
         match special {

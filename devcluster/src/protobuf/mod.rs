@@ -146,16 +146,22 @@ fn decode_envelope(body: &[u8], depth: usize) -> Result<(Value, Vec<String>), Pr
         return Err(ProtoError::new(format!("unsupported content encoding {encoding:?}")));
     }
     if !content_type.is_empty() && !content_type.starts_with(MEDIA_TYPE) {
-        return Err(ProtoError::new(format!("unsupported embedded content type {content_type:?}")));
+        return Err(ProtoError::new(format!(
+            "unsupported embedded content type {content_type:?}"
+        )));
     }
     if kind.is_empty() {
         return Err(ProtoError::new("Object 'Kind' is missing in the protobuf envelope"));
     }
     if api_version.is_empty() {
-        return Err(ProtoError::new("Object 'apiVersion' is missing in the protobuf envelope"));
+        return Err(ProtoError::new(
+            "Object 'apiVersion' is missing in the protobuf envelope",
+        ));
     }
     let name = message_name(&api_version, &kind).ok_or_else(|| {
-        ProtoError::new(format!("no kind \"{kind}\" is registered for version \"{api_version}\""))
+        ProtoError::new(format!(
+            "no kind \"{kind}\" is registered for version \"{api_version}\""
+        ))
     })?;
     let mut decoder = Decoder {
         schema,

@@ -252,7 +252,9 @@ impl Schema {
                     "opt" => (Label::Optional, scalar_or_message(ty)),
                     "rep" => (Label::Repeated, scalar_or_message(ty)),
                     "map" => {
-                        let (k, v) = ty.split_once(',').ok_or_else(|| format!("{}: map type without key", at()))?;
+                        let (k, v) = ty
+                            .split_once(',')
+                            .ok_or_else(|| format!("{}: map type without key", at()))?;
                         let k = Scalar::parse(k).ok_or_else(|| format!("{}: map key {k} is not a scalar", at()))?;
                         (Label::Map(k), scalar_or_message(v))
                     }
@@ -376,7 +378,10 @@ mod tests {
             package("scheduling.k8s.io", "v1alpha3").as_deref(),
             Some("k8s.io.api.scheduling.v1alpha3")
         );
-        assert_eq!(package("rbac.authorization.k8s.io", "v1").as_deref(), Some("k8s.io.api.rbac.v1"));
+        assert_eq!(
+            package("rbac.authorization.k8s.io", "v1").as_deref(),
+            Some("k8s.io.api.rbac.v1")
+        );
         assert_eq!(package("kwas.dev", "v1alpha1"), None);
     }
 }

@@ -73,8 +73,7 @@ pub(super) fn time_to_json(bytes: &[u8], micro: bool) -> Result<Option<Value>, P
         return Ok(None);
     };
     let nanos = if micro { nanos.clamp(0, 999_999_999) } else { 0 };
-    let ts = jiff::Timestamp::new(secs, nanos)
-        .map_err(|_| ProtoError::new(format!("time {secs}s is out of range")))?;
+    let ts = jiff::Timestamp::new(secs, nanos).map_err(|_| ProtoError::new(format!("time {secs}s is out of range")))?;
     let base = ts.strftime("%Y-%m-%dT%H:%M:%S").to_string();
     Ok(Some(Value::String(if micro {
         format!("{base}.{:06}Z", nanos / 1000)
@@ -92,11 +91,7 @@ pub(super) fn time_from_json(v: &Value, micro: bool) -> Result<Vec<u8>, ProtoErr
     let mut w = Writer::default();
     w.tag(1, WireType::Varint);
     w.varint(ts.as_second() as u64);
-    let nanos = if micro {
-        ts.subsec_nanosecond() / 1000 * 1000
-    } else {
-        0
-    };
+    let nanos = if micro { ts.subsec_nanosecond() / 1000 * 1000 } else { 0 };
     if nanos != 0 {
         w.tag(2, WireType::Varint);
         w.varint(i64::from(nanos) as u64);
@@ -106,37 +101,7 @@ pub(super) fn time_from_json(v: &Value, micro: bool) -> Result<Vec<u8>, ProtoErr
 
 /// Go's `time.Duration.String()` of `n` nanoseconds (`1h2m3.5s`, `300ms`, `1.5µs`, `0s`).
 pub(super) fn go_duration(n: i64) -> String {
-    fn frac(u: u64, div: u64, digits: usize) -> String {
-        let (int, rem) = (u / div, u % div);
-        if rem == 0 {
-            return int.to_string();
-        }
-        let f = format!("{rem:0digits$}");
-        format!("{int}.{}", f.trim_end_matches('0'))
-    }
-    if n == 0 {
-        return "0s".to_string();
-    }
-    let u = n.unsigned_abs();
-    let body = if u < 1_000 {
-        format!("{u}ns")
-    } else if u < 1_000_000 {
-        format!("{}\u{b5}s", frac(u, 1_000, 3))
-    } else if u < 1_000_000_000 {
-        format!("{}ms", frac(u, 1_000_000, 6))
-    } else {
-        let secs = u / 1_000_000_000;
-        let sub = u % 1_000_000_000;
-        let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
-        let s = frac(s * 1_000_000_000 + sub, 1_000_000_000, 9);
-        if h > 0 {
-            format!("{h}h{m}m{s}s")
-        } else if m > 0 {
-            format!("{m}m{s}s")
-        } else {
-            format!("{s}s")
-        }
-    };
+    let body = kwas_api::duration::format_go_duration(std::time::Duration::from_nanos(n.unsigned_abs()));
     if n < 0 { format!("-{body}") } else { body }
 }
 
@@ -165,7 +130,9 @@ pub(super) fn duration_to_json(bytes: &[u8]) -> Result<Value, ProtoError> {
 
 /// JSON duration to meta/v1 `Duration`.
 pub(super) fn duration_from_json(v: &Value) -> Result<Vec<u8>, ProtoError> {
-    let s = v.as_str().ok_or_else(|| ProtoError::new("expected a duration string"))?;
+    let s = v
+        .as_str()
+        .ok_or_else(|| ProtoError::new("expected a duration string"))?;
     let mut w = Writer::default();
     w.tag(1, WireType::Varint);
     w.varint(parse_duration(s)? as u64);
@@ -294,7 +261,10 @@ mod tests {
         let b = time_from_json(&json!("2026-11-24T12:00:00Z"), false).unwrap();
         assert_eq!(time_to_json(&b, false).unwrap(), Some(json!("2026-11-24T12:00:00Z")));
         let b = time_from_json(&json!("2026-11-24T12:00:00.123456Z"), true).unwrap();
-        assert_eq!(time_to_json(&b, true).unwrap(), Some(json!("2026-11-24T12:00:00.123456Z")));
+        assert_eq!(
+            time_to_json(&b, true).unwrap(),
+            Some(json!("2026-11-24T12:00:00.123456Z"))
+        );
         assert_eq!(time_to_json(&[], false).unwrap(), None);
         let mut w = Writer::default();
         w.tag(1, WireType::Varint);

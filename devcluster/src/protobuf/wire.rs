@@ -188,7 +188,11 @@ mod tests {
     fn hostile_input_is_an_error() {
         assert!(Reader::new(&[0x80; 11]).varint().is_err());
         assert!(Reader::new(&[0xff; 9]).varint().is_err());
-        assert!(Reader::new(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]).varint().is_err());
+        assert!(
+            Reader::new(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02])
+                .varint()
+                .is_err()
+        );
         let mut r = Reader::new(&[0x05, 0x01]);
         assert!(r.bytes().is_err());
         assert!(Reader::new(&[0x03]).tag().is_err()); // group wire type

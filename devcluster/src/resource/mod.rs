@@ -134,6 +134,9 @@ impl ResourceInfo {
 
     /// The verbs the main resource supports.
     pub fn verbs(&self) -> Vec<&'static str> {
+        if self.strategy.ephemeral() {
+            return vec!["create"];
+        }
         vec![
             "create",
             "delete",

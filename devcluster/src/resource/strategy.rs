@@ -154,6 +154,10 @@ pub(crate) enum SubresourceOp {
     PodEviction,
     /// `PUT namespaces/<name>/finalize`.
     NamespaceFinalize,
+    /// `GET|PUT|PATCH <workloads>/<name>/scale` (autoscaling/v1 `Scale`).
+    Scale,
+    /// `GET pods/<name>/log` (text).
+    PodLog,
 }
 
 /// One column definition of a server-side Table.
@@ -179,6 +183,12 @@ pub(crate) fn age_column() -> Value {
 /// Everything particular to one kind. See the module docs for the admission order.
 pub(crate) trait Strategy: Send + Sync + std::fmt::Debug {
     // ----- storage facts -----
+
+    /// Whether objects are never stored: a create is answered with the admitted object (the access
+    /// reviews), and the only verb is `create`.
+    fn ephemeral(&self) -> bool {
+        false
+    }
 
     /// Whether objects carry `metadata.generation` (bumped on spec changes).
     fn has_generation(&self) -> bool {

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use kwas_api::duration::parse_go_duration;
+use kwas_api::duration::{format_go_duration, parse_go_duration};
 
 use crate::api::subresources::set_condition;
 use crate::api::{DeleteOptions, State};
@@ -163,6 +163,7 @@ fn handle_pod(
     let uid = meta::uid(pod).to_string();
     if deleted {
         tracked.remove(&uid);
+        shared.logs.lock().remove(&uid);
         return;
     }
     let node = pod
@@ -203,9 +204,38 @@ fn handle_pod(
             (wanted, false)
         };
         let shared = shared.clone();
+        let containers = containers_of(pod);
         tokio::spawn(async move {
+            {
+                let mut logs = shared.logs.lock();
+                for (c, _) in &containers {
+                    logs.write(
+                        &uid,
+                        c,
+                        format!(
+                            "received SIGTERM: the pod is being deleted (grace period {})",
+                            format_go_duration(grace)
+                        ),
+                    );
+                }
+            }
             tokio::time::sleep(delay).await;
-            shared.with(|s| terminate(s, &ns, &name, &uid, killed));
+            if let Some(code) = shared.with(|s| terminate(s, &ns, &name, &uid, killed)) {
+                let mut logs = shared.logs.lock();
+                for (c, _) in &containers {
+                    let how = if killed {
+                        "killed at the end of the grace period"
+                    } else {
+                        "stopped"
+                    };
+                    logs.write(
+                        &uid,
+                        c,
+                        format!("{how} after {}: exited with code {code}", format_go_duration(delay)),
+                    );
+                    logs.end(&uid, c);
+                }
+            }
         });
         return;
     }
@@ -217,19 +247,73 @@ fn handle_pod(
         let fail = meta::annotation(pod, SIM_EXIT_PHASE) == Some("Failed");
         let shared = shared.clone();
         let delay = cfg.start_delay;
+        let containers = containers_of(pod);
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             let started = shared.with(|s| start(s, &ns, &name, &uid, &node, &pod_ip));
+            if started {
+                log_start(&shared, &uid, &containers, &node, run);
+            }
             let Some(run) = run.filter(|_| started) else { return };
             let mut restarts = 0;
             loop {
                 tokio::time::sleep(run).await;
-                match shared.with(|s| exit(s, &ns, &name, &uid, restarts, fail)) {
-                    Some(next) => restarts = next,
-                    None => return,
+                let exit = shared.with(|s| exit(s, &ns, &name, &uid, restarts, fail));
+                let code = i32::from(fail);
+                let reason = if fail { "Error" } else { "Completed" };
+                if !matches!(exit, Exit::Gone) {
+                    let mut logs = shared.logs.lock();
+                    for (c, _) in &containers {
+                        logs.write(
+                            &uid,
+                            c,
+                            format!(
+                                "ran for {}: exited with code {code} ({reason})",
+                                format_go_duration(run)
+                            ),
+                        );
+                        logs.end(&uid, c);
+                    }
+                }
+                match exit {
+                    Exit::Restarted(next) => {
+                        restarts = next;
+                        log_start(&shared, &uid, &containers, &node, Some(run));
+                    }
+                    Exit::Ended | Exit::Gone => return,
                 }
             }
         });
+    }
+}
+
+/// The pod's containers: (name, image).
+fn containers_of(pod: &Value) -> Vec<(String, String)> {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let field = |f: &str| c.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+            (field("name"), field("image"))
+        })
+        .collect()
+}
+
+/// A new run of every container, in the logs.
+fn log_start(shared: &Shared, uid: &str, containers: &[(String, String)], node: &str, run: Option<Duration>) {
+    let mut logs = shared.logs.lock();
+    for (c, image) in containers {
+        logs.start(uid, c);
+        logs.write(uid, c, format!("started container {c} (image {image}) on node {node}"));
+        logs.write(
+            uid,
+            c,
+            match run {
+                Some(d) => format!("will run for {} ({SIM_RUN_DURATION})", format_go_duration(d)),
+                None => "will run until the pod is deleted".to_string(),
+            },
+        );
     }
 }
 
@@ -335,18 +419,30 @@ fn start(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, pod_ip: &st
     true
 }
 
+/// What a container run's end did.
+enum Exit {
+    /// The containers restarted; their new restart count.
+    Restarted(i64),
+    /// The pod ended (Succeeded or Failed).
+    Ended,
+    /// The pod was gone, deleting or no longer this run: nothing happened.
+    Gone,
+}
+
 /// A container run ended: restart (returning the new restart count) or end the pod.
-fn exit(s: &mut State, ns: &str, name: &str, uid: &str, restarts: i64, fail: bool) -> Option<i64> {
-    let mut pod = current(s, ns, name, uid)?;
+fn exit(s: &mut State, ns: &str, name: &str, uid: &str, restarts: i64, fail: bool) -> Exit {
+    let Some(mut pod) = current(s, ns, name, uid) else {
+        return Exit::Gone;
+    };
     if meta::is_deleting(&pod) || pod.pointer("/status/phase").and_then(Value::as_str) != Some("Running") {
-        return None;
+        return Exit::Gone;
     }
     let seen = pod
         .pointer("/status/containerStatuses/0/restartCount")
         .and_then(Value::as_i64)
         .unwrap_or(0);
     if seen != restarts {
-        return None;
+        return Exit::Gone;
     }
     let policy = pod
         .pointer("/spec/restartPolicy")
@@ -371,7 +467,7 @@ fn exit(s: &mut State, ns: &str, name: &str, uid: &str, restarts: i64, fail: boo
         }
         pod["status"]["containerStatuses"] = json!(statuses);
         write_status(s, pod);
-        return Some(next);
+        return Exit::Restarted(next);
     }
     let statuses = container_statuses(&pod, |_, _| terminated.clone(), false, restarts);
     pod["status"]["containerStatuses"] = json!(statuses);
@@ -383,20 +479,20 @@ fn exit(s: &mut State, ns: &str, name: &str, uid: &str, restarts: i64, fail: boo
     }
     set_condition(&mut pod, "PodReadyToStartContainers", "False", "", "");
     write_status(s, pod);
-    None
+    Exit::Ended
 }
 
-/// Stops a deleted pod's containers and removes it (grace period 0).
-fn terminate(s: &mut State, ns: &str, name: &str, uid: &str, killed: bool) {
-    let Some(mut pod) = current(s, ns, name, uid) else {
-        return;
-    };
+/// Stops a deleted pod's containers and removes it (grace period 0); the exit code of containers that
+/// were still running.
+fn terminate(s: &mut State, ns: &str, name: &str, uid: &str, killed: bool) -> Option<i32> {
+    let mut pod = current(s, ns, name, uid)?;
     let phase = pod
         .pointer("/status/phase")
         .and_then(Value::as_str)
         .unwrap_or("Pending")
         .to_string();
-    if phase != "Succeeded" && phase != "Failed" {
+    let running = phase != "Succeeded" && phase != "Failed";
+    if running {
         let now = meta::now_rfc3339();
         let started = pod
             .pointer("/status/startTime")
@@ -421,13 +517,14 @@ fn terminate(s: &mut State, ns: &str, name: &str, uid: &str, killed: bool) {
         }
         write_status(s, pod);
     }
-    let Some(res) = pods_res(s) else { return };
+    let res = pods_res(s)?;
     let opts = DeleteOptions {
         grace_period_seconds: Some(0),
         precondition_uid: Some(uid.to_string()),
         ..Default::default()
     };
     let _ = s.delete(&res, ns, name, &opts);
+    running.then_some(if killed { 137 } else { 0 })
 }
 
 /// A node was removed: its pods fail; pods already being deleted there are removed.

@@ -114,6 +114,18 @@ pub async fn raw(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Option<(u16, String)> {
+    let (code, bytes) = raw_bytes(cluster, method, path, headers, body).await?;
+    Some((code, String::from_utf8_lossy(&bytes).to_string()))
+}
+
+/// [`raw`], with the body as bytes.
+pub async fn raw_bytes(
+    cluster: &DevCluster,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Option<(u16, Vec<u8>)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let addr = cluster.base_url().trim_start_matches("http://").to_string();
     let mut stream = tokio::net::TcpStream::connect(&addr).await.ok()?;
@@ -132,17 +144,12 @@ pub async fn raw(
         .await
         .ok()?
         .ok()?;
-    let text = String::from_utf8_lossy(&out).to_string();
-    let code = text.split_whitespace().nth(1)?.parse().ok()?;
-    Some((
-        code,
-        text.split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())
-            .unwrap_or_default(),
-    ))
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&out[..split]).to_string();
+    let code = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, out[split + 4..].to_vec()))
 }
 
-/// Sends a GET and returns only the response's status code, without waiting for the body (for watches).
 pub async fn raw_status(cluster: &DevCluster, path: &str) -> Option<u16> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let addr = cluster.base_url().trim_start_matches("http://").to_string();

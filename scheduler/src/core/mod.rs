@@ -112,7 +112,7 @@ pub mod journal;
 pub mod model;
 pub mod podgroup;
 pub mod preemption;
-pub mod quantity;
+pub use kwas_api::quantity;
 pub mod readiness;
 pub mod resources;
 pub mod scores;

@@ -1,6 +1,6 @@
 //! Parsing of Kubernetes `resource.Quantity` strings into integers.
 //!
-//! The scheduler needs exact integers: CPU in millicores (`"500m"` -> 500, `"2"` -> 2000), memory and
+//! The scheduler and devcluster's quota accounting need exact integers: CPU in millicores (`"500m"` -> 500, `"2"` -> 2000), memory and
 //! storage in bytes (`"1Gi"`, `"512Mi"`, `"1e3"`, `"1k"`), extended resources such as `nvidia.com/gpu` as
 //! plain counts. This is a small hand-written parser of the apimachinery grammar
 //! (`<sign><digits>[.<digits>]<suffix>` with binary-SI `Ki..Ei`, decimal-SI `n u m "" k M G T P E` or a
@@ -11,31 +11,40 @@
 //! No well-kept crate covers this exact grammar with integer-exact results and upstream's rounding, and
 //! the grammar is small, so the parser lives here with its own tests.
 
-use thiserror::Error;
-
 /// Why a quantity string could not be parsed.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QuantityError {
     /// The string is empty.
-    #[error("quantity is empty")]
     Empty,
     /// The string does not follow the quantity grammar.
-    #[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
     Syntax,
     /// The value is negative (resource requests and capacities cannot be).
-    #[error("must be greater than or equal to 0")]
     Negative,
     /// The value does not fit the integer range the scheduler works with.
-    #[error("quantity is too large")]
     TooLarge,
 }
+
+impl std::fmt::Display for QuantityError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            QuantityError::Empty => "quantity is empty",
+            QuantityError::Syntax => {
+                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+            }
+            QuantityError::Negative => "must be greater than or equal to 0",
+            QuantityError::TooLarge => "quantity is too large",
+        })
+    }
+}
+
+impl std::error::Error for QuantityError {}
 
 /// Parses `s` and returns its value scaled by `10^scale`, rounded up.
 ///
 /// `scale = 0` gives whole units (bytes, counts), `scale = 3` gives milli-units (CPU millicores).
 ///
 /// ```
-/// use kwas_scheduler::core::quantity::parse_scaled;
+/// use kwas_api::quantity::parse_scaled;
 /// assert_eq!(parse_scaled("500m", 3), Ok(500));
 /// assert_eq!(parse_scaled("2", 3), Ok(2000));
 /// assert_eq!(parse_scaled("1Gi", 0), Ok(1 << 30));

@@ -1,0 +1,261 @@
+//! rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding and ClusterRoleBinding: stored and
+//! validated like kube-apiserver (rules need verbs, a binding's `roleRef` is required and immutable).
+//! devcluster authorizes nothing (every request is allowed); the objects are kept so manifests and
+//! `kubectl create role|rolebinding|clusterrole|clusterrolebinding` work as on a real cluster, and so the
+//! RBAC a component would need can be applied and read back.
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use serde_json::{Value, json};
+
+use super::print::{age, col, name, s};
+use crate::admission::decode;
+use crate::error::{ApiError, FieldCause};
+use crate::meta;
+use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+
+const GROUP: &str = "rbac.authorization.k8s.io";
+
+/// The served resources.
+pub(crate) fn resources() -> Vec<ResourceInfo> {
+    vec![
+        ResourceInfo::builtin(
+            GROUP,
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            false,
+            RbacStrategy::ClusterRoleBinding,
+        ),
+        ResourceInfo::builtin(
+            GROUP,
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+            false,
+            RbacStrategy::ClusterRole,
+        ),
+        ResourceInfo::builtin(
+            GROUP,
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+            true,
+            RbacStrategy::RoleBinding,
+        ),
+        ResourceInfo::builtin(GROUP, "v1", "Role", "roles", true, RbacStrategy::Role),
+    ]
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RbacStrategy {
+    Role,
+    ClusterRole,
+    RoleBinding,
+    ClusterRoleBinding,
+}
+
+impl RbacStrategy {
+    fn binding(self) -> bool {
+        matches!(self, RbacStrategy::RoleBinding | RbacStrategy::ClusterRoleBinding)
+    }
+}
+
+fn check_rules(obj: &Value, causes: &mut Vec<FieldCause>) {
+    for (i, rule) in obj
+        .get("rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if meta::string_list(rule.get("verbs")).is_empty() {
+            causes.push(FieldCause::required(
+                format!("rules[{i}].verbs"),
+                "verbs must contain at least one value",
+            ));
+        }
+        let urls = meta::string_list(rule.get("nonResourceURLs"));
+        let resources = meta::string_list(rule.get("resources"));
+        if !urls.is_empty() && !resources.is_empty() {
+            causes.push(FieldCause::invalid(
+                format!("rules[{i}].nonResourceURLs"),
+                &json!(urls),
+                "rules cannot apply to both regular resources and non-resource URLs",
+            ));
+        }
+    }
+}
+
+fn check_binding(kind: RbacStrategy, obj: &Value, causes: &mut Vec<FieldCause>) {
+    let role_ref = obj.get("roleRef");
+    let ref_kind = role_ref
+        .and_then(|r| r.get("kind"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let allowed: &[&str] = if kind == RbacStrategy::RoleBinding {
+        &["Role", "ClusterRole"]
+    } else {
+        &["ClusterRole"]
+    };
+    if ref_kind.is_empty() {
+        causes.push(FieldCause::required("roleRef.kind", ""));
+    } else if !allowed.contains(&ref_kind) {
+        causes.push(FieldCause::not_supported("roleRef.kind", &json!(ref_kind), allowed));
+    }
+    let group = role_ref
+        .and_then(|r| r.get("apiGroup"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if group != GROUP {
+        causes.push(FieldCause::not_supported("roleRef.apiGroup", &json!(group), &[GROUP]));
+    }
+    if role_ref
+        .and_then(|r| r.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        causes.push(FieldCause::required("roleRef.name", ""));
+    }
+    for (i, subject) in obj
+        .get("subjects")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let k = subject.get("kind").and_then(Value::as_str).unwrap_or("");
+        if !["ServiceAccount", "User", "Group"].contains(&k) {
+            causes.push(FieldCause::not_supported(
+                format!("subjects[{i}].kind"),
+                &json!(k),
+                &["ServiceAccount", "User", "Group"],
+            ));
+        }
+        if subject.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
+            causes.push(FieldCause::required(format!("subjects[{i}].name"), ""));
+        }
+    }
+}
+
+impl Strategy for RbacStrategy {
+    fn has_generation(&self) -> bool {
+        false
+    }
+
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(match self {
+            RbacStrategy::Role => schemars::schema_for!(Role),
+            RbacStrategy::ClusterRole => schemars::schema_for!(ClusterRole),
+            RbacStrategy::RoleBinding => schemars::schema_for!(RoleBinding),
+            RbacStrategy::ClusterRoleBinding => schemars::schema_for!(ClusterRoleBinding),
+        })
+    }
+
+    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+        match self {
+            RbacStrategy::Role => decode::typed::<Role>(cx.request, res, obj),
+            RbacStrategy::ClusterRole => decode::typed::<ClusterRole>(cx.request, res, obj),
+            RbacStrategy::RoleBinding => decode::typed::<RoleBinding>(cx.request, res, obj),
+            RbacStrategy::ClusterRoleBinding => decode::typed::<ClusterRoleBinding>(cx.request, res, obj),
+        }
+    }
+
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+        let mut causes = Vec::new();
+        if self.binding() {
+            check_binding(*self, obj, &mut causes);
+        } else {
+            check_rules(obj, &mut causes);
+        }
+        invalid(res, obj, causes)
+    }
+
+    fn validate_update(
+        &self,
+        cx: &mut AdmitContext<'_>,
+        res: &ResourceInfo,
+        old: &Value,
+        obj: &Value,
+    ) -> Result<(), ApiError> {
+        if self.binding() && old.get("roleRef") != obj.get("roleRef") {
+            return invalid(
+                res,
+                obj,
+                vec![FieldCause::invalid(
+                    "roleRef",
+                    obj.get("roleRef").unwrap_or(&Value::Null),
+                    "cannot change roleRef",
+                )],
+            );
+        }
+        self.validate(cx, res, obj)
+    }
+
+    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+        let name = crate::resource::name_column();
+        if self.binding() {
+            vec![
+                name,
+                col(
+                    "Role",
+                    "string",
+                    0,
+                    "RoleRef is the reference to the role this binding refers to.",
+                ),
+                crate::resource::age_column(),
+                col("Users", "string", 1, "Users in the binding."),
+                col("Groups", "string", 1, "Groups in the binding."),
+                col("ServiceAccounts", "string", 1, "ServiceAccounts in the binding."),
+            ]
+        } else {
+            vec![
+                name,
+                col("Created At", "date", 0, "Time at which this object was created."),
+            ]
+        }
+    }
+
+    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+        if !self.binding() {
+            return vec![name(obj), s(meta::meta_str(obj, "creationTimestamp").unwrap_or(""))];
+        }
+        let role = format!(
+            "{}/{}",
+            obj.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or(""),
+            obj.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or("")
+        );
+        let subjects = |k: &str| -> String {
+            obj.get("subjects")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|s| s.get("kind").and_then(Value::as_str) == Some(k))
+                .map(|s| {
+                    let n = s.get("name").and_then(Value::as_str).unwrap_or("");
+                    match s.get("namespace").and_then(Value::as_str) {
+                        Some(ns) if k == "ServiceAccount" => format!("{ns}/{n}"),
+                        _ => n.to_string(),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        vec![
+            name(obj),
+            s(role),
+            age(obj),
+            s(subjects("User")),
+            s(subjects("Group")),
+            s(subjects("ServiceAccount")),
+        ]
+    }
+}
+
+fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) -> Result<(), ApiError> {
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
+}

@@ -1,0 +1,168 @@
+//! The review kinds that are never stored: authorization.k8s.io/v1 SelfSubjectAccessReview,
+//! SelfSubjectRulesReview, SubjectAccessReview and LocalSubjectAccessReview, and authentication.k8s.io/v1
+//! SelfSubjectReview. A create answers with the review's status, as kube-apiserver does. devcluster has
+//! no authentication and no authorization: every client is the user `kwas-dev` in `system:masters`, every
+//! request is allowed, so `kubectl auth can-i ...` answers `yes` and `kubectl auth whoami` names that user.
+
+use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+use k8s_openapi::api::authorization::v1::{
+    LocalSubjectAccessReview, SelfSubjectAccessReview, SelfSubjectRulesReview, SubjectAccessReview,
+};
+use serde_json::{Value, json};
+
+use crate::admission::decode;
+use crate::error::{ApiError, FieldCause};
+use crate::meta;
+use crate::resource::{AdmitContext, NameRule, ResourceInfo, Strategy};
+
+/// The user every client is.
+pub(crate) const USER: &str = "kwas-dev";
+/// Why a review allows.
+const REASON: &str = "devcluster has no authorization: every request is allowed";
+
+/// The served resources.
+pub(crate) fn resources() -> Vec<ResourceInfo> {
+    let authz = "authorization.k8s.io";
+    vec![
+        ResourceInfo::builtin(
+            authz,
+            "v1",
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreviews",
+            true,
+            Review::LocalAccess,
+        ),
+        ResourceInfo::builtin(
+            authz,
+            "v1",
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            false,
+            Review::SelfAccess,
+        ),
+        ResourceInfo::builtin(
+            authz,
+            "v1",
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+            false,
+            Review::SelfRules,
+        ),
+        ResourceInfo::builtin(
+            authz,
+            "v1",
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+            false,
+            Review::Access,
+        ),
+        ResourceInfo::builtin(
+            "authentication.k8s.io",
+            "v1",
+            "SelfSubjectReview",
+            "selfsubjectreviews",
+            false,
+            Review::SelfSubject,
+        ),
+    ]
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Review {
+    SelfAccess,
+    SelfRules,
+    Access,
+    LocalAccess,
+    SelfSubject,
+}
+
+impl Strategy for Review {
+    fn ephemeral(&self) -> bool {
+        true
+    }
+
+    fn has_generation(&self) -> bool {
+        false
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::Unchecked
+    }
+
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Some(match self {
+            Review::SelfAccess => schemars::schema_for!(SelfSubjectAccessReview),
+            Review::SelfRules => schemars::schema_for!(SelfSubjectRulesReview),
+            Review::Access => schemars::schema_for!(SubjectAccessReview),
+            Review::LocalAccess => schemars::schema_for!(LocalSubjectAccessReview),
+            Review::SelfSubject => schemars::schema_for!(SelfSubjectReview),
+        })
+    }
+
+    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+        match self {
+            Review::SelfAccess => decode::typed::<SelfSubjectAccessReview>(cx.request, res, obj),
+            Review::SelfRules => decode::typed::<SelfSubjectRulesReview>(cx.request, res, obj),
+            Review::Access => decode::typed::<SubjectAccessReview>(cx.request, res, obj),
+            Review::LocalAccess => decode::typed::<LocalSubjectAccessReview>(cx.request, res, obj),
+            Review::SelfSubject => decode::typed::<SelfSubjectReview>(cx.request, res, obj),
+        }
+    }
+
+    fn prepare(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        _old: Option<&Value>,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        let status = match self {
+            Review::SelfAccess | Review::Access | Review::LocalAccess => json!({"allowed": true, "reason": REASON}),
+            Review::SelfRules => json!({
+                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                "incomplete": false,
+            }),
+            Review::SelfSubject => json!({"userInfo": {
+                "username": USER,
+                "groups": ["system:masters", "system:authenticated"],
+            }}),
+        };
+        meta::ensure_object(obj).insert("status".into(), status);
+        Ok(())
+    }
+
+    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+        let _ = cx;
+        let mut causes = Vec::new();
+        if matches!(self, Review::SelfAccess | Review::Access | Review::LocalAccess) {
+            let resource = obj.pointer("/spec/resourceAttributes").is_some_and(|v| !v.is_null());
+            let non_resource = obj.pointer("/spec/nonResourceAttributes").is_some_and(|v| !v.is_null());
+            if resource == non_resource {
+                causes.push(FieldCause::invalid(
+                    "spec.resourceAttributes",
+                    &obj.pointer("/spec/resourceAttributes").cloned().unwrap_or(Value::Null),
+                    "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                ));
+            }
+        }
+        if matches!(self, Review::Access | Review::LocalAccess) {
+            let user = obj.pointer("/spec/user").and_then(Value::as_str).unwrap_or("");
+            let groups = meta::string_list(obj.pointer("/spec/groups"));
+            let uid = obj.pointer("/spec/uid").and_then(Value::as_str).unwrap_or("");
+            if user.is_empty() && groups.is_empty() && uid.is_empty() {
+                causes.push(FieldCause::invalid(
+                    "spec.user",
+                    &json!(user),
+                    "at least one of user, group or uid must be specified",
+                ));
+            }
+        }
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(&res.group, &res.kind, "", causes))
+        }
+    }
+}
