@@ -108,7 +108,7 @@ pub trait SchedulingGroup {
     fn priority_class_name(&self) -> Option<&str>;
     /// `spec.preemptionPolicy`.
     fn preemption_policy(&self) -> Option<&str>;
-    /// The Workload the group was created from (`spec.workloadRef.name`).
+    /// The Workload the group was created from (`spec.workloadRef.workloadName`).
     fn workload_name(&self) -> Option<&str>;
     /// `status.conditions`.
     fn conditions(&self) -> &[Condition];

@@ -62,6 +62,8 @@ pub const ROOT_TEMPLATE_NAME: &str = "jobset";
     doc = "A set of replicated Jobs scheduled as one workload hierarchy (KEP-6089 reference integration).",
     printcolumn = r#"{"name":"Completed","type":"string","jsonPath":".status.conditions[?(@.type==\"Completed\")].status"}"#,
     printcolumn = r#"{"name":"Restarts","type":"integer","jsonPath":".status.restarts"}"#,
+    printcolumn = r#"{"name":"Suspended","type":"boolean","jsonPath":".spec.suspend"}"#,
+    printcolumn = r#"{"name":"Workload","type":"string","jsonPath":".status.workloadName"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[cfg_attr(test, x_kube(cel))]

@@ -1,8 +1,9 @@
 //! # kwas-devcluster
 //!
 //! An embedded Kubernetes API server on loopback with simulated nodes and a simulated kubelet, so kwas
-//! runs and is tested on one machine with no cluster. Real HTTP and JSON: kube-rs, kubectl 1.37 and the
-//! official Python client work against it unchanged, through the kubeconfig it writes.
+//! runs and is tested on one machine with no cluster. Real HTTP with JSON and the Kubernetes protobuf
+//! encoding: kube-rs, kubectl 1.37 (client-go) and the official Python client work against it unchanged,
+//! through the kubeconfig it writes.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -37,7 +38,8 @@
 //! | `patch/` | merge, JSON and strategic merge patches; server-side apply |
 //! | `http/` | routing, content negotiation, watch streams, discovery, Tables, OpenAPI |
 //! | `protobuf/` | the Kubernetes protobuf wire format, driven by the v1.37 schema of every built-in kind |
-//! | `controllers/` | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry |
+//! | `controllers/` | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry, the apps/v1 workload controllers, CronJobs, resource quotas |
+//! | `cron`, `logs` | cron schedules; the simulated containers' logs (`pods/log`) |
 //! | `sim/` | the simulated kubelet and nodes |
 //! | `faults` | fault injection |
 //!

@@ -252,7 +252,7 @@ async fn describe_shows_status_and_events() {
     );
     let node = kubectl(&c, &["describe", "node", "node-b0-r0-n0"]);
     assert!(
-        node.contains("kwas.dev/rack=node-b0-r0") && node.contains("nvidia.com/gpu:"),
+        node.contains("kwas.dev/rack=b0-r0") && node.contains("nvidia.com/gpu:"),
         "{node}"
     );
     assert!(

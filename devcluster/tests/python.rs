@@ -1,6 +1,6 @@
 //! The official Python client (`pip install 'kubernetes==37.*'`) against devcluster: Workload, PodGroup
-//! and CompositePodGroup through its typed scheduling.k8s.io/v1alpha3 API and a Job with `spec.scheduling`
-//! through its batch API. The checks live in `tests/python/client_test.py`; a missing client fails the
+//! and CompositePodGroup through its typed scheduling.k8s.io/v1alpha3 API, a Job with `spec.scheduling`
+//! through its batch API, and the apps/v1, RBAC, authorization, Service and pod-log APIs. The checks live in `tests/python/client_test.py`; a missing client fails the
 //! test with instructions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,6 +20,6 @@ async fn python_client_drives_scheduling_objects_and_jobs() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "python client checks failed:\n{stdout}\n{stderr}");
-    assert!(stdout.lines().any(|l| l == "5 passed, 0 failed"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "7 passed, 0 failed"), "{stdout}");
     c.shutdown().await;
 }

@@ -93,7 +93,10 @@ impl Strategy for PodGroupStrategy {
 
 /// The field selectors PodGroups and CompositePodGroups support.
 pub(crate) fn group_field(field: &str) -> bool {
-    matches!(field, "spec.parentCompositePodGroupName" | "spec.workloadRef.name")
+    matches!(
+        field,
+        "spec.parentCompositePodGroupName" | "spec.workloadRef.workloadName" | "spec.workloadRef.templateName"
+    )
 }
 
 /// Defaults `disruptionMode` to `single` and, on create, adds the PodGroupProtection finalizer.
@@ -133,9 +136,16 @@ pub(crate) fn group_columns(condition: &str) -> Vec<Value> {
     vec![
         name,
         col("Policy", "string", 0, "The scheduling policy."),
+        col(
+            "Min",
+            "string",
+            0,
+            "The gang's minimum (minCount pods, or minGroupCount child groups).",
+        ),
         col("Scheduled", "string", 0, condition),
         age,
         col("Workload", "string", 1, "The Workload this group was created from."),
+        col("Template", "string", 1, "The template of the Workload it instantiates."),
         col("Parent", "string", 1, "The parent CompositePodGroup."),
     ]
 }
@@ -146,9 +156,14 @@ pub(crate) fn group_cells(obj: &Value, condition: &str) -> Vec<Value> {
     vec![
         name(obj),
         s(policy(obj)),
+        s(obj
+            .pointer("/spec/schedulingPolicy/gang/minCount")
+            .or_else(|| obj.pointer("/spec/schedulingPolicy/gang/minGroupCount"))
+            .map_or_else(|| "<none>".to_string(), Value::to_string)),
         s(condition_status(obj, condition).unwrap_or("<none>")),
         age(obj),
-        s(str_at("/spec/workloadRef/name")),
+        s(str_at("/spec/workloadRef/workloadName")),
+        s(str_at("/spec/workloadRef/templateName")),
         s(str_at("/spec/parentCompositePodGroupName")),
     ]
 }

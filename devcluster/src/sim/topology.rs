@@ -3,7 +3,9 @@
 //!
 //! Node names are `<prefix>-b<block>-r<rack>-n<node>`; labels are `kubernetes.io/hostname` (the name),
 //! `topology.kubernetes.io/zone` (`zone-<block>` unless the pool names zones), `kwas.dev/block`
-//! (`<prefix>-b<block>`) and `kwas.dev/rack` (`<prefix>-b<block>-r<rack>`), plus the pool's own labels.
+//! (`b<block>`) and `kwas.dev/rack` (`b<block>-r<rack>`), plus the pool's own labels. A pool with a
+//! prefix other than the default `node` prefixes its domains too (`gpu-b0`, `gpu-b0-r1`), so two pools
+//! never share a block or rack.
 //!
 //! A topology file is YAML:
 //!
@@ -25,6 +27,8 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 
+/// The default pool prefix: its nodes are `node-b0-r0-n0`, its domains `b0` and `b0-r0`.
+pub const DEFAULT_PREFIX: &str = "node";
 /// Capacity of one node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -117,7 +121,7 @@ pub struct NodePool {
 impl Default for NodePool {
     fn default() -> Self {
         NodePool {
-            prefix: "node".into(),
+            prefix: DEFAULT_PREFIX.into(),
             blocks: 1,
             racks_per_block: 1,
             nodes_per_rack: 3,
@@ -227,8 +231,13 @@ impl Topology {
                         let mut l = p.labels.clone();
                         l.insert(labels::HOSTNAME.into(), name.clone());
                         l.insert(labels::ZONE.into(), zone.clone());
-                        l.insert(labels::BLOCK.into(), format!("{}-b{b}", p.prefix));
-                        l.insert(labels::RACK.into(), format!("{}-b{b}-r{r}", p.prefix));
+                        let domain = if p.prefix == DEFAULT_PREFIX {
+                            String::new()
+                        } else {
+                            format!("{}-", p.prefix)
+                        };
+                        l.insert(labels::BLOCK.into(), format!("{domain}b{b}"));
+                        l.insert(labels::RACK.into(), format!("{domain}b{b}-r{r}"));
                         out.push(NodeSpec {
                             name,
                             labels: l,
@@ -264,8 +273,8 @@ pub struct NodePoolArgs {
     /// Pod capacity of each node.
     #[arg(long, default_value = "110")]
     pub pods: String,
-    /// `nvidia.com/gpu` devices per node.
-    #[arg(long, default_value_t = 0)]
+    /// `nvidia.com/gpu` devices per node (8 by default, so the bundled GPU examples run; 0 for none).
+    #[arg(long, default_value_t = 8)]
     pub gpus: u32,
     /// A taint for every node, `key[=value]:Effect` (repeatable).
     #[arg(long = "taint")]
@@ -403,8 +412,8 @@ mod tests {
         assert_eq!(n.name, "node-b1-r1-n1");
         assert_eq!(n.labels["kubernetes.io/hostname"], "node-b1-r1-n1");
         assert_eq!(n.labels["topology.kubernetes.io/zone"], "zone-1");
-        assert_eq!(n.labels["kwas.dev/block"], "node-b1");
-        assert_eq!(n.labels["kwas.dev/rack"], "node-b1-r1");
+        assert_eq!(n.labels["kwas.dev/block"], "b1");
+        assert_eq!(n.labels["kwas.dev/rack"], "b1-r1");
         let obj = node_object(n, 7);
         assert_eq!(obj["status"]["capacity"]["nvidia.com/gpu"], "8");
     }

@@ -1,7 +1,9 @@
 """The official Kubernetes Python client (37.x) against devcluster.
 
 Creates, lists, watches, patches and deletes Workloads, PodGroups and CompositePodGroups through the typed
-scheduling.k8s.io/v1alpha3 API, and a Job with spec.scheduling through the batch API.
+scheduling.k8s.io/v1alpha3 API, a Job with spec.scheduling through the batch API, a Deployment scaled
+through its scale subresource, a Role, an access review, a Service and a pod's log. The Python client
+speaks JSON only (it has no protobuf codec).
 
 Usage: client_test.py KUBECONFIG. Prints one line per check and a closing "N passed, N failed" line; exits
 non-zero when a check fails.
@@ -207,6 +209,68 @@ def test_job_with_scheduling(batch):
     wait_until("the Job to be removed", lambda: gone(batch.read_namespaced_job, "train"))
 
 
+def test_deployment_scale_and_rollout(apps):
+    labels = {"app": "py"}
+    dep = client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="py"),
+        spec=client.V1DeploymentSpec(
+            replicas=2,
+            selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels=labels),
+                spec=client.V1PodSpec(
+                    node_name="node-b0-r0-n0",
+                    containers=[client.V1Container(name="c", image="nginx")],
+                ),
+            ),
+        ),
+    )
+    apps.create_namespaced_deployment(NS, dep)
+    def available():
+        status = apps.read_namespaced_deployment_status("py", NS).status
+        return (status.available_replicas if status else 0) or 0
+
+    wait_until("2 available", lambda: available() == 2)
+    scale = apps.read_namespaced_deployment_scale("py", NS)
+    assert scale.spec.replicas == 2 and scale.status.selector == "app=py", scale
+    apps.patch_namespaced_deployment_scale("py", NS, {"spec": {"replicas": 3}})
+    wait_until("3 available", lambda: available() == 3)
+    rs = apps.list_namespaced_replica_set(NS, label_selector="app=py").items
+    assert len(rs) == 1 and rs[0].metadata.owner_references[0].kind == "Deployment"
+    apps.delete_namespaced_deployment("py", NS)
+    wait_until("the Deployment to be removed", lambda: gone(apps.read_namespaced_deployment, "py"))
+
+
+def test_rbac_reviews_services_and_logs(core):
+    rbac = client.RbacAuthorizationV1Api()
+    rbac.create_namespaced_role(NS, client.V1Role(
+        metadata=client.V1ObjectMeta(name="reader"),
+        rules=[client.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["get", "list"])]))
+    assert rbac.read_namespaced_role("reader", NS).rules[0].verbs == ["get", "list"]
+    review = client.AuthorizationV1Api().create_self_subject_access_review(client.V1SelfSubjectAccessReview(
+        spec=client.V1SelfSubjectAccessReviewSpec(
+            resource_attributes=client.V1ResourceAttributes(verb="delete", resource="nodes"))))
+    assert review.status.allowed is True
+    svc = core.create_namespaced_service(NS, client.V1Service(
+        metadata=client.V1ObjectMeta(name="py-svc"),
+        spec=client.V1ServiceSpec(selector={"app": "py"}, ports=[client.V1ServicePort(port=80)])))
+    assert svc.spec.cluster_ip.startswith("10.96.") and svc.spec.ports[0].target_port == 80
+    core.create_namespaced_pod(NS, client.V1Pod(
+        metadata=client.V1ObjectMeta(name="py-logs"),
+        spec=client.V1PodSpec(node_name="node-b0-r0-n1", containers=[client.V1Container(name="c", image="busybox")])))
+    wait_until("a log", lambda: _log(core, "py-logs"))
+    assert "started container c (image busybox)" in core.read_namespaced_pod_log("py-logs", NS)
+
+
+def _log(core, name):
+    try:
+        return core.read_namespaced_pod_log(name, NS)
+    except ApiException as e:
+        if e.status == 400:
+            return ""
+        raise
+
+
 def main():
     config.load_kube_config(config_file=sys.argv[1])
     api = client.SchedulingV1alpha3Api()
@@ -217,6 +281,8 @@ def main():
         (test_pod_group_lifecycle, api),
         (test_composite_pod_group_lifecycle, api),
         (test_job_with_scheduling, batch),
+        (test_deployment_scale_and_rollout, client.AppsV1Api()),
+        (test_rbac_reviews_services_and_logs, client.CoreV1Api()),
     ]
     passed = failed = 0
     for fn, arg in tests:

@@ -64,7 +64,7 @@ async fn lands_in_one_rack_each_all_in_one_block(management: PodGroupManagement,
     let blocks = domains(&pods, &labels, BLOCK).unwrap();
     assert_eq!(
         blocks,
-        BTreeSet::from(["node-b1".to_string()]),
+        BTreeSet::from(["b1".to_string()]),
         "all in the block with room for both"
     );
     let mut racks = BTreeSet::new();
