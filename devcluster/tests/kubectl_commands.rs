@@ -484,3 +484,82 @@ async fn wait_and_top() {
     );
     c.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cordon_and_drain_evict_through_protobuf() {
+    let c = common::cluster().await;
+    for i in 0..3 {
+        let name = format!("p{i}");
+        kubectl_ok(
+            &c,
+            &[
+                "run",
+                &name,
+                "--image=busybox",
+                "--overrides={\"spec\":{\"nodeName\":\"node-b0-r1-n1\"}}",
+            ],
+            None,
+        );
+    }
+    assert_eq!(
+        kubectl(&c, &["cordon", "node-b0-r1-n1"]).trim(),
+        "node/node-b0-r1-n1 cordoned"
+    );
+    // drain lists pods and posts policy/v1 Evictions through client-go's typed clients (protobuf), then
+    // polls until the pods are gone.
+    let drain = kubectl_in(
+        &c,
+        &["drain", "node-b0-r1-n1", "--force", "--timeout=30s", "-v=6"],
+        None,
+    );
+    assert!(drain.ok, "{}", drain.stderr);
+    assert!(drain.stdout.contains("node/node-b0-r1-n1 drained"), "{}", drain.stdout);
+    assert!(drain.stderr.contains("pods/p0/eviction"), "{}", drain.stderr);
+    let left = get(&c, &["pods", "--field-selector", "spec.nodeName=node-b0-r1-n1"]);
+    assert!(left["items"].as_array().unwrap().is_empty(), "{left}");
+    assert_eq!(
+        kubectl(&c, &["uncordon", "node-b0-r1-n1"]).trim(),
+        "node/node-b0-r1-n1 uncordoned"
+    );
+    c.shutdown().await;
+}
+
+/// A protobuf watch, read raw: length-prefixed `WatchEvent` frames whose objects are `k8s\0` envelopes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protobuf_watch_streams_length_prefixed_frames() {
+    let c = common::cluster().await;
+    kubectl(&c, &["create", "configmap", "watched", "--from-literal=a=b"]);
+    let accept = [("Accept", "application/vnd.kubernetes.protobuf")];
+    let (code, body) = common::raw_bytes(
+        &c,
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
+        &accept,
+        b"",
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, 200);
+    let mut frames = Vec::new();
+    let mut rest = &body[..];
+    while rest.len() >= 4 {
+        let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        assert!(rest.len() >= 4 + len, "a truncated frame");
+        frames.push(&rest[4..4 + len]);
+        rest = &rest[4 + len..];
+    }
+    assert!(rest.is_empty());
+    let added = frames
+        .iter()
+        .find(|f| f.windows(7).any(|w| w == b"watched"))
+        .expect("the ConfigMap's event");
+    assert!(added.windows(5).any(|w| w == b"ADDED"));
+    assert!(added.windows(4).any(|w| w == b"k8s\0"), "the object is enveloped");
+    // An error answers a protobuf Status.
+    let (code, body) = common::raw_bytes(&c, "GET", "/api/v1/namespaces/default/configmaps/nope", &accept, b"")
+        .await
+        .unwrap();
+    assert_eq!(code, 404);
+    assert!(body.starts_with(b"k8s\0") && body.windows(8).any(|w| w == b"NotFound"));
+    c.shutdown().await;
+}
