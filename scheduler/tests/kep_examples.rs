@@ -80,11 +80,18 @@ fn worked_example_block_a_alone_is_infeasible_without_backtracking_alternatives(
     match &out.verdict {
         Verdict::Unschedulable { code, message } => {
             assert_eq!(*code, Code::Unschedulable);
+            // Aggregated, naming the member that stopped the gang and why in each placement it tried.
             assert!(
-                message.starts_with("0/1 placements are available, first placement status: "),
+                message.starts_with("0/1 kwas.dev/block placements are available: kwas.dev/block=block-A: "),
                 "{message}"
             );
             assert!(message.contains("minGroupCount (2) cannot be satisfied"), "{message}");
+            assert!(
+                message.contains("PodGroup ns/pg-2: 0/2 kwas.dev/rack placements are available"),
+                "{message}"
+            );
+            assert!(message.contains("Insufficient cpu"), "{message}");
+            assert!(!message.contains("first placement status"), "{message}");
         }
         v => panic!("unexpected {v:?}"),
     }
@@ -153,7 +160,10 @@ fn gang_is_all_or_nothing() {
     match &out.verdict {
         Verdict::Unschedulable { code, message } => {
             assert_eq!(*code, Code::Unschedulable);
-            assert_eq!(message, "minCount (5) cannot be satisfied: 4 scheduled, 0 remaining");
+            assert_eq!(
+                message,
+                "minCount (5) cannot be satisfied: 4 scheduled, 0 remaining: 0/2 nodes are available: 2 Insufficient cpu."
+            );
         }
         v => panic!("{v:?}"),
     }

@@ -55,7 +55,7 @@ impl Cycle<'_> {
         self.snap.admissible(g)
     }
 
-    fn composite_message(policy: Policy, c: Counts, last_child: Option<&Outcome>) -> String {
+    fn composite_message(&self, policy: Policy, c: Counts, last_child: Option<&Outcome>) -> String {
         let head = match policy {
             Policy::Gang { min } => format!(
                 "minGroupCount ({min}) cannot be satisfied: {} scheduled, {} remaining",
@@ -64,9 +64,20 @@ impl Cycle<'_> {
             Policy::Basic => "no child group could be scheduled".to_string(),
         };
         match last_child {
-            Some(o) if o.code != Code::Success => format!("{head}: {}", o.message),
+            Some(o) if o.code != Code::Success => format!("{head}: {}", self.blame(o)),
             _ => head,
         }
+    }
+
+    /// Names the member that stopped a parent, with its domain and its own explanation:
+    /// `PodGroup ns/x in kwas.dev/rack=b0-r1: minCount (4) cannot be satisfied: ...`.
+    pub(crate) fn blame(&self, o: &Outcome) -> String {
+        let g = self.snap.group(o.group);
+        let place = match (&g.topology_key, &o.domain) {
+            (Some(k), Some(v)) => format!(" in {k}={v}"),
+            _ => String::new(),
+        };
+        format!("{}{place}: {}", g.key, o.message)
     }
 
     fn counts(min: u32, total: usize, states: &[ChildState]) -> Counts {
@@ -113,7 +124,7 @@ impl Cycle<'_> {
                     Code::UnschedulableAndUnresolvable,
                     format!(
                         "{}: not enough admissible child groups",
-                        Self::composite_message(policy, c, None)
+                        self.composite_message(policy, c, None)
                     ),
                 );
             }
@@ -152,7 +163,7 @@ impl Cycle<'_> {
                         continue;
                     }
                     let last = states.last().map(|s| &s.outcome);
-                    let message = Self::composite_message(policy, counts, last);
+                    let message = self.composite_message(policy, counts, last);
                     self.journal.revert_to(self.snap, mark);
                     let mut o = Outcome::new(g, code, message);
                     o.children = states.into_iter().map(|s| s.outcome).collect();
@@ -171,7 +182,7 @@ impl Cycle<'_> {
         } else {
             // Only reachable with no children at all.
             self.journal.revert_to(self.snap, mark);
-            Outcome::new(g, code, Self::composite_message(policy, counts, None))
+            Outcome::new(g, code, self.composite_message(policy, counts, None))
         };
         o.children = states.into_iter().map(|s| s.outcome).collect();
         o

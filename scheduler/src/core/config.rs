@@ -11,6 +11,47 @@ pub enum ScoringStrategy {
     LeastAllocated,
 }
 
+/// The weight of each score plugin (KubeSchedulerConfiguration `plugins.score.enabled[].weight`; 0
+/// disables one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScoreWeights {
+    /// `NodeResourcesFit` (the [`ScoringStrategy`]).
+    pub node_resources_fit: i64,
+    /// `NodeResourcesBalancedAllocation`.
+    pub balanced_allocation: i64,
+    /// `NodeAffinity` (preferred terms).
+    pub node_affinity: i64,
+    /// `TaintToleration` (`PreferNoSchedule`).
+    pub taint_toleration: i64,
+    /// `InterPodAffinity` (preferred terms, and existing pods' terms).
+    pub inter_pod_affinity: i64,
+    /// `PodTopologySpread` (`ScheduleAnyway` and default constraints).
+    pub pod_topology_spread: i64,
+}
+
+impl ScoreWeights {
+    /// Upstream's default profile weights.
+    pub const UPSTREAM: ScoreWeights = ScoreWeights {
+        node_resources_fit: 1,
+        balanced_allocation: 1,
+        node_affinity: 2,
+        taint_toleration: 3,
+        inter_pod_affinity: 2,
+        pod_topology_spread: 2,
+    };
+}
+
+impl Default for ScoreWeights {
+    /// kwas' profile: upstream's weights without `NodeResourcesBalancedAllocation`, so bin packing
+    /// (`MostAllocated`) decides alone among otherwise equal nodes.
+    fn default() -> Self {
+        ScoreWeights {
+            balanced_allocation: 0,
+            ..ScoreWeights::UPSTREAM
+        }
+    }
+}
+
 /// How many feasible topology placements are scored before one is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PlacementLimit {
@@ -32,6 +73,8 @@ pub enum PlacementLimit {
 pub struct SchedulerConfig {
     /// Node and placement scoring.
     pub scoring: ScoringStrategy,
+    /// Score plugin weights.
+    pub weights: ScoreWeights,
     /// Beta plan "pre-simulation feasibility": before simulating, count the members that could ever
     /// reach their minimum (enough pods exist, enough admissible children) and return
     /// UnschedulableAndUnresolvable for a subtree that cannot, without placing any pod.
@@ -51,10 +94,21 @@ pub struct SchedulerConfig {
 }
 
 impl SchedulerConfig {
+    /// Upstream kube-scheduler's default profile: `LeastAllocated` and upstream's score weights (with
+    /// kwas' algorithm improvements on).
+    pub fn upstream_default_profile() -> Self {
+        Self {
+            scoring: ScoringStrategy::LeastAllocated,
+            weights: ScoreWeights::UPSTREAM,
+            ..Self::default()
+        }
+    }
+
     /// KEP-6012's alpha algorithm: greedy, no pre-check, no backtracking, every placement scored.
     pub fn alpha() -> Self {
         Self {
             scoring: ScoringStrategy::MostAllocated,
+            weights: ScoreWeights::default(),
             admissibility_precheck: false,
             secure_minimums_first: false,
             backtracking_limit: 0,
@@ -68,6 +122,7 @@ impl Default for SchedulerConfig {
     fn default() -> Self {
         Self {
             scoring: ScoringStrategy::MostAllocated,
+            weights: ScoreWeights::default(),
             admissibility_precheck: true,
             secure_minimums_first: true,
             backtracking_limit: 16,

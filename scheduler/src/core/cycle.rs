@@ -49,6 +49,8 @@ pub(crate) struct Outcome {
     pub children: Vec<Outcome>,
     /// Leaf: pending pods that could not be placed, with the reason.
     pub unplaced: Vec<(u32, String)>,
+    /// The failure involves pods with inter-pod dependencies (KEP-4671: placement not guaranteed).
+    pub not_guaranteed: bool,
 }
 
 impl Outcome {
@@ -60,6 +62,7 @@ impl Outcome {
             domain: None,
             children: Vec::new(),
             unplaced: Vec::new(),
+            not_guaranteed: false,
         }
     }
 }
@@ -162,6 +165,10 @@ pub struct GroupOutcome {
     pub domain: Option<TopologyDomain>,
     /// Human-readable status.
     pub message: String,
+    /// The failure involves members with inter-pod affinity, anti-affinity or topology spread, for which
+    /// the cycle does not guarantee finding a placement (KEP-4671): the runtime reports reason
+    /// `PlacementNotGuaranteed` instead of `Unschedulable`.
+    pub not_guaranteed: bool,
 }
 
 /// A pending pod left unplaced, with the reason (for `PodScheduled=False` and `FailedScheduling`).
@@ -171,6 +178,8 @@ pub struct PodOutcome {
     pub pod: PodKey,
     /// Why it was not placed.
     pub message: String,
+    /// As [`GroupOutcome::not_guaranteed`], for the pod's group.
+    pub not_guaranteed: bool,
 }
 
 /// The decision of a cycle.
@@ -320,10 +329,14 @@ impl Scheduler {
                 preemption_may_help: false,
                 stats: cycle.stats,
             },
-            Err(message) => CycleOutcome {
+            Err(super::podgroup::Failure { message, unresolvable }) => CycleOutcome {
                 unit: unit.clone(),
                 verdict: Verdict::Unschedulable {
-                    code: Code::Unschedulable,
+                    code: if unresolvable {
+                        Code::UnschedulableAndUnresolvable
+                    } else {
+                        Code::Unschedulable
+                    },
                     message: message.clone(),
                 },
                 assignments: Vec::new(),
@@ -331,8 +344,9 @@ impl Scheduler {
                 unschedulable_pods: vec![PodOutcome {
                     pod: key.clone(),
                     message,
+                    not_guaranteed: false,
                 }],
-                preemption_may_help: true,
+                preemption_may_help: !unresolvable,
                 stats: cycle.stats,
             },
         };
@@ -367,6 +381,7 @@ impl RootError {
                         scheduled_before: 0,
                         domain: None,
                         message: message.clone(),
+                        not_guaranteed: false,
                     })
                     .collect();
                 o.verdict = Verdict::Invalid {
@@ -481,6 +496,7 @@ impl Cycle<'_> {
                 None if scheduled => "not attempted: the parent's requirement was met without it".to_string(),
                 None => format!("not attempted: {}", outcome.message),
             };
+            let not_guaranteed = !scheduled && (o.is_some_and(|o| o.not_guaranteed) || outcome.not_guaranteed);
             groups.push(GroupOutcome {
                 group: g.key.clone(),
                 code,
@@ -489,6 +505,7 @@ impl Cycle<'_> {
                 scheduled_before: before,
                 domain,
                 message,
+                not_guaranteed,
             });
             if g.key.kind == GroupKind::PodGroup {
                 for &p in snap.members(id) {
@@ -507,6 +524,7 @@ impl Cycle<'_> {
                     unschedulable_pods.push(PodOutcome {
                         pod: pi.key.clone(),
                         message,
+                        not_guaranteed,
                     });
                 }
             }

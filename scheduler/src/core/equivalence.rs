@@ -31,6 +31,11 @@ pub(crate) struct StaticEntry {
     pub spec: StaticSpec,
     pub epoch: u64,
     pub feasible: Vec<bool>,
+    /// Per node: the preferred node-affinity weight matched and the untolerated `PreferNoSchedule`
+    /// taints (raw static scores).
+    pub raw: Vec<(i64, i64)>,
+    /// Their highest values over the feasible nodes (the normalization bases).
+    pub max_raw: (i64, i64),
 }
 
 #[derive(Debug)]
@@ -61,6 +66,8 @@ impl ClassRegistry {
                     spec,
                     epoch: u64::MAX,
                     feasible: Vec::new(),
+                    raw: Vec::new(),
+                    max_raw: (0, 0),
                 });
                 id
             }

@@ -105,6 +105,7 @@
 pub mod composite;
 pub mod config;
 pub mod cycle;
+mod dynamic;
 pub mod equivalence;
 pub mod filters;
 pub mod hierarchy;
@@ -121,8 +122,10 @@ pub mod status;
 pub mod testing;
 pub mod topology;
 
-pub use config::{PlacementLimit, SchedulerConfig, ScoringStrategy};
+pub use config::{PlacementLimit, SchedulerConfig, ScoreWeights, ScoringStrategy};
 pub use cycle::{Assignment, CycleOutcome, CycleStats, GroupOutcome, PodOutcome, Scheduler, TopologyDomain, Verdict};
+pub use filters::pod_topology_spread::{DefaultConstraint, system_default_constraints};
+pub use filters::volumes::ClaimAction;
 pub use hierarchy::{HierarchyError, MAX_DEPTH};
 pub use journal::{Journal, Mark};
 pub use model::{DisruptionMode, GroupKey, GroupKind, PodKey, PodState, Policy, PreemptionPolicy, UnitKey};

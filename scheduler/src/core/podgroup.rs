@@ -15,24 +15,46 @@ use super::cycle::{Cycle, Domain, Outcome};
 use super::equivalence::{ClassId, Ranker};
 use super::filters::{diagnosis, fits, insufficient};
 use super::model::Policy;
+use super::scores::balanced_allocation::balanced;
 use super::scores::node_score;
 use super::status::{Code, Counts, placement_feasible};
+
+/// Why a pod could not be placed: upstream's diagnosis, and whether every node rejected it with
+/// UnschedulableAndUnresolvable (preemption cannot help).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub message: String,
+    pub unresolvable: bool,
+}
 
 /// Per-class ranking state within one attempt.
 #[derive(Debug)]
 pub(crate) struct RankerSlot {
     class: ClassId,
     ranker: Ranker,
-    diagnosis: Option<String>,
+    diagnosis: Option<Failure>,
 }
 
 impl Cycle<'_> {
+    /// The node score of the plugins that depend only on the node and the pod's class: resource fit,
+    /// balanced allocation, preferred node affinity, `PreferNoSchedule` taints; weighted.
+    pub(crate) fn class_score(&self, class: ClassId, n: u32) -> i64 {
+        let snap = &*self.snap;
+        let entry = &snap.classes.classes[class as usize];
+        let node = snap.node(n);
+        let w = &self.cfg.weights;
+        let mut score = w.node_resources_fit * node_score(self.cfg.scoring, entry, node);
+        if w.balanced_allocation != 0 {
+            score += w.balanced_allocation * balanced(entry, node);
+        }
+        score + snap.static_score(entry.static_id, n, w)
+    }
+
     fn build_ranker(&mut self, class: ClassId, dom: &Domain) -> Ranker {
         let sid = self.snap.classes.classes[class as usize].static_id;
         self.snap.ensure_static(sid);
         let snap = &*self.snap;
         let entry = &snap.classes.classes[class as usize];
-        let strategy = self.cfg.scoring;
         self.stats.nodes_evaluated += dom.nodes.len() as u64;
         let mut entries = Vec::with_capacity(dom.nodes.len());
         for &n in dom.nodes.iter() {
@@ -41,14 +63,15 @@ impl Cycle<'_> {
             }
             let node = snap.node(n);
             if fits(&entry.requests, &node.allocatable, &node.requested) {
-                entries.push((node_score(strategy, entry, node), node.rank, n, node.version));
+                entries.push((self.class_score(class, n), node.rank, n, node.version));
             }
         }
         Ranker::from_entries(entries)
     }
 
-    /// Why a pod fits no node of `dom`: upstream's `0/N nodes are available: ...`.
-    pub(crate) fn diagnose(&mut self, pid: u32, dom: &Domain) -> String {
+    /// Why a pod fits no node of `dom`: upstream's `0/N nodes are available: ...`, with the dynamic
+    /// filters' reasons when the pod has dynamic constraints.
+    pub(crate) fn diagnose(&mut self, pid: u32, dom: &Domain, prepared: Option<&super::dynamic::Prepared>) -> Failure {
         let class = self.snap.pod(pid).class;
         let sid = self.snap.classes.classes[class as usize].static_id;
         self.snap.ensure_static(sid);
@@ -56,21 +79,82 @@ impl Cycle<'_> {
         let entry = &snap.classes.classes[class as usize];
         let spec = &snap.classes.statics[sid as usize].spec;
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        let mut unresolvable = true;
         for &n in dom.nodes.iter() {
             let node = snap.node(n);
             let reject = match spec.check(&node.view()) {
                 Err(r) => Some(r),
-                Ok(()) => insufficient(&entry.requests, &node.allocatable, &node.requested, &snap.resources),
+                Ok(()) => insufficient(&entry.requests, &node.allocatable, &node.requested, &snap.resources)
+                    .or_else(|| prepared.and_then(|p| p.check(snap, n).err())),
             };
             if let Some(r) = reject {
+                unresolvable &= r.unresolvable();
                 *reasons.entry(r.message()).or_default() += 1;
             }
         }
-        diagnosis(dom.nodes.len(), &reasons)
+        Failure {
+            message: diagnosis(dom.nodes.len(), &reasons),
+            unresolvable,
+        }
+    }
+
+    /// Places a pod with dynamic constraints (see [`super::dynamic`]): filters and scores every node of
+    /// `dom` against the cluster as it is now.
+    fn place_pod_dynamic(&mut self, pid: u32, dom: &Domain) -> Result<u32, Failure> {
+        let class = self.snap.pod(pid).class;
+        let sid = self.snap.classes.classes[class as usize].static_id;
+        self.snap.ensure_static(sid);
+        let prepared = self.snap.prepare_dynamic(pid);
+        if let Some(message) = prepared.pod_error.clone() {
+            return Err(Failure {
+                message,
+                unresolvable: true,
+            });
+        }
+        self.stats.nodes_evaluated += dom.nodes.len() as u64;
+        let snap = &*self.snap;
+        let entry = &snap.classes.classes[class as usize];
+        let mut candidates: Vec<(u32, i64)> = Vec::new();
+        for &n in dom.nodes.iter() {
+            if !snap.static_ok(sid, n) {
+                continue;
+            }
+            let node = snap.node(n);
+            if !fits(&entry.requests, &node.allocatable, &node.requested) || prepared.check(snap, n).is_err() {
+                continue;
+            }
+            candidates.push((n, self.class_score(class, n)));
+        }
+        if candidates.is_empty() {
+            return Err(self.diagnose(pid, dom, Some(&prepared)));
+        }
+        if prepared.scores_anything() {
+            let w = self.cfg.weights;
+            let views: Vec<_> = candidates.iter().map(|(n, _)| snap.node(*n)).collect();
+            let affinity: Vec<i64> = views.iter().map(|node| prepared.affinity_raw(&node.view())).collect();
+            let spread: Vec<Option<f64>> = views.iter().map(|node| prepared.spread_raw(&node.view())).collect();
+            let affinity = super::dynamic::normalize_affinity(&affinity);
+            let spread = super::dynamic::normalize_spread(&spread);
+            for (i, c) in candidates.iter_mut().enumerate() {
+                c.1 += w.inter_pod_affinity * affinity[i] + w.pod_topology_spread * spread[i];
+            }
+        }
+        let best = candidates
+            .iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(snap.node(b.0).rank.cmp(&snap.node(a.0).rank)))
+            .map(|(n, _)| *n);
+        let Some(n) = best else {
+            return Err(self.diagnose(pid, dom, Some(&prepared)));
+        };
+        self.journal.assume_id(self.snap, pid, n);
+        Ok(n)
     }
 
     /// Places one pending pod on the best node of `dom` and assumes it there; `Err` is the diagnosis.
-    pub(crate) fn place_pod(&mut self, pid: u32, dom: &Domain, rankers: &mut Vec<RankerSlot>) -> Result<u32, String> {
+    pub(crate) fn place_pod(&mut self, pid: u32, dom: &Domain, rankers: &mut Vec<RankerSlot>) -> Result<u32, Failure> {
+        if self.snap.needs_dynamic(pid) {
+            return self.place_pod_dynamic(pid, dom);
+        }
         let class = self.snap.pod(pid).class;
         let idx = match rankers.iter().position(|s| s.class == class) {
             Some(i) => i,
@@ -85,13 +169,15 @@ impl Cycle<'_> {
             }
         };
         if rankers[idx].ranker.failed {
-            return Err(rankers[idx].diagnosis.clone().unwrap_or_default());
+            return Err(rankers[idx].diagnosis.clone().unwrap_or(Failure {
+                message: String::new(),
+                unresolvable: false,
+            }));
         }
-        let strategy = self.cfg.scoring;
         loop {
             let Some((_, rank, n, version)) = rankers[idx].ranker.pop() else {
                 rankers[idx].ranker.failed = true;
-                let d = self.diagnose(pid, dom);
+                let d = self.diagnose(pid, dom, None);
                 rankers[idx].diagnosis = Some(d.clone());
                 return Err(d);
             };
@@ -101,9 +187,8 @@ impl Cycle<'_> {
             if node.version != version {
                 self.stats.nodes_evaluated += 1;
                 if fits(&entry.requests, &node.allocatable, &node.requested) {
-                    rankers[idx]
-                        .ranker
-                        .push(node_score(strategy, entry, node), rank, n, node.version);
+                    let (score, version) = (self.class_score(class, n), node.version);
+                    rankers[idx].ranker.push(score, rank, n, version);
                 }
                 continue;
             }
@@ -113,9 +198,8 @@ impl Cycle<'_> {
             let entry = &snap.classes.classes[class as usize];
             let node = snap.node(n);
             if fits(&entry.requests, &node.allocatable, &node.requested) {
-                rankers[idx]
-                    .ranker
-                    .push(node_score(strategy, entry, node), rank, n, node.version);
+                let (score, version) = (self.class_score(class, n), node.version);
+                rankers[idx].ranker.push(score, rank, n, version);
             }
             return Ok(n);
         }
@@ -168,16 +252,20 @@ impl Cycle<'_> {
         pending[..needed].reverse();
     }
 
+    /// A leaf's failure: the gang's counts, then why its first failing pod fits no node (upstream's
+    /// `0/N nodes are available: ...`).
     fn leaf_message(policy: Policy, c: Counts, first_failure: Option<&str>) -> String {
-        match policy {
-            Policy::Gang { min } => format!(
+        match (policy, first_failure) {
+            (Policy::Gang { min }, Some(f)) => format!(
+                "minCount ({min}) cannot be satisfied: {} scheduled, {} remaining: {f}",
+                c.success, c.remaining
+            ),
+            (Policy::Gang { min }, None) => format!(
                 "minCount ({min}) cannot be satisfied: {} scheduled, {} remaining",
                 c.success, c.remaining
             ),
-            Policy::Basic => match first_failure {
-                Some(f) => f.to_string(),
-                None => "no pods of the group are pending".to_string(),
-            },
+            (Policy::Basic, Some(f)) => f.to_string(),
+            (Policy::Basic, None) => "no pods of the group are pending".to_string(),
         }
     }
 
@@ -211,6 +299,9 @@ impl Cycle<'_> {
         let mark = self.journal.mark();
         let mut rankers = Vec::new();
         let mut unplaced = Vec::new();
+        let not_guaranteed = pending
+            .iter()
+            .any(|p| self.snap.pod(*p).dynamic.as_ref().is_some_and(|d| d.inter_pod()));
         for &pid in &pending {
             if !self.greedy && counts.success >= min {
                 break;
@@ -219,9 +310,15 @@ impl Cycle<'_> {
             self.stats.pods_tried += 1;
             match self.place_pod(pid, dom, &mut rankers) {
                 Ok(_) => counts.success += 1,
-                Err(reason) => {
-                    counts.unschedulable += 1;
-                    unplaced.push((pid, reason));
+                Err(f) => {
+                    // Pod-level UnschedulableAndUnresolvable propagates (KEP-6012's Beta plan), so a
+                    // gang no preemption can help is not preempted for.
+                    if f.unresolvable {
+                        counts.unresolvable += 1;
+                    } else {
+                        counts.unschedulable += 1;
+                    }
+                    unplaced.push((pid, f.message));
                 }
             }
             let code = placement_feasible(counts);
@@ -239,6 +336,7 @@ impl Cycle<'_> {
                 }
                 let mut o = Outcome::new(g, code, message);
                 o.unplaced = all_unplaced;
+                o.not_guaranteed = not_guaranteed;
                 return o;
             }
         }
@@ -249,6 +347,7 @@ impl Cycle<'_> {
             let message = Self::leaf_message(policy, counts, unplaced.first().map(|(_, m)| m.as_str()));
             let mut o = Outcome::new(g, code, message);
             o.unplaced = unplaced;
+            o.not_guaranteed = not_guaranteed;
             return o;
         }
         let message = match policy {

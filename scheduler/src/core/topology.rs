@@ -164,6 +164,7 @@ impl Cycle<'_> {
         let total = cands.len();
         let mut feasible: Vec<Alt> = Vec::new();
         let mut first_failure: Option<Outcome> = None;
+        let mut failures: Vec<(String, String)> = Vec::new();
         let mut any_unschedulable = false;
         for (value, nodes) in cands {
             if feasible.len() >= to_find {
@@ -197,6 +198,7 @@ impl Cycle<'_> {
                 });
             } else {
                 any_unschedulable |= outcome.code == Code::Unschedulable;
+                failures.push((value.clone(), outcome.message.clone()));
                 if first_failure.is_none() {
                     first_failure = Some(outcome);
                 }
@@ -209,18 +211,16 @@ impl Cycle<'_> {
             } else {
                 Code::UnschedulableAndUnresolvable
             };
-            // Report the first placement's findings for the subtree, as upstream reports its status.
-            let (first_message, children, unplaced) = match first_failure {
-                Some(o) => (o.message, o.children, o.unplaced),
-                None => (String::new(), Vec::new(), Vec::new()),
+            // The children and pods of the first placement tried keep their statuses; the group's message
+            // aggregates every placement tried by reason.
+            let (children, unplaced, not_guaranteed) = match first_failure {
+                Some(o) => (o.children, o.unplaced, o.not_guaranteed),
+                None => (Vec::new(), Vec::new(), false),
             };
-            let mut o = Outcome::new(
-                g,
-                code,
-                format!("0/{total} placements are available, first placement status: {first_message}"),
-            );
+            let mut o = Outcome::new(g, code, placements_message(key, total, &failures));
             o.children = children;
             o.unplaced = unplaced;
+            o.not_guaranteed = not_guaranteed;
             return (o, Vec::new());
         }
         // Best first: more pods, then tighter packing (already oriented by strategy), then value.
@@ -239,9 +239,62 @@ impl Cycle<'_> {
     }
 }
 
+/// `0/T <key> placements are available: <why>`, placements with the same explanation grouped (their
+/// values listed, at most three), the most common explanation first.
+pub(crate) fn placements_message(key: &str, total: usize, failures: &[(String, String)]) -> String {
+    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (value, message) in failures {
+        match by_reason.iter_mut().find(|(m, _)| *m == message.as_str()) {
+            Some((_, values)) => values.push(value),
+            None => by_reason.push((message.as_str(), vec![value.as_str()])),
+        }
+    }
+    by_reason.sort_by_key(|r| std::cmp::Reverse(r.1.len()));
+    let parts: Vec<String> = by_reason
+        .iter()
+        .map(|(message, values)| {
+            let shown: Vec<&str> = values.iter().take(3).copied().collect();
+            let more = if values.len() > 3 {
+                format!(" and {} more", values.len() - 3)
+            } else {
+                String::new()
+            };
+            format!("{key}={}{more}: {message}", shown.join(", "))
+        })
+        .collect();
+    if parts.is_empty() {
+        return format!("0/{total} {key} placements are available");
+    }
+    format!("0/{total} {key} placements are available: {}", parts.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placement_failures_are_grouped_by_reason() {
+        let f = |v: &str, m: &str| (v.to_string(), m.to_string());
+        let msg = placements_message(
+            "kwas.dev/rack",
+            5,
+            &[
+                f(
+                    "r1",
+                    "minCount (4) cannot be satisfied: 0 scheduled, 3 remaining: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+                ),
+                f(
+                    "r2",
+                    "minCount (4) cannot be satisfied: 0 scheduled, 3 remaining: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+                ),
+                f("r3", "other"),
+            ],
+        );
+        assert_eq!(
+            msg,
+            "0/5 kwas.dev/rack placements are available: kwas.dev/rack=r1, r2: minCount (4) cannot be satisfied: 0 scheduled, 3 remaining: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.; kwas.dev/rack=r3: other"
+        );
+    }
 
     #[test]
     fn adaptive_limit_follows_upstream() {

@@ -1,11 +1,20 @@
 //! Pod filters, one file per kube-scheduler plugin: which nodes a pod may run on.
 //!
-//! | plugin | kind | rejects with |
-//! | --- | --- | --- |
-//! | `node_unschedulable` | static | `node(s) were unschedulable` |
-//! | `node_affinity` | static | `node(s) didn't match Pod's node affinity/selector` |
-//! | `taint_toleration` | static | `node(s) had untolerated taint {key: value}` |
-//! | `node_resources_fit` | dynamic | `Insufficient <resource>`, `Too many pods` |
+//! | plugin | kind | rejects with | code |
+//! | --- | --- | --- | --- |
+//! | `node_unschedulable` | static | `node(s) were unschedulable` | UU |
+//! | `node_affinity` | static | `node(s) didn't match Pod's node affinity/selector` | UU |
+//! | `taint_toleration` | static | `node(s) had untolerated taint {key: value}` | UU |
+//! | `node_ports` | dynamic | `node(s) didn't have free ports for the requested pod ports` | U |
+//! | `node_resources_fit` | dynamic | `Insufficient <resource>`, `Too many pods` | U |
+//! | `volumes` (NodeVolumeLimits) | dynamic | `node(s) exceed max volume count` | U |
+//! | `volumes` (VolumeBinding) | dynamic | `node(s) had volume node affinity conflict`, `node(s) didn't find available persistent volumes to bind` | UU |
+//! | `volumes` (VolumeZone) | dynamic | `node(s) had no available volume zone` | UU |
+//! | `pod_topology_spread` | dynamic | `node(s) didn't match pod topology spread constraints` (U), `... (missing required label)` (UU) | |
+//! | `inter_pod_affinity` | dynamic | `node(s) didn't match pod affinity rules` (UU), `node(s) didn't match pod anti-affinity rules` (U), `node(s) didn't satisfy existing pods anti-affinity rules` (U) | |
+//!
+//! A pod whose every node is rejected with UU is UnschedulableAndUnresolvable as a member: preemption
+//! cannot help it, and its gang does not try.
 //!
 //! The *static* filters depend only on the pod's spec and the node's labels, taints and
 //! `spec.unschedulable`; their result is cached per equivalence class (see
@@ -17,14 +26,19 @@
 //! match upstream's, so a diagnosis reads like kube-scheduler's (`0/5 nodes are available: 2
 //! Insufficient cpu, ...`).
 
+pub(crate) mod inter_pod_affinity;
 pub(crate) mod node_affinity;
+pub(crate) mod node_ports;
 pub(crate) mod node_resources_fit;
 pub(crate) mod node_unschedulable;
+pub(crate) mod pod_selector;
+pub(crate) mod pod_topology_spread;
 pub(crate) mod taint_toleration;
+pub mod volumes;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
 
 pub(crate) use node_resources_fit::{fits, insufficient};
 
@@ -60,8 +74,18 @@ pub(crate) enum Reject {
     Unschedulable,
     Affinity,
     Taint(String),
+    NodePorts,
     Insufficient(String),
     TooManyPods,
+    VolumeLimit,
+    VolumeNodeAffinity,
+    VolumeBind,
+    VolumeZone,
+    SpreadMissingLabel,
+    Spread,
+    PodAffinity,
+    PodAntiAffinity,
+    ExistingAntiAffinity,
 }
 
 impl Reject {
@@ -70,17 +94,96 @@ impl Reject {
             Reject::Unschedulable => "node(s) were unschedulable".to_string(),
             Reject::Affinity => "node(s) didn't match Pod's node affinity/selector".to_string(),
             Reject::Taint(t) => format!("node(s) had untolerated taint {t}"),
+            Reject::NodePorts => "node(s) didn't have free ports for the requested pod ports".to_string(),
             Reject::Insufficient(r) => format!("Insufficient {r}"),
             Reject::TooManyPods => "Too many pods".to_string(),
+            Reject::VolumeLimit => "node(s) exceed max volume count".to_string(),
+            Reject::VolumeNodeAffinity => "node(s) had volume node affinity conflict".to_string(),
+            Reject::VolumeBind => "node(s) didn't find available persistent volumes to bind".to_string(),
+            Reject::VolumeZone => "node(s) had no available volume zone".to_string(),
+            Reject::SpreadMissingLabel => {
+                "node(s) didn't match pod topology spread constraints (missing required label)".to_string()
+            }
+            Reject::Spread => "node(s) didn't match pod topology spread constraints".to_string(),
+            Reject::PodAffinity => "node(s) didn't match pod affinity rules".to_string(),
+            Reject::PodAntiAffinity => "node(s) didn't match pod anti-affinity rules".to_string(),
+            Reject::ExistingAntiAffinity => "node(s) didn't satisfy existing pods anti-affinity rules".to_string(),
         }
+    }
+
+    /// Whether upstream's plugin answers UnschedulableAndUnresolvable (preemption cannot help).
+    pub(crate) fn unresolvable(&self) -> bool {
+        matches!(
+            self,
+            Reject::Unschedulable
+                | Reject::Affinity
+                | Reject::Taint(_)
+                | Reject::VolumeNodeAffinity
+                | Reject::VolumeBind
+                | Reject::VolumeZone
+                | Reject::SpreadMissingLabel
+                | Reject::PodAffinity
+        )
+    }
+}
+
+/// A pod's constraints that depend on other pods or on storage: evaluated per pod and node in the
+/// cycle, never cached (pods placed earlier in the cycle change their outcome).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct DynamicSpec {
+    pub ports: Vec<node_ports::HostPort>,
+    pub affinity: inter_pod_affinity::PodAffinity,
+    pub spread: Vec<pod_topology_spread::Constraint>,
+    pub claims: Vec<String>,
+    /// (uid, kind) of the controller owner, for the default spread constraints.
+    pub owner: Option<(String, String)>,
+}
+
+impl DynamicSpec {
+    /// Reads a pod's dynamic constraints; `None` when it has none (the fast path).
+    pub(crate) fn from_pod(
+        pod: &Pod,
+        spec: &PodSpec,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Option<Self>, ConstraintError> {
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        let owner = pod
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|r| r.controller == Some(true))
+            .map(|r| (r.uid.clone(), r.kind.clone()));
+        let d = DynamicSpec {
+            ports: node_ports::from_pod_spec(spec),
+            affinity: inter_pod_affinity::PodAffinity::from_pod_spec(spec, namespace, labels)?,
+            spread: pod_topology_spread::from_pod_spec(spec, labels)?,
+            claims: volumes::claims_of(spec, name),
+            owner: owner.filter(|(_, k)| matches!(k.as_str(), "ReplicaSet" | "StatefulSet" | "ReplicationController")),
+        };
+        let empty = d.ports.is_empty()
+            && d.affinity.is_empty()
+            && d.spread.is_empty()
+            && d.claims.is_empty()
+            && d.owner.is_none();
+        Ok((!empty).then_some(d))
+    }
+
+    /// Whether the pod has inter-pod dependencies (affinity, anti-affinity, spread): a gang failing with
+    /// them gets the `PlacementNotGuaranteed` reason (KEP-4671).
+    pub(crate) fn inter_pod(&self) -> bool {
+        !self.affinity.required.is_empty()
+            || !self.affinity.anti_required.is_empty()
+            || self.spread.iter().any(|c| c.hard)
     }
 }
 
 /// The static scheduling constraints of a pod: what the equivalence cache keys on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub(crate) struct StaticSpec {
-    affinity: node_affinity::NodeAffinity,
-    tolerations: taint_toleration::Tolerations,
+    pub(crate) affinity: node_affinity::NodeAffinity,
+    pub(crate) tolerations: taint_toleration::Tolerations,
 }
 
 impl StaticSpec {
@@ -90,6 +193,15 @@ impl StaticSpec {
             affinity: node_affinity::NodeAffinity::from_pod_spec(spec)?,
             tolerations: taint_toleration::Tolerations::from_pod_spec(spec)?,
         })
+    }
+
+    /// The static scores' raw values on a node: the preferred node-affinity weight matched and the
+    /// number of untolerated `PreferNoSchedule` taints.
+    pub(crate) fn raw_scores(&self, node: &NodeView<'_>) -> (i64, i64) {
+        (
+            self.affinity.preferred_weight(node),
+            self.tolerations.intolerable_preferred(node),
+        )
     }
 
     /// Runs the static filters in upstream's order; `Err` carries the first rejecting filter's reason.

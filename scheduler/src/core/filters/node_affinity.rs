@@ -1,6 +1,8 @@
-//! `NodeAffinity` (filter): `spec.nodeSelector` and `requiredDuringSchedulingIgnoredDuringExecution`
-//! node affinity: terms are ORed, expressions ANDed; operators `In`, `NotIn`, `Exists`, `DoesNotExist`,
-//! `Gt`, `Lt`; `matchFields` on `metadata.name`. Static: cached per equivalence class.
+//! `NodeAffinity` (filter and score): `spec.nodeSelector` and `requiredDuringSchedulingIgnoredDuringExecution`
+//! node affinity filter: terms are ORed, expressions ANDed; operators `In`, `NotIn`, `Exists`,
+//! `DoesNotExist`, `Gt`, `Lt`; `matchFields` on `metadata.name`. The score sums the weights of the
+//! `preferredDuringSchedulingIgnoredDuringExecution` terms a node matches. Static: cached per
+//! equivalence class.
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, PodSpec};
 
@@ -35,6 +37,7 @@ pub(crate) struct Term {
 pub(crate) struct NodeAffinity {
     node_selector: Vec<(String, String)>,
     required: Option<Vec<Term>>,
+    preferred: Vec<(i64, Term)>,
 }
 
 impl NodeAffinity {
@@ -76,10 +79,48 @@ impl NodeAffinity {
             }
             required = Some(terms);
         }
+        let mut preferred = Vec::new();
+        let prefs = spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|n| n.preferred_during_scheduling_ignored_during_execution.as_ref());
+        for (i, p) in prefs.into_iter().flatten().enumerate() {
+            let base = format!("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]");
+            if !(1..=100).contains(&p.weight) {
+                return Err(ConstraintError {
+                    path: format!("{base}.weight"),
+                    detail: format!("Invalid value: {}: must be in the range 1-100", p.weight),
+                });
+            }
+            let mut exprs = Vec::new();
+            for (j, r) in p.preference.match_expressions.iter().flatten().enumerate() {
+                exprs.push(parse_expr(
+                    r,
+                    &format!("{base}.preference.matchExpressions[{j}]"),
+                    false,
+                )?);
+            }
+            let mut fields = Vec::new();
+            for (j, r) in p.preference.match_fields.iter().flatten().enumerate() {
+                fields.push(parse_expr(r, &format!("{base}.preference.matchFields[{j}]"), true)?);
+            }
+            preferred.push((i64::from(p.weight), Term { exprs, fields }));
+        }
         Ok(Self {
             node_selector,
             required,
+            preferred,
         })
+    }
+
+    /// The score's raw value: the weights of the preferred terms the node matches.
+    pub(crate) fn preferred_weight(&self, node: &NodeView<'_>) -> i64 {
+        self.preferred
+            .iter()
+            .filter(|(_, t)| term_matches(t, node))
+            .map(|(w, _)| *w)
+            .sum()
     }
 
     /// The filter.

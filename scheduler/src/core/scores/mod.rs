@@ -1,5 +1,8 @@
-//! Scores, one file per kube-scheduler plugin: node scores (`node_resources_fit`) and topology
-//! placement scores (`placement`).
+//! Scores, one file per kube-scheduler plugin: node scores (`node_resources_fit`,
+//! `balanced_allocation`; the preferred node affinity and `PreferNoSchedule` taint scores are computed
+//! with the static filters; inter-pod affinity and topology spread scores with the dynamic ones, see
+//! `core::dynamic`) and topology placement scores (`placement`). A node's total is the sum of each
+//! plugin's normalized score times its weight ([`ScoreWeights`](crate::core::ScoreWeights)).
 //!
 //! Node score (upstream `NodeResourcesFit` scoring, at a finer scale of 0..=1,000,000): the average over
 //! the scored resources of the node's utilization after the pod lands (`MostAllocated`, bin packing) or
@@ -12,11 +15,32 @@
 //! utilization over all its nodes; under `LeastAllocated` the emptiest domain wins instead). Ties go to
 //! the domain whose label value sorts first.
 
+pub(crate) mod balanced_allocation;
 pub(crate) mod node_resources_fit;
 pub(crate) mod placement;
 
 pub(crate) use node_resources_fit::node_score;
 pub(crate) use placement::packing;
+
+/// Normalizes a preferred node-affinity weight over the highest one among the candidates (upstream's
+/// `NodeAffinity` NormalizeScore).
+pub(crate) fn normalize_node_affinity(raw: i64, max: i64) -> i64 {
+    if max <= 0 {
+        0
+    } else {
+        raw.saturating_mul(MAX_SCORE) / max
+    }
+}
+
+/// Normalizes a count of untolerated `PreferNoSchedule` taints, fewer being better (upstream's
+/// `TaintToleration` NormalizeScore, reversed).
+pub(crate) fn normalize_taints(raw: i64, max: i64) -> i64 {
+    if max <= 0 {
+        MAX_SCORE
+    } else {
+        MAX_SCORE - raw.saturating_mul(MAX_SCORE) / max
+    }
+}
 
 /// Maximum node score.
 pub const MAX_SCORE: i64 = 1_000_000;

@@ -30,8 +30,9 @@ mod nodes;
 mod pods;
 mod priority;
 mod simulation;
+mod volumes;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use thiserror::Error;
 
@@ -44,6 +45,7 @@ pub(crate) use nodes::NodeInfo;
 pub(crate) use pods::PodInfo;
 use priority::PriorityClassInfo;
 pub(crate) use simulation::{Sim, TopologyIndex};
+pub(crate) use volumes::Storage;
 
 /// An object the snapshot could not take.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -103,6 +105,14 @@ pub struct Snapshot {
     pub(crate) topology: HashMap<String, TopologyIndex>,
     scheduler_names: Option<Vec<String>>,
     seen_seq: u64,
+    /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes, namespace labels.
+    pub(crate) storage: Storage,
+    /// (label key, value) -> pods carrying it (any state), for selectors with an equality.
+    pub(crate) pods_by_label: HashMap<(String, String), Vec<u32>>,
+    /// Pods with inter-pod affinity terms (any state): the symmetric checks read their terms.
+    pub(crate) affinity_pods: BTreeSet<u32>,
+    /// The cluster's default topology spread constraints (`None`: upstream's system defaults).
+    pub(crate) default_spread: Option<Vec<crate::core::filters::pod_topology_spread::DefaultConstraint>>,
 }
 
 impl Snapshot {
@@ -115,6 +125,15 @@ impl Snapshot {
     /// one of `names`. Pods of other schedulers still count on their nodes.
     pub fn set_scheduler_names(&mut self, names: Vec<String>) {
         self.scheduler_names = Some(names);
+    }
+
+    /// Sets the cluster's default topology spread constraints (a profile's `defaultConstraints`); an
+    /// empty list turns them off. Upstream's system defaults apply until this is called.
+    pub fn set_default_spread_constraints(
+        &mut self,
+        constraints: Vec<crate::core::filters::pod_topology_spread::DefaultConstraint>,
+    ) {
+        self.default_spread = Some(constraints);
     }
 
     pub(crate) fn responsible_for(&self, scheduler_name: &str) -> bool {

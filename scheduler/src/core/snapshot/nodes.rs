@@ -24,6 +24,8 @@ pub(crate) struct NodeInfo {
     pub rank: u32,
     /// Pods counted on this node (assumed or bound).
     pub pods: Vec<u32>,
+    /// Pods placed on this node in the running cycle's simulation.
+    pub sim_pods: Vec<u32>,
 }
 
 impl NodeInfo {
@@ -104,6 +106,7 @@ impl Snapshot {
             version: 0,
             rank: 0,
             pods: Vec::new(),
+            sim_pods: Vec::new(),
         };
         // Attach pods already bound or assumed to this node name.
         let orphans = self.orphans.remove(&name).unwrap_or_default();

@@ -2,12 +2,15 @@
 //! on and the group they belong to; the assume / finish / forget protocol of bindings; and the
 //! `Succeeded` members a gang keeps counting.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::Pod;
 
 use super::conversion::invalid;
 use super::{Snapshot, SnapshotError};
 use crate::core::equivalence::ClassId;
-use crate::core::filters::StaticSpec;
+use crate::core::filters::{DynamicSpec, StaticSpec};
 use crate::core::model::{PodKey, PodState, PreemptionPolicy};
 use crate::core::resources::{Requests, pod_requests};
 
@@ -35,6 +38,11 @@ pub(crate) struct PodInfo {
     pub requests: Requests,
     pub class: ClassId,
     pub seen: u64,
+    pub labels: BTreeMap<String, String>,
+    /// Constraints that depend on other pods or on storage (`None`: the fast path).
+    pub dynamic: Option<Arc<DynamicSpec>>,
+    /// `spec.resourceClaims` is set (dynamic resource allocation).
+    pub resource_claims: bool,
 }
 
 impl PodInfo {
@@ -101,6 +109,11 @@ impl Snapshot {
             )
         })?;
         let static_spec = StaticSpec::from_pod_spec(spec).map_err(|e| invalid(object.clone(), e.path, e.detail))?;
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        let dynamic = DynamicSpec::from_pod(pod, spec, &labels)
+            .map_err(|e| invalid(object.clone(), e.path, e.detail))?
+            .map(Arc::new);
+        let resource_claims = spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty());
         let class = self.classes.intern(static_spec, requests.clone());
         let group_name = spec.scheduling_group.as_ref().and_then(|g| g.pod_group_name.clone());
         let priority_class = spec.priority_class_name.clone().filter(|s| !s.is_empty());
@@ -155,6 +168,9 @@ impl Snapshot {
             requests,
             class,
             seen,
+            labels,
+            dynamic,
+            resource_claims,
         };
         let id = self.pods.insert(key, info);
         self.attach_pod(id);
@@ -241,6 +257,12 @@ impl Snapshot {
                 .or_default()
                 .push(id);
         }
+        for (k, v) in &p.labels {
+            self.pods_by_label.entry((k.clone(), v.clone())).or_default().push(id);
+        }
+        if p.dynamic.as_ref().is_some_and(|d| !d.affinity.is_empty()) {
+            self.affinity_pods.insert(id);
+        }
     }
 
     fn detach_pod(&mut self, id: u32) {
@@ -269,6 +291,16 @@ impl Snapshot {
                 }
             }
         }
+        for (k, v) in &p.labels {
+            let key = (k.clone(), v.clone());
+            if let Some(list) = self.pods_by_label.get_mut(&key) {
+                list.retain(|x| *x != id);
+                if list.is_empty() {
+                    self.pods_by_label.remove(&key);
+                }
+            }
+        }
+        self.affinity_pods.remove(&id);
     }
 
     pub(crate) fn pod(&self, id: u32) -> &PodInfo {

@@ -51,6 +51,15 @@ impl Snapshot {
         };
         if let Some(n) = self.nodes.get_mut(node) {
             n.add(&p.requests, sign);
+            match step {
+                Sim::Assume => n.sim_pods.push(pod),
+                Sim::Unassume => {
+                    if let Some(i) = n.sim_pods.iter().rposition(|x| *x == pod) {
+                        n.sim_pods.swap_remove(i);
+                    }
+                }
+                Sim::Remove | Sim::Restore => {}
+            }
         }
     }
 
@@ -64,13 +73,36 @@ impl Snapshot {
             return;
         }
         let mut feasible = vec![false; self.nodes.capacity()];
+        let mut raw = vec![(0, 0); self.nodes.capacity()];
+        let mut max_raw = (0, 0);
         for (i, n) in self.nodes.iter() {
-            feasible[i as usize] = entry.spec.check(&n.view()).is_ok();
+            let view = n.view();
+            let ok = entry.spec.check(&view).is_ok();
+            feasible[i as usize] = ok;
+            if ok {
+                let r = entry.spec.raw_scores(&view);
+                raw[i as usize] = r;
+                max_raw = (max_raw.0.max(r.0), max_raw.1.max(r.1));
+            }
         }
         if let Some(entry) = self.classes.statics.get_mut(sid as usize) {
             entry.feasible = feasible;
+            entry.raw = raw;
+            entry.max_raw = max_raw;
             entry.epoch = epoch;
         }
+    }
+
+    /// The weighted static scores (preferred node affinity, `PreferNoSchedule` taints) of a node for a
+    /// static class; [`Snapshot::ensure_static`] must have run.
+    pub(crate) fn static_score(&self, sid: StaticId, node: u32, weights: &crate::core::ScoreWeights) -> i64 {
+        use crate::core::scores::{normalize_node_affinity, normalize_taints};
+        let Some(e) = self.classes.statics.get(sid as usize) else {
+            return 0;
+        };
+        let (aff, taint) = e.raw.get(node as usize).copied().unwrap_or((0, 0));
+        weights.node_affinity * normalize_node_affinity(aff, e.max_raw.0)
+            + weights.taint_toleration * normalize_taints(taint, e.max_raw.1)
     }
 
     pub(crate) fn static_ok(&self, sid: StaticId, node: u32) -> bool {

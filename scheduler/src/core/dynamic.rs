@@ -1,0 +1,442 @@
+//! The per-pod path for pods whose feasibility or score depends on other pods or on storage: host
+//! ports, inter-pod affinity and anti-affinity (their own terms and, symmetrically, existing pods'),
+//! topology spread, volumes. Such a pod cannot share a class-wide ranking (a pod placed on one node
+//! changes what every node of its domain may take), so each placement first computes a [`Prepared`]
+//! state from the snapshot as it is now, pods placed earlier in the same cycle included (upstream's
+//! PreFilter), then filters and scores every node of the domain (Filter, Score with normalization).
+//! Everything else (resources, static filters, static scores) is the same as the shared path's.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use super::filters::inter_pod_affinity::Term;
+use super::filters::pod_topology_spread::{Constraint, Counted, defaults, system_default_constraints};
+use super::filters::volumes::{self, Resolved};
+use super::filters::{DynamicSpec, NodeView, Reject};
+use super::scores::MAX_SCORE;
+use super::snapshot::Snapshot;
+
+/// A topology spread constraint evaluated for one pod.
+#[derive(Debug)]
+struct SpreadState {
+    key: String,
+    max_skew: i64,
+    hard: bool,
+    /// Domain value -> matching pods, over the eligible nodes.
+    counts: HashMap<String, i64>,
+    /// The lowest count (0 while fewer than minDomains domains exist).
+    min: i64,
+    /// 1 when the pod matches its own selector.
+    self_match: i64,
+    /// The score's per-constraint weight (upstream: `log(domains + 2)`).
+    weight: f64,
+}
+
+/// What a pod's dynamic constraints need, computed once per placement attempt.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    spec: std::sync::Arc<DynamicSpec>,
+    namespace: String,
+    /// Own required affinity: key -> allowed values per term (`None`: waived).
+    affinity: Vec<(String, Option<HashSet<String>>)>,
+    /// Own required anti-affinity: key -> forbidden values per term.
+    anti: Vec<(String, HashSet<String>)>,
+    /// Existing pods' required anti-affinity matching this pod: key -> forbidden values.
+    existing_anti: HashMap<String, HashSet<String>>,
+    spread: Vec<SpreadState>,
+    /// Soft inter-pod affinity contributions: key -> value -> weight.
+    soft_affinity: HashMap<String, HashMap<String, i64>>,
+    volumes: Vec<Resolved>,
+    /// The pod cannot be placed anywhere (a missing claim, an unbound immediate claim).
+    pub(crate) pod_error: Option<String>,
+}
+
+impl Snapshot {
+    /// Placed, non-terminating pods selected by `selector` in namespaces accepted by `ns_ok`, with their
+    /// node.
+    fn placed_matching<'s>(
+        &'s self,
+        term_selector: &'s super::filters::pod_selector::PodSelector,
+        mut ns_ok: impl FnMut(&str) -> bool + 's,
+    ) -> impl Iterator<Item = (u32, u32)> + 's {
+        let candidates: Box<dyn Iterator<Item = u32> + 's> = match term_selector.equality() {
+            Some((k, v)) => Box::new(
+                self.pods_by_label
+                    .get(&(k.to_string(), v.to_string()))
+                    .into_iter()
+                    .flatten()
+                    .copied(),
+            ),
+            None if term_selector.is_null() => Box::new(std::iter::empty()),
+            None => Box::new(self.pod_ids()),
+        };
+        candidates.filter_map(move |pid| {
+            let p = self.pod(pid);
+            let node = p.placed_node()?;
+            (!p.terminating && ns_ok(&p.key.namespace) && term_selector.matches(&p.labels)).then_some((pid, node))
+        })
+    }
+
+    fn ns_labels(&self, ns: &str) -> Option<BTreeMap<String, String>> {
+        self.storage.namespaces.get(ns).cloned()
+    }
+
+    fn term_matches_pod(&self, term: &Term, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
+        term.namespaces.contains(namespace, |n| self.ns_labels(n)) && term.selector.matches(labels)
+    }
+
+    /// The pods placed on a node now (bound, assumed or placed in the simulation), not removed.
+    pub(crate) fn pods_on(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
+        let n = self.node(node);
+        n.pods.iter().chain(n.sim_pods.iter()).copied().filter(move |p| {
+            let pi = self.pod(*p);
+            !pi.sim_removed && pi.placed_node() == Some(node)
+        })
+    }
+
+    /// Whether pod `pid` takes the per-pod path.
+    pub(crate) fn needs_dynamic(&self, pid: u32) -> bool {
+        let p = self.pod(pid);
+        p.dynamic.is_some()
+            || p.resource_claims
+            || self
+                .affinity_pods
+                .iter()
+                .any(|q| *q != pid && self.pod(*q).placed_node().is_some())
+    }
+
+    /// Computes `pid`'s dynamic state (upstream's PreFilter for the dynamic plugins).
+    pub(crate) fn prepare_dynamic(&self, pid: u32) -> Prepared {
+        let p = self.pod(pid);
+        let spec = p.dynamic.clone().unwrap_or_default();
+        let namespace = p.key.namespace.clone();
+        let labels = &p.labels;
+        let value_of = |node: u32, key: &str| self.node(node).labels.get(key).cloned();
+
+        // Own required affinity.
+        let mut affinity = Vec::new();
+        let mut any_match = false;
+        for t in &spec.affinity.required {
+            let values: HashSet<String> = self
+                .placed_matching(&t.selector, |ns| t.namespaces.contains(ns, |n| self.ns_labels(n)))
+                .filter(|(q, _)| *q != pid)
+                .filter_map(|(_, n)| value_of(n, &t.key))
+                .collect();
+            any_match |= !values.is_empty();
+            affinity.push((t.key.clone(), Some(values)));
+        }
+        if !any_match
+            && !spec.affinity.required.is_empty()
+            && spec
+                .affinity
+                .required
+                .iter()
+                .all(|t| self.term_matches_pod(t, &namespace, labels))
+        {
+            // The first pod of a group that wants to be together: nothing matches yet, it matches itself.
+            for a in &mut affinity {
+                a.1 = None;
+            }
+        }
+        // Own required anti-affinity.
+        let anti = spec
+            .affinity
+            .anti_required
+            .iter()
+            .map(|t| {
+                let values = self
+                    .placed_matching(&t.selector, |ns| t.namespaces.contains(ns, |n| self.ns_labels(n)))
+                    .filter(|(q, _)| *q != pid)
+                    .filter_map(|(_, n)| value_of(n, &t.key))
+                    .collect();
+                (t.key.clone(), values)
+            })
+            .collect();
+        // Existing pods' terms towards this pod: required anti-affinity (filter), preferred terms and
+        // required affinity (score, hardPodAffinityWeight 1).
+        let mut existing_anti: HashMap<String, HashSet<String>> = HashMap::new();
+        let mut soft_affinity: HashMap<String, HashMap<String, i64>> = HashMap::new();
+        for &q in &self.affinity_pods {
+            if q == pid {
+                continue;
+            }
+            let qi = self.pod(q);
+            let (Some(node), false) = (qi.placed_node(), qi.terminating) else {
+                continue;
+            };
+            let Some(qd) = qi.dynamic.as_ref() else { continue };
+            for t in &qd.affinity.anti_required {
+                if self.term_matches_pod(t, &namespace, labels)
+                    && let Some(v) = value_of(node, &t.key)
+                {
+                    existing_anti.entry(t.key.clone()).or_default().insert(v);
+                }
+            }
+            for (w, t) in qd
+                .affinity
+                .preferred
+                .iter()
+                .map(|(w, t)| (*w, t))
+                .chain(qd.affinity.required.iter().map(|t| (1, t)))
+            {
+                if self.term_matches_pod(t, &namespace, labels)
+                    && let Some(v) = value_of(node, &t.key)
+                {
+                    *soft_affinity.entry(t.key.clone()).or_default().entry(v).or_default() += w;
+                }
+            }
+        }
+        // Own preferred terms.
+        for (w, t) in &spec.affinity.preferred {
+            for (q, n) in self.placed_matching(&t.selector, |ns| t.namespaces.contains(ns, |x| self.ns_labels(x))) {
+                if q == pid {
+                    continue;
+                }
+                if let Some(v) = value_of(n, &t.key) {
+                    *soft_affinity.entry(t.key.clone()).or_default().entry(v).or_default() += *w;
+                }
+            }
+        }
+        // Topology spread: the pod's own constraints, else the cluster defaults for pods of a controller.
+        let own = &spec.spread;
+        let default_list;
+        let constraints: &[Constraint] = if own.is_empty() {
+            let d = self.default_spread.clone().unwrap_or_else(system_default_constraints);
+            default_list = defaults(&d, spec.owner.as_ref().map(|(u, k)| (u.as_str(), k.as_str())));
+            &default_list
+        } else {
+            own
+        };
+        let static_spec = &self.classes.statics[self.classes.classes[p.class as usize].static_id as usize].spec;
+        let spread = constraints
+            .iter()
+            .map(|c| self.spread_state(pid, c, static_spec))
+            .collect();
+        // Volumes.
+        let (volumes, pod_error) = if p.resource_claims {
+            (
+                Vec::new(),
+                Some(
+                    "pod uses spec.resourceClaims (dynamic resource allocation), which this scheduler does not allocate"
+                        .to_string(),
+                ),
+            )
+        } else {
+            match volumes::prefilter(&self.storage, &namespace, &spec.claims) {
+                Ok(v) => (v, None),
+                Err(e) => (Vec::new(), Some(e)),
+            }
+        };
+        Prepared {
+            spec,
+            namespace,
+            affinity,
+            anti,
+            existing_anti,
+            spread,
+            soft_affinity,
+            volumes,
+            pod_error,
+        }
+    }
+
+    fn spread_state(&self, pid: u32, c: &Constraint, static_spec: &super::filters::StaticSpec) -> SpreadState {
+        let p = self.pod(pid);
+        // Eligible nodes and the domains they form.
+        let mut eligible: HashSet<u32> = HashSet::new();
+        let mut counts: HashMap<String, i64> = HashMap::new();
+        for &n in &self.node_order {
+            let node = self.node(n);
+            let view = node.view();
+            if c.honor_affinity && static_spec.affinity.filter(&view).is_err() {
+                continue;
+            }
+            if c.honor_taints && static_spec.tolerations.filter(&view).is_err() {
+                continue;
+            }
+            if let Some(v) = node.labels.get(&c.key) {
+                eligible.insert(n);
+                counts.entry(v.clone()).or_insert(0);
+            }
+        }
+        let mut count_pod = |q: u32, n: u32| {
+            if q != pid
+                && eligible.contains(&n)
+                && let Some(v) = self.node(n).labels.get(&c.key)
+            {
+                *counts.entry(v.clone()).or_default() += 1;
+            }
+        };
+        let self_match = match &c.counted {
+            Counted::Selector(sel) => {
+                let ns = p.key.namespace.clone();
+                for (q, n) in self.placed_matching(sel, move |x| x == ns) {
+                    count_pod(q, n);
+                }
+                i64::from(sel.matches(&p.labels))
+            }
+            Counted::SameOwner(uid) => {
+                for q in self.pod_ids() {
+                    let qi = self.pod(q);
+                    let same = qi
+                        .dynamic
+                        .as_ref()
+                        .and_then(|d| d.owner.as_ref())
+                        .is_some_and(|(u, _)| u == uid);
+                    if same
+                        && !qi.terminating
+                        && qi.key.namespace == p.key.namespace
+                        && let Some(n) = qi.placed_node()
+                    {
+                        count_pod(q, n);
+                    }
+                }
+                1
+            }
+        };
+        let domains = counts.len() as i64;
+        let min = if c.min_domains.is_some_and(|m| domains < m) {
+            0
+        } else {
+            counts.values().copied().min().unwrap_or(0)
+        };
+        SpreadState {
+            key: c.key.clone(),
+            max_skew: c.max_skew,
+            hard: c.hard,
+            counts,
+            min,
+            self_match,
+            weight: ((domains + 2) as f64).ln(),
+        }
+    }
+}
+
+impl Prepared {
+    /// The dynamic filters on one node, in upstream's plugin order.
+    pub(crate) fn check(&self, snap: &Snapshot, node: u32) -> Result<(), Reject> {
+        let n = snap.node(node);
+        let view = n.view();
+        if !self.spec.ports.is_empty() {
+            for q in snap.pods_on(node) {
+                if let Some(qd) = snap.pod(q).dynamic.as_ref()
+                    && qd.ports.iter().any(|a| self.spec.ports.iter().any(|b| a.clashes(b)))
+                {
+                    return Err(Reject::NodePorts);
+                }
+            }
+        }
+        if !self.volumes.is_empty() {
+            let mut on_node: HashMap<String, BTreeSet<(String, String)>> = HashMap::new();
+            if snap.storage.csi_limits.contains_key(&n.name) {
+                for q in snap.pods_on(node) {
+                    let qi = snap.pod(q);
+                    for claim in qi.dynamic.iter().flat_map(|d| d.claims.iter()) {
+                        let key = (qi.key.namespace.clone(), claim.clone());
+                        let driver = snap.storage.claims.get(&key).and_then(|c| {
+                            c.volume_name
+                                .as_ref()
+                                .and_then(|v| snap.storage.volumes.get(v))
+                                .and_then(|v| v.csi_driver.clone())
+                                .or_else(|| {
+                                    c.storage_class
+                                        .as_ref()
+                                        .and_then(|s| snap.storage.classes.get(s))
+                                        .map(|k| k.provisioner.clone())
+                                })
+                        });
+                        if let Some(d) = driver {
+                            on_node.entry(d).or_default().insert(key);
+                        }
+                    }
+                }
+            }
+            volumes::filter(&snap.storage, &self.namespace, &self.volumes, &view, &on_node)?;
+        }
+        for s in self.spread.iter().filter(|s| s.hard) {
+            let Some(v) = n.labels.get(&s.key) else {
+                return Err(Reject::SpreadMissingLabel);
+            };
+            let count = s.counts.get(v).copied().unwrap_or(0);
+            if count + s.self_match - s.min > s.max_skew {
+                return Err(Reject::Spread);
+            }
+        }
+        for (key, allowed) in &self.affinity {
+            if let Some(allowed) = allowed
+                && !n.labels.get(key).is_some_and(|v| allowed.contains(v))
+            {
+                return Err(Reject::PodAffinity);
+            }
+        }
+        for (key, forbidden) in &self.anti {
+            if n.labels.get(key).is_some_and(|v| forbidden.contains(v)) {
+                return Err(Reject::PodAntiAffinity);
+            }
+        }
+        for (key, forbidden) in &self.existing_anti {
+            if n.labels.get(key).is_some_and(|v| forbidden.contains(v)) {
+                return Err(Reject::ExistingAntiAffinity);
+            }
+        }
+        Ok(())
+    }
+
+    /// The raw InterPodAffinity score of a node (normalized across nodes by the caller).
+    pub(crate) fn affinity_raw(&self, view: &NodeView<'_>) -> i64 {
+        self.soft_affinity
+            .iter()
+            .filter_map(|(key, values)| view.labels.get(key).and_then(|v| values.get(v)))
+            .sum()
+    }
+
+    /// The raw PodTopologySpread score of a node (lower is better; `None` when the node lacks a key).
+    pub(crate) fn spread_raw(&self, view: &NodeView<'_>) -> Option<f64> {
+        let mut total = 0.0;
+        let mut any = false;
+        for s in self.spread.iter().filter(|s| !s.hard) {
+            any = true;
+            let v = view.labels.get(&s.key)?;
+            let count = s.counts.get(v).copied().unwrap_or(0);
+            total += (count + s.self_match) as f64 * s.weight + (s.max_skew - 1) as f64;
+        }
+        any.then_some(total)
+    }
+
+    /// Whether the pod has soft constraints to score.
+    pub(crate) fn scores_anything(&self) -> bool {
+        !self.soft_affinity.is_empty() || self.spread.iter().any(|s| !s.hard)
+    }
+}
+
+/// Normalizes raw InterPodAffinity scores between the lowest and highest node (upstream's
+/// `NormalizeScore`).
+pub(crate) fn normalize_affinity(raw: &[i64]) -> Vec<i64> {
+    let (min, max) = (
+        raw.iter().copied().min().unwrap_or(0),
+        raw.iter().copied().max().unwrap_or(0),
+    );
+    raw.iter()
+        .map(|r| {
+            if max == min {
+                0
+            } else {
+                (r - min).saturating_mul(MAX_SCORE) / (max - min)
+            }
+        })
+        .collect()
+}
+
+/// Normalizes raw PodTopologySpread scores (lower raw is better): `MAX * (max + min - s) / max`, nodes
+/// without the constraint's key score 0.
+pub(crate) fn normalize_spread(raw: &[Option<f64>]) -> Vec<i64> {
+    let present: Vec<f64> = raw.iter().flatten().copied().collect();
+    let max = present.iter().copied().fold(f64::MIN, f64::max);
+    let min = present.iter().copied().fold(f64::MAX, f64::min);
+    raw.iter()
+        .map(|r| match r {
+            None => 0,
+            Some(_) if max <= 0.0 => MAX_SCORE,
+            Some(s) => ((MAX_SCORE as f64) * (max + min - s) / max).round() as i64,
+        })
+        .collect()
+}
