@@ -110,6 +110,8 @@ pub trait SchedulingGroup {
     fn preemption_policy(&self) -> Option<&str>;
     /// The Workload the group was created from (`spec.workloadRef.workloadName`).
     fn workload_name(&self) -> Option<&str>;
+    /// The template of that Workload it instantiates (`spec.workloadRef.templateName`).
+    fn template_name(&self) -> Option<&str>;
     /// `status.conditions`.
     fn conditions(&self) -> &[Condition];
 
@@ -180,6 +182,13 @@ impl SchedulingGroup for PodGroup {
     fn workload_name(&self) -> Option<&str> {
         self.spec.workload_ref.as_ref().map(|w| w.workload_name.as_str())
     }
+    fn template_name(&self) -> Option<&str> {
+        self.spec
+            .workload_ref
+            .as_ref()
+            .map(|w| w.template_name.as_str())
+            .filter(|t| !t.is_empty())
+    }
     fn conditions(&self) -> &[Condition] {
         self.status
             .as_ref()
@@ -223,6 +232,9 @@ impl SchedulingGroup for CompositePodGroup {
     }
     fn workload_name(&self) -> Option<&str> {
         Some(self.spec.workload_ref.workload_name.as_str())
+    }
+    fn template_name(&self) -> Option<&str> {
+        Some(self.spec.workload_ref.template_name.as_str()).filter(|t| !t.is_empty())
     }
     fn conditions(&self) -> &[Condition] {
         self.status

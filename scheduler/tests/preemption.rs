@@ -343,3 +343,78 @@ fn a_mixed_cluster_loses_one_single_pod_rather_than_a_whole_all_gang() {
     assert!(out.victim_groups.is_empty());
     assert_eq!(out.nominations[0].node, out.victims[0].node);
 }
+
+#[test]
+fn candidates_rank_like_upstream_lowest_highest_victim_priority_before_fewest_victims() {
+    // node-0 runs one priority-900 pod, node-1 two priority-10 pods: a pod of priority 1000 needing a
+    // whole node evicts the two cheap pods, not the one important pod (upstream's order).
+    let mut snap = Snapshot::new();
+    add_nodes(&mut snap, "node", 2, "2", &[]);
+    low_pod(&mut snap, "important", None, "node-0", "2", 900);
+    low_pod(&mut snap, "cheap-a", None, "node-1", "1", 10);
+    low_pod(&mut snap, "cheap-b", None, "node-1", "1", 10);
+    let p = with_priority(pod_with(NS, "hi", None, &[("cpu", "2")]), 1000);
+    snap.upsert_pod(&p).unwrap();
+    let out = preempt(&mut snap, &UnitKey::Pod(PodKey::new(NS, "hi")));
+    assert_eq!(out.verdict, PreemptionVerdict::Preempt, "{out:#?}");
+    let names: Vec<&str> = out.victims.iter().map(|v| v.pod.name.as_str()).collect();
+    assert_eq!(names, ["cheap-a", "cheap-b"]);
+}
+
+#[test]
+fn pod_disruption_budgets_steer_preemption_away_from_protected_pods() {
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    let mut snap = Snapshot::new();
+    add_nodes(&mut snap, "node", 2, "1", &[]);
+    for (name, node, app) in [("db-0", "node-0", "db"), ("batch-0", "node-1", "batch")] {
+        let mut p = with_priority(pod_with(NS, name, None, &[("cpu", "1")]), 10);
+        p.metadata.labels = Some([("app".to_string(), app.to_string())].into());
+        snap.upsert_pod(&bound(p, node)).unwrap();
+    }
+    let pdb: PodDisruptionBudget = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "db", "namespace": NS},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}
+    }))
+    .unwrap();
+    snap.upsert_pod_disruption_budget(&pdb);
+    // Same priority on both nodes; the names would pick node-0 first, the budget says node-1.
+    let p = with_priority(pod_with(NS, "hi", None, &[("cpu", "1")]), 1000);
+    snap.upsert_pod(&p).unwrap();
+    let out = preempt(&mut snap, &UnitKey::Pod(PodKey::new(NS, "hi")));
+    assert_eq!(out.verdict, PreemptionVerdict::Preempt, "{out:#?}");
+    assert_eq!(out.victims[0].pod.name, "batch-0");
+    // With no other choice, the budget is violated rather than nothing preempted (best effort).
+    snap.remove_pod(&PodKey::new(NS, "batch-0"));
+    snap.upsert_pod(&bound(
+        with_priority(pod_with(NS, "hi-peer", None, &[("cpu", "1")]), 1000),
+        "node-1",
+    ))
+    .unwrap();
+    let out = preempt(&mut snap, &UnitKey::Pod(PodKey::new(NS, "hi")));
+    assert_eq!(out.verdict, PreemptionVerdict::Preempt, "{out:#?}");
+    assert_eq!(out.victims[0].pod.name, "db-0");
+}
+
+#[test]
+fn a_groups_pods_share_its_preemption_policy() {
+    let mut snap = Snapshot::new();
+    add_nodes(&mut snap, "node", 2, "2", &[]);
+    pg(&mut snap, GroupBuilder::gang(NS, "g", 2).preemption_policy("Never"));
+    for i in 0..2 {
+        let mut p = pod_with(NS, &format!("g-{i}"), Some("g"), &[("cpu", "1")]);
+        p.spec.as_mut().unwrap().preemption_policy = Some(if i == 0 { "Never" } else { "PreemptLowerPriority" }.into());
+        snap.upsert_pod(&p).unwrap();
+    }
+    let out = schedule(&mut snap, SchedulerConfig::default(), &group_unit("g"));
+    match out.verdict {
+        Verdict::Invalid { reason, message } => {
+            assert_eq!(reason, "SchedulerError");
+            assert_eq!(
+                message,
+                "all pods in a single pod group should match the preemptionPolicy of the pod group, got: Never and PreemptLowerPriority"
+            );
+        }
+        v => panic!("{v:?}"),
+    }
+}

@@ -753,3 +753,52 @@ fn the_adaptive_placement_cap_scores_a_tenth_of_the_racks_in_5000_nodes() {
     );
     assert_eq!(domains_of(&snap, &capped.assignments, "g", RACK), vec!["rack-37"]);
 }
+
+#[test]
+fn a_group_tree_must_match_its_workloads_templates() {
+    use kwas_api::v1alpha3::Workload;
+    let workload: Workload = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "w", "namespace": NS},
+        "spec": {"controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "j"},
+            "compositePodGroupTemplates": [{"name": "root", "schedulingPolicy": {"gang": {"minGroupCount": 1}},
+                "podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 1}}}]}]}
+    }))
+    .unwrap();
+    let build = |leaf_template: &str, leaf_basic: bool| {
+        let mut snap = Snapshot::new();
+        add_nodes(&mut snap, "node", 2, "2", &[]);
+        snap.upsert_workload(&workload);
+        let mut root = GroupBuilder::gang(NS, "root", 1).workload("w").composite();
+        root.spec.workload_ref.template_name = "root".into();
+        snap.upsert_composite_pod_group(&root).unwrap();
+        let b = if leaf_basic {
+            GroupBuilder::basic(NS, "pg")
+        } else {
+            GroupBuilder::gang(NS, "pg", 1)
+        };
+        let mut leaf = b.parent("root").workload("w").pod_group();
+        if let Some(r) = leaf.spec.workload_ref.as_mut() {
+            r.template_name = leaf_template.into();
+        }
+        snap.upsert_pod_group(&leaf).unwrap();
+        add_pods(&mut snap, "pg", 1, "1");
+        snap
+    };
+    let mut ok = build("workers", false);
+    assert!(schedule(&mut ok, SchedulerConfig::default(), &composite_unit("root")).is_scheduled());
+    for (template, basic, detail) in [
+        ("nope", false, "it has no template \"nope\""),
+        ("root", false, "template \"root\" is a compositePodGroupTemplate"),
+        ("workers", true, "template \"workers\" has the gang scheduling policy"),
+    ] {
+        let mut snap = build(template, basic);
+        match schedule(&mut snap, SchedulerConfig::default(), &composite_unit("root")).verdict {
+            Verdict::Invalid { reason, message } => {
+                assert_eq!(reason, "Invalid");
+                assert!(message.ends_with(detail), "{message}");
+                assert!(message.contains("does not match its Workload \"w\""), "{message}");
+            }
+            v => panic!("{template}: {v:?}"),
+        }
+    }
+}

@@ -9,7 +9,11 @@
 //! - groups that reference more than one Workload;
 //! - groups or pods with different priorities (all groups and pods of one tree share one priority);
 //! - pods with different `spec.schedulerName`s;
-//! - a composite with disruption mode `all` whose child is `single`, or a Basic group with `all`.
+//! - a composite with disruption mode `all` whose child is `single`, or a Basic group with `all`;
+//! - pods whose preemption policy differs from their group's (KEP-5710);
+//! - (KEP-6012 Beta) a group that does not match its Workload's template: the template it names is
+//!   missing, of the other kind, with another policy or disruption mode, or not a child of its parent
+//!   group's template. Checked when the Workload is observed (the scheduler watches Workloads).
 //!
 //! Structural problems carry the condition reason `Invalid`; a pod-level mismatch (priority or
 //! scheduler name) carries `SchedulerError` with upstream's message.
@@ -83,6 +87,26 @@ pub enum HierarchyError {
         /// The `single` child.
         child: String,
     },
+    /// A pod's preemption policy differs from its group's (KEP-5710).
+    #[error(
+        "all pods in a single pod group should match the preemptionPolicy of the pod group, got: {group} and {pod}"
+    )]
+    MixedPreemptionPolicy {
+        /// The group's.
+        group: &'static str,
+        /// The pod's.
+        pod: &'static str,
+    },
+    /// A group does not match the Workload template it names (KEP-6012 Beta).
+    #[error("invalid group hierarchy: {group} does not match its Workload {workload:?}: {detail}")]
+    TemplateMismatch {
+        /// The group.
+        group: String,
+        /// The Workload.
+        workload: String,
+        /// What differs.
+        detail: String,
+    },
     /// A Basic group asks for disruption mode `all`.
     #[error(
         "invalid group hierarchy: the disruptionMode `all` is not supported with the Basic scheduling policy ({0})"
@@ -94,9 +118,9 @@ impl HierarchyError {
     /// The condition reason to report on the groups (`Invalid` or `SchedulerError`).
     pub fn reason(&self) -> &'static str {
         match self {
-            HierarchyError::MixedPodPriority { .. } | HierarchyError::MixedSchedulerName { .. } => {
-                REASON_SCHEDULER_ERROR
-            }
+            HierarchyError::MixedPodPriority { .. }
+            | HierarchyError::MixedSchedulerName { .. }
+            | HierarchyError::MixedPreemptionPolicy { .. } => REASON_SCHEDULER_ERROR,
             _ => REASON_INVALID,
         }
     }
@@ -147,6 +171,59 @@ pub(crate) fn climb(snap: &Snapshot, id: u32) -> Climb {
     }
 }
 
+/// KEP-6012's Beta check of one group against its Workload's template.
+fn check_template(snap: &Snapshot, id: u32) -> Result<(), HierarchyError> {
+    let g = snap.group(id);
+    let (Some(workload), Some(template)) = (g.workload.as_ref(), g.template.as_ref()) else {
+        return Ok(());
+    };
+    let Some(shape) = snap.workload_template(&g.key.namespace, workload, template) else {
+        return Ok(()); // The Workload is not observed (yet): nothing to compare with.
+    };
+    let mismatch = |detail: String| HierarchyError::TemplateMismatch {
+        group: group_label(snap, id),
+        workload: workload.clone(),
+        detail,
+    };
+    let Some(shape) = shape else {
+        return Err(mismatch(format!("it has no template {template:?}")));
+    };
+    let composite = g.key.kind == GroupKind::CompositePodGroup;
+    if shape.composite != composite {
+        let want = if shape.composite {
+            "compositePodGroupTemplate"
+        } else {
+            "podGroupTemplate"
+        };
+        return Err(mismatch(format!("template {template:?} is a {want}")));
+    }
+    let gang = matches!(g.policy, Policy::Gang { .. });
+    if shape.gang != gang {
+        let want = if shape.gang { "gang" } else { "basic" };
+        return Err(mismatch(format!(
+            "template {template:?} has the {want} scheduling policy"
+        )));
+    }
+    if shape.all != (g.disruption == DisruptionMode::All) {
+        let want = if shape.all { "all" } else { "single" };
+        return Err(mismatch(format!("template {template:?} has disruption mode `{want}`")));
+    }
+    let parent_template = snap.parent(id).and_then(|p| snap.group(p).template.clone());
+    if g.parent_name.is_some() && parent_template.is_some() && shape.parent != parent_template {
+        return Err(mismatch(format!(
+            "template {template:?} is not a child of template {:?}",
+            parent_template.unwrap_or_default()
+        )));
+    }
+    if g.parent_name.is_none() && shape.parent.is_some() {
+        return Err(mismatch(format!(
+            "template {template:?} is nested under {:?} but the group has no parent",
+            shape.parent.clone().unwrap_or_default()
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a whole tree from its root (see the module docs).
 pub(crate) fn validate_tree(snap: &Snapshot, root: u32) -> Result<(), HierarchyError> {
     let mut workload: Option<String> = None;
@@ -188,6 +265,7 @@ pub(crate) fn validate_tree(snap: &Snapshot, root: u32) -> Result<(), HierarchyE
         if g.disruption == DisruptionMode::All && g.policy == Policy::Basic {
             return Err(HierarchyError::AllWithBasic(group_label(snap, id)));
         }
+        check_template(snap, id)?;
         match g.key.kind {
             GroupKind::PodGroup => {
                 for &pid in snap.members(id) {
@@ -196,6 +274,12 @@ pub(crate) fn validate_tree(snap: &Snapshot, root: u32) -> Result<(), HierarchyE
                         return Err(HierarchyError::MixedPodPriority {
                             group: g.priority,
                             pod: p.priority,
+                        });
+                    }
+                    if p.explicit_preemption_policy && p.preemption_policy != g.preemption_policy {
+                        return Err(HierarchyError::MixedPreemptionPolicy {
+                            group: g.preemption_policy.as_str(),
+                            pod: p.preemption_policy.as_str(),
                         });
                     }
                     match scheduler.as_ref() {

@@ -157,6 +157,14 @@ impl PreemptionPolicy {
             _ => PreemptionPolicy::PreemptLowerPriority,
         }
     }
+
+    /// The API value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreemptionPolicy::PreemptLowerPriority => "PreemptLowerPriority",
+            PreemptionPolicy::Never => "Never",
+        }
+    }
 }
 
 /// Where a pod stands in the snapshot.

@@ -25,8 +25,13 @@
 //!   room. So each domain also tries the shortest prefix of candidates, least important first, whose
 //!   removal makes the hierarchy feasible (a binary search), reprieves among them the same way, and
 //!   keeps whichever of the two evicts less.
-//! - **Choice**: the domain with the least disruption wins: fewest victim pods, then the lowest highest
-//!   victim priority, then the lowest priority sum, then domain order.
+//! - **PodDisruptionBudgets**: reprieval first tries the victims whose eviction would violate a budget
+//!   (budgets used up in importance order, as upstream's `filterPodsWithPDBViolation`), then the others.
+//!   A victim is put back only if it fits its node again, resources and dynamic constraints (ports,
+//!   anti-affinity) included.
+//! - **Choice**, upstream's `pickOneNodeForPreemption` order: the domain whose victims violate the fewest
+//!   budgets, then the lowest highest victim priority, then the smallest priority sum, then the fewest
+//!   victims, then domain order.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -116,7 +121,9 @@ struct Unit {
     pods: Vec<u32>,
 }
 
-type Cost = (usize, i32, i64);
+/// Upstream's candidate order: fewest PodDisruptionBudget violations, then the lowest highest victim
+/// priority, then the smallest priority sum, then the fewest victims.
+type Cost = (usize, i32, i64, usize);
 
 struct Found {
     cost: Cost,
@@ -437,8 +444,15 @@ fn attempt(
             _ => None,
         })
         .collect();
+    // Most important first; the units whose eviction would violate a budget are tried first.
+    let order: Vec<usize> = removed.iter().rev().copied().collect();
+    let pods_in_order: Vec<u32> = order.iter().flat_map(|u| units[*u].pods.iter().copied()).collect();
+    let violating = cycle.snap.pdb_violating(&pods_in_order);
+    let (first, second): (Vec<usize>, Vec<usize>) = order
+        .iter()
+        .partition(|u| units[**u].pods.iter().any(|p| violating.contains(p)));
     let mut victims = Vec::new();
-    for &u in removed.iter().rev() {
+    for u in first.into_iter().chain(second) {
         let unit_mark = cycle.journal.mark();
         let mut ok = true;
         for &p in &units[u].pods {
@@ -446,7 +460,9 @@ fn attempt(
                 continue;
             };
             let node = cycle.snap.node(n);
-            if fits(&cycle.snap.pod(p).requests, &node.allocatable, &node.requested) {
+            let fits_back = fits(&cycle.snap.pod(p).requests, &node.allocatable, &node.requested)
+                && (!cycle.snap.needs_dynamic(p) || cycle.snap.prepare_dynamic(p).check(cycle.snap, n).is_ok());
+            if fits_back {
                 cycle.journal.restore_id(cycle.snap, p, n);
             } else {
                 ok = false;
@@ -458,7 +474,10 @@ fn attempt(
             victims.push(u);
         }
     }
-    let count: usize = victims.iter().map(|u| units[*u].pods.len()).sum();
+    victims.sort_by(|a, b| importance(&units[*b], &units[*a]));
+    let victim_pods: Vec<u32> = victims.iter().flat_map(|u| units[*u].pods.iter().copied()).collect();
+    let pdb_violations = cycle.snap.pdb_violating(&victim_pods).len();
+    let count: usize = victim_pods.len();
     let max_prio = victims.iter().map(|u| units[*u].priority).max().unwrap_or(i32::MIN);
     let sum: i64 = victims
         .iter()
@@ -466,7 +485,7 @@ fn attempt(
         .sum();
     cycle.journal.revert_to(cycle.snap, mark);
     Some(Found {
-        cost: (count, max_prio, sum),
+        cost: (pdb_violations, max_prio, sum, count),
         victims,
         assignments,
     })

@@ -22,6 +22,7 @@ pub(crate) struct GroupInfo {
     pub priority: i32,
     pub preemption_policy: PreemptionPolicy,
     pub workload: Option<String>,
+    pub template: Option<String>,
     pub created: i64,
 }
 
@@ -75,6 +76,7 @@ impl Snapshot {
                 None => class_policy,
             },
             workload: g.workload_name().map(str::to_string),
+            template: g.template_name().map(str::to_string),
             created: timestamp(meta),
         };
         let previous = self.groups.id(&info.key);

@@ -31,6 +31,7 @@ mod pods;
 mod priority;
 mod simulation;
 mod volumes;
+mod workloads;
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -113,6 +114,10 @@ pub struct Snapshot {
     pub(crate) affinity_pods: BTreeSet<u32>,
     /// The cluster's default topology spread constraints (`None`: upstream's system defaults).
     pub(crate) default_spread: Option<Vec<crate::core::filters::pod_topology_spread::DefaultConstraint>>,
+    /// (namespace, Workload) -> its templates by name.
+    pub(crate) workloads: HashMap<(String, String), HashMap<String, workloads::TemplateShape>>,
+    /// Namespace -> PodDisruptionBudgets: (selector, disruptions allowed).
+    pub(crate) pdbs: HashMap<String, Vec<(String, crate::core::filters::pod_selector::PodSelector, i64)>>,
 }
 
 impl Snapshot {

@@ -152,6 +152,63 @@ impl Snapshot {
         crate::core::filters::volumes::prebind(&self.storage, &p.key.namespace, &d.claims, &self.node(nid).view())
     }
 
+    /// Adds or updates a PodDisruptionBudget (its selector and `status.disruptionsAllowed`), which
+    /// preemption ranks candidates by and reprieves for.
+    pub fn upsert_pod_disruption_budget(&mut self, pdb: &k8s_openapi::api::policy::v1::PodDisruptionBudget) {
+        let ns = pdb.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let name = pdb.metadata.name.clone().unwrap_or_default();
+        let selector = crate::core::filters::pod_selector::PodSelector::parse(
+            pdb.spec.as_ref().and_then(|s| s.selector.as_ref()),
+            "spec.selector",
+        )
+        .unwrap_or_default();
+        let allowed = pdb
+            .status
+            .as_ref()
+            .and_then(|s| s.disruptions_allowed)
+            .map_or(0, i64::from);
+        let list = self.pdbs.entry(ns).or_default();
+        list.retain(|(n, _, _)| *n != name);
+        list.push((name, selector, allowed));
+    }
+
+    /// Removes a PodDisruptionBudget.
+    pub fn remove_pod_disruption_budget(&mut self, namespace: &str, name: &str) {
+        if let Some(list) = self.pdbs.get_mut(namespace) {
+            list.retain(|(n, _, _)| n != name);
+        }
+    }
+
+    /// Of `pods` (evicted in this order), those whose eviction would violate a PodDisruptionBudget:
+    /// each budget's allowed disruptions are used up in order (upstream's `filterPodsWithPDBViolation`).
+    pub(crate) fn pdb_violating(&self, pods: &[u32]) -> std::collections::HashSet<u32> {
+        let mut allowed: HashMap<(String, String), i64> = HashMap::new();
+        let mut out = std::collections::HashSet::new();
+        for &pid in pods {
+            let p = self.pod(pid);
+            let Some(list) = self.pdbs.get(&p.key.namespace) else {
+                continue;
+            };
+            let mut violated = false;
+            for (name, selector, budget) in list {
+                if !selector.matches(&p.labels) {
+                    continue;
+                }
+                let left = allowed
+                    .entry((p.key.namespace.clone(), name.clone()))
+                    .or_insert(*budget);
+                *left -= 1;
+                if *left < 0 {
+                    violated = true;
+                }
+            }
+            if violated {
+                out.insert(pid);
+            }
+        }
+        out
+    }
+
     /// Adds or updates a namespace (its labels, for affinity terms' `namespaceSelector`).
     pub fn upsert_namespace(&mut self, ns: &Namespace) {
         let name = ns.metadata.name.clone().unwrap_or_default();
