@@ -60,6 +60,7 @@ mod logs;
 mod meta;
 mod patch;
 mod protobuf;
+mod recorder;
 mod request;
 mod resource;
 mod selectors;

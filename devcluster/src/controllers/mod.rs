@@ -4,8 +4,8 @@
 //! content, then the namespace), CRD cleanup ([`crd_cleanup`]), the PodGroup protection controller
 //! ([`podgroup_protection`]: the `scheduling.k8s.io/podgroup-protection` finalizer, so groups go away leaves
 //! first), event expiry ([`events`]), the apps/v1 workload controllers ([`apps`]: Deployments,
-//! ReplicaSets, StatefulSets, DaemonSets), the CronJob controller ([`cronjob`]) and the resource quota
-//! controller ([`quota`]).
+//! ReplicaSets, StatefulSets, DaemonSets), the CronJob controller ([`cronjob`]), the resource quota
+//! controller ([`quota`]) and the disruption controller ([`disruption`]: PodDisruptionBudget status).
 //!
 //! Work arrives through [`State::enqueue`](crate::api::State::enqueue); [`process`] handles queued items
 //! synchronously, and [`sweep`] does the periodic checks.
@@ -13,6 +13,7 @@
 mod apps;
 mod crd_cleanup;
 mod cronjob;
+pub(crate) mod disruption;
 mod events;
 mod gc;
 mod namespace;
@@ -75,7 +76,7 @@ fn process(state: &mut State, budget: usize) -> usize {
 }
 
 /// Periodic checks: PodGroup protection, event expiry, and the workload controllers (apps, CronJobs,
-/// quotas), which read the whole cluster on every pass.
+/// quotas, disruption budgets), which read the whole cluster on every pass.
 fn sweep(state: &mut State, event_ttl: Duration) {
     let now = jiff::Timestamp::now();
     podgroup_protection::sweep(state);
@@ -83,6 +84,7 @@ fn sweep(state: &mut State, event_ttl: Duration) {
     apps::sync(state, now);
     cronjob::sync(state, now);
     quota::sync(state);
+    disruption::sync(state, now);
 }
 
 /// Removes one finalizer (completing the deletion when it was the last one).

@@ -15,8 +15,9 @@ mod lease;
 pub(crate) mod namespace;
 pub(crate) mod node;
 pub(crate) mod pod;
+mod poddisruptionbudget;
 mod podgroup;
-mod print;
+pub(crate) mod print;
 mod priorityclass;
 mod rbac;
 mod resourcequota;
@@ -24,6 +25,7 @@ mod review;
 mod secret;
 mod service;
 mod serviceaccount;
+pub(crate) mod validate;
 mod workload;
 
 use crate::resource::ResourceInfo;
@@ -48,6 +50,7 @@ pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
         lease::resource(),
         job::resource(),
         cronjob::resource(),
+        poddisruptionbudget::resource(),
         priorityclass::resource(),
         workload::resource(),
         podgroup::resource(),

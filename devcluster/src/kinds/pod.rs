@@ -255,6 +255,11 @@ impl Strategy for PodStrategy {
     }
 }
 
+/// `podutil.IsPodReady`: the pod's `Ready` condition is `True`.
+pub(crate) fn is_ready(pod: &Value) -> bool {
+    super::print::condition_status(pod, "Ready") == Some("True")
+}
+
 /// A pod's effective grace period: 0 for unbound or terminal pods, else the request's or the pod's.
 fn pod_grace_period(pod: &Value, requested: Option<i64>) -> i64 {
     let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
