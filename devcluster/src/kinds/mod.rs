@@ -25,6 +25,7 @@ mod review;
 mod secret;
 mod service;
 mod serviceaccount;
+pub(crate) mod storage;
 pub(crate) mod validate;
 mod workload;
 
@@ -42,6 +43,8 @@ pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
         serviceaccount::resource(),
         service::resource(),
         resourcequota::resource(),
+        storage::persistentvolume::resource(),
+        storage::persistentvolumeclaim::resource(),
         apps::deployment::resource(),
         apps::replicaset::resource(),
         apps::statefulset::resource(),
@@ -55,6 +58,9 @@ pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
         workload::resource(),
         podgroup::resource(),
         compositepodgroup::resource(),
+        storage::storageclass::resource(),
+        storage::csidriver::resource(),
+        storage::csinode::resource(),
         customresourcedefinition::resource(),
     ];
     all.extend(rbac::resources());
