@@ -88,6 +88,7 @@ pub const KUBE_VERSION: &str = "v1.37.0";
 pub const KUBE_MINOR: &str = "37";
 pub use faults::{FaultConfig, FaultRule, Faults, Verb};
 pub use server::ServerSettings;
+pub use sim::csi::{CsiConfig, DEFAULT_STORAGE_CLASS, SIM_DISK_DRIVER};
 pub use sim::kubelet::{KubeletConfig, SIM_SHUTDOWN_DURATION};
 pub use sim::topology::{Capacity, NodePool, NodePoolArgs, NodeSpec, Taint, Topology};
 
@@ -110,6 +111,8 @@ pub struct DevClusterConfig {
     pub topology: Topology,
     /// The simulated kubelet.
     pub kubelet: KubeletConfig,
+    /// The simulated CSI driver ([`SIM_DISK_DRIVER`]).
+    pub csi: CsiConfig,
     /// Fault injection (no rules by default).
     pub faults: FaultConfig,
     /// Watch, event and controller timing.
@@ -136,6 +139,7 @@ impl Default for DevClusterConfig {
             kubeconfig_path: None,
             topology: Topology::default(),
             kubelet: KubeletConfig::default(),
+            csi: CsiConfig::default(),
             faults: FaultConfig::default(),
             server: ServerSettings::default(),
             watch_history: 10_000,
@@ -195,13 +199,15 @@ impl DevCluster {
         })?;
         let server_address = local.to_string();
         let base_url = format!("http://{server_address}");
-        let state = State::new(
+        let mut state = State::new(
             config.watch_history,
             ApiSettings {
                 podgroup_protection: config.podgroup_protection,
                 job_scheduling_validation: config.job_scheduling_validation,
+                sim_disk_attach_limit: config.csi.attach_limit,
             },
         );
+        sim::csi::bootstrap(&mut state);
         let shared = Arc::new(Shared::new(
             state,
             Faults::new(config.faults.clone()),

@@ -29,6 +29,19 @@ pub(crate) const BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-c
 pub(crate) const DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
 /// Its beta form, still honoured.
 pub(crate) const BETA_DEFAULT_CLASS: &str = "storageclass.beta.kubernetes.io/is-default-class";
+/// The node a scheduler chose for a `WaitForFirstConsumer` claim.
+pub(crate) const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+/// Set on a claim once the PV controller finished binding it.
+pub(crate) const BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
+/// Set on a claim or volume whose binding the PV controller made (not the user).
+pub(crate) const BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
+/// The provisioner of a dynamically provisioned volume.
+pub(crate) const PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
+/// The provisioner the PV controller hands a claim to.
+pub(crate) const STORAGE_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
+/// Its beta form, still written by the PV controller.
+pub(crate) const BETA_STORAGE_PROVISIONER: &str = "volume.beta.kubernetes.io/storage-provisioner";
+
 /// `GetPersistentVolumeClaimClass`: the beta annotation, else `spec.storageClassName`, else `""`.
 pub(crate) fn claim_class(pvc: &Value) -> String {
     if let Some(c) = meta::annotation(pvc, BETA_STORAGE_CLASS) {
