@@ -29,7 +29,7 @@
 //!
 //! | module | role |
 //! | --- | --- |
-//! | `kinds/` | one file per built-in kind: its resource and `Strategy` (decoding, defaults, admission, validation, deletion, hooks, columns) |
+//! | `kinds/` | one file per built-in kind: its resource and `Strategy` (decoding, defaults, admission, validation, deletion, hooks, columns); `apps/` and `storage/` group related kinds, `validate` holds shared validation |
 //! | `resource/` | `ResourceInfo`, the `Strategy` trait, the registry of served resources |
 //! | `store` | JSON objects per resource, resourceVersions, owner and label indexes, watch history |
 //! | `api/` | get / list / create / update / patch / delete / deletecollection and subresources, generic over kinds |
@@ -38,9 +38,10 @@
 //! | `patch/` | merge, JSON and strategic merge patches; server-side apply |
 //! | `http/` | routing, content negotiation, watch streams, discovery, Tables, OpenAPI |
 //! | `protobuf/` | the Kubernetes protobuf wire format, driven by the v1.37 schema of every built-in kind |
-//! | `controllers/` | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry, the apps/v1 workload controllers, CronJobs, resource quotas |
+//! | `controllers/` | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry, the apps/v1 workload controllers, CronJobs, resource quotas, PodDisruptionBudgets (`disruption`), the PV controller and PVC / PV protection (`volume`) |
+//! | `recorder` | events written by the controllers and the kubelet, aggregated like client-go's recorder |
 //! | `cron`, `logs` | cron schedules; the simulated containers' logs (`pods/log`) |
-//! | `sim/` | the simulated kubelet and nodes |
+//! | `sim/` | the simulated kubelet, nodes and CSI driver ([`SIM_DISK_DRIVER`]: CSINodes, provisioning, expansion, deletion) |
 //! | `faults` | fault injection |
 //!
 //! See the crate README for what is emulated and what is not.
