@@ -210,6 +210,36 @@ pub(crate) fn evict(
     if opts.dry_run {
         return state.delete(res, namespace, name, &opts).map(|_| ());
     }
+    // The preconditions are checked before the pod is marked (upstream's `addConditionAndDeletePod`; a
+    // budget already spent stays spent, as upstream's does).
+    if let Some(uid) = opts.precondition_uid.as_deref()
+        && !uid.is_empty()
+        && uid != meta::uid(&pod)
+    {
+        return Err(ApiError::conflict(
+            "",
+            "Pod",
+            name,
+            &format!(
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                meta::uid(&pod)
+            ),
+        ));
+    }
+    if let Some(rv) = opts.precondition_rv.as_deref()
+        && !rv.is_empty()
+        && rv != meta::resource_version(&pod)
+    {
+        return Err(ApiError::conflict(
+            "",
+            "Pod",
+            name,
+            &format!(
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                meta::resource_version(&pod)
+            ),
+        ));
+    }
     if !meta::is_deleting(&pod) {
         let mut new = (*pod).clone();
         set_condition(
@@ -514,6 +544,18 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(mismatch.message(), "name in URL does not match name in Eviction object");
+        pod(&mut state, "other", "Pending", false);
+        let stale = json!({"metadata": {"name": "other"}, "deleteOptions": {"preconditions": {"uid": "not-it"}}});
+        let conflict = evict(&mut state, &res, "default", "other", &stale, false).unwrap_err();
+        assert_eq!(conflict.code(), 409);
+        assert!(
+            conflict
+                .message()
+                .starts_with("Operation cannot be fulfilled on Pod \"other\": the UID in the precondition (not-it)"),
+            "{}",
+            conflict.message()
+        );
+        assert!(!deleting(&state, "other"));
     }
 
     #[test]
