@@ -328,6 +328,21 @@ impl ApiError {
         ApiError::new(429, "TooManyRequests", message, Some(details))
     }
 
+    /// 429 TooManyRequests with one cause (`reason`, `message`) and a retry hint in seconds (none when 0),
+    /// as `errors.NewTooManyRequests` plus a cause builds it (a refused eviction).
+    pub fn too_many_requests_because(message: &str, retry_after_seconds: i32, reason: &str, cause: String) -> Self {
+        let details = StatusDetails {
+            causes: Some(vec![StatusCause {
+                field: None,
+                message: Some(cause),
+                reason: Some(reason.to_string()),
+            }]),
+            retry_after_seconds: (retry_after_seconds > 0).then_some(retry_after_seconds),
+            ..Default::default()
+        };
+        ApiError::new(429, "TooManyRequests", message, Some(details))
+    }
+
     /// 504 Timeout.
     pub fn timeout(message: impl Into<String>) -> Self {
         ApiError::new(504, "Timeout", message, None)

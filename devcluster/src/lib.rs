@@ -29,7 +29,7 @@
 //!
 //! | module | role |
 //! | --- | --- |
-//! | `kinds/` | one file per built-in kind: its resource and `Strategy` (decoding, defaults, admission, validation, deletion, hooks, columns) |
+//! | `kinds/` | one file per built-in kind: its resource and `Strategy` (decoding, defaults, admission, validation, deletion, hooks, columns); `apps/` and `storage/` group related kinds, `validate` holds shared validation |
 //! | `resource/` | `ResourceInfo`, the `Strategy` trait, the registry of served resources |
 //! | `store` | JSON objects per resource, resourceVersions, owner and label indexes, watch history |
 //! | `api/` | get / list / create / update / patch / delete / deletecollection and subresources, generic over kinds |
@@ -38,9 +38,10 @@
 //! | `patch/` | merge, JSON and strategic merge patches; server-side apply |
 //! | `http/` | routing, content negotiation, watch streams, discovery, Tables, OpenAPI |
 //! | `protobuf/` | the Kubernetes protobuf wire format, driven by the v1.37 schema of every built-in kind |
-//! | `controllers/` | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry, the apps/v1 workload controllers, CronJobs, resource quotas |
+//! | `controllers/` | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry, the apps/v1 workload controllers, CronJobs, resource quotas, PodDisruptionBudgets (`disruption`), the PV controller and PVC / PV protection (`volume`) |
+//! | `recorder` | events written by the controllers and the kubelet, aggregated like client-go's recorder |
 //! | `cron`, `logs` | cron schedules; the simulated containers' logs (`pods/log`) |
-//! | `sim/` | the simulated kubelet and nodes |
+//! | `sim/` | the simulated kubelet, nodes and CSI driver ([`SIM_DISK_DRIVER`]: CSINodes, provisioning, expansion, deletion) |
 //! | `faults` | fault injection |
 //!
 //! See the crate README for what is emulated and what is not.
@@ -60,6 +61,7 @@ mod logs;
 mod meta;
 mod patch;
 mod protobuf;
+mod recorder;
 mod request;
 mod resource;
 mod selectors;
@@ -87,6 +89,7 @@ pub const KUBE_VERSION: &str = "v1.37.0";
 pub const KUBE_MINOR: &str = "37";
 pub use faults::{FaultConfig, FaultRule, Faults, Verb};
 pub use server::ServerSettings;
+pub use sim::csi::{CsiConfig, DEFAULT_STORAGE_CLASS, SIM_DISK_DRIVER};
 pub use sim::kubelet::{KubeletConfig, SIM_SHUTDOWN_DURATION};
 pub use sim::topology::{Capacity, NodePool, NodePoolArgs, NodeSpec, Taint, Topology};
 
@@ -109,6 +112,8 @@ pub struct DevClusterConfig {
     pub topology: Topology,
     /// The simulated kubelet.
     pub kubelet: KubeletConfig,
+    /// The simulated CSI driver ([`SIM_DISK_DRIVER`]).
+    pub csi: CsiConfig,
     /// Fault injection (no rules by default).
     pub faults: FaultConfig,
     /// Watch, event and controller timing.
@@ -135,6 +140,7 @@ impl Default for DevClusterConfig {
             kubeconfig_path: None,
             topology: Topology::default(),
             kubelet: KubeletConfig::default(),
+            csi: CsiConfig::default(),
             faults: FaultConfig::default(),
             server: ServerSettings::default(),
             watch_history: 10_000,
@@ -194,13 +200,15 @@ impl DevCluster {
         })?;
         let server_address = local.to_string();
         let base_url = format!("http://{server_address}");
-        let state = State::new(
+        let mut state = State::new(
             config.watch_history,
             ApiSettings {
                 podgroup_protection: config.podgroup_protection,
                 job_scheduling_validation: config.job_scheduling_validation,
+                sim_disk_attach_limit: config.csi.attach_limit,
             },
         );
+        sim::csi::bootstrap(&mut state);
         let shared = Arc::new(Shared::new(
             state,
             Faults::new(config.faults.clone()),

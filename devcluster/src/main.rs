@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use kwas_devcluster::{DevCluster, DevClusterConfig, FaultConfig, KubeletConfig, NodePoolArgs, Topology};
+use kwas_devcluster::{CsiConfig, DevCluster, DevClusterConfig, FaultConfig, KubeletConfig, NodePoolArgs, Topology};
 
 /// An embedded Kubernetes API server with simulated nodes and kubelet.
 #[derive(Debug, Parser)]
@@ -39,6 +39,9 @@ struct Args {
     /// Events expire after this long (a Go duration).
     #[arg(long, default_value = "1h")]
     event_ttl: String,
+    /// How many volumes of the simulated CSI driver each node can use (its CSINode's allocatable count).
+    #[arg(long, default_value_t = 16)]
+    csi_attach_limit: u32,
 }
 
 fn duration(s: &str, what: &str) -> anyhow::Result<Duration> {
@@ -77,6 +80,9 @@ async fn main() -> anyhow::Result<()> {
             ..Default::default()
         },
         faults,
+        csi: CsiConfig {
+            attach_limit: args.csi_attach_limit,
+        },
         allow_remote_clients: args.insecure_allow_remote_clients,
         ..Default::default()
     };

@@ -1,5 +1,6 @@
 //! Label selectors (`app=web,tier in (a,b),!canary`) and field selectors (`spec.nodeName=n1,status.phase!=Failed`)
-//! with the grammar and semantics of `k8s.io/apimachinery/pkg/labels` and `.../fields`.
+//! with the grammar and semantics of `k8s.io/apimachinery/pkg/labels` and `.../fields`, and node selectors
+//! (`core/v1 NodeSelector`: a volume's node affinity) with `component-helpers/scheduling/corev1/nodeaffinity`'s.
 
 use serde_json::Value;
 
@@ -339,6 +340,67 @@ fn unescape(s: &str) -> String {
     out
 }
 
+/// Whether a node satisfies a `NodeSelector` (`nodeSelectorTerms`, as in a PersistentVolume's
+/// `nodeAffinity.required`): any term matches when all its `matchExpressions` hold on the node's labels and
+/// all its `matchFields` on its name; an empty term matches nothing.
+pub fn node_selector_matches(selector: &Value, node: &Value) -> bool {
+    let empty = serde_json::Map::new();
+    let labels = meta::metadata(node)
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let holds = |r: &Value, value: Option<&str>| -> bool {
+        let values = meta::string_list(r.get("values"));
+        let int = |s: &str| s.parse::<i64>().ok();
+        match r.get("operator").and_then(Value::as_str).unwrap_or("") {
+            "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
+            "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            "Gt" | "Lt" => {
+                let (Some(have), Some(want)) = (value.and_then(int), values.first().and_then(|v| int(v))) else {
+                    return false;
+                };
+                if r.get("operator").and_then(Value::as_str) == Some("Gt") {
+                    have > want
+                } else {
+                    have < want
+                }
+            }
+            _ => false,
+        }
+    };
+    selector
+        .get("nodeSelectorTerms")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|term| {
+            let exprs: Vec<&Value> = term
+                .get("matchExpressions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .collect();
+            let fields: Vec<&Value> = term
+                .get("matchFields")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .collect();
+            if exprs.is_empty() && fields.is_empty() {
+                return false;
+            }
+            exprs.iter().all(|r| {
+                let key = r.get("key").and_then(Value::as_str).unwrap_or("");
+                holds(r, labels.get(key).and_then(Value::as_str))
+            }) && fields.iter().all(|r| {
+                let key = r.get("key").and_then(Value::as_str).unwrap_or("");
+                key == "metadata.name" && holds(r, Some(meta::name(node)))
+            })
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,5 +457,39 @@ mod tests {
         assert_eq!(FieldSelector::parse("metadata.name=a\\,b").unwrap().0[0].value, "a,b");
         assert_eq!(FieldSelector::parse("metadata.name=é!x").unwrap().0[0].value, "é!x");
         assert!(FieldSelector::parse("é").is_err());
+    }
+
+    #[test]
+    fn node_selectors_match_like_node_affinity() {
+        let node = json!({"metadata": {"name": "n1", "labels": {"zone": "a", "gpus": "8"}}});
+        let sel = |terms: Value| json!({"nodeSelectorTerms": terms});
+        assert!(node_selector_matches(
+            &sel(json!([{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}])),
+            &node
+        ));
+        assert!(!node_selector_matches(
+            &sel(json!([{"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}])),
+            &node
+        ));
+        assert!(node_selector_matches(
+            &sel(json!([{}, {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}])),
+            &node
+        ));
+        assert!(
+            !node_selector_matches(&sel(json!([{}])), &node),
+            "an empty term matches nothing"
+        );
+        assert!(node_selector_matches(
+            &sel(
+                json!([{"matchExpressions": [{"key": "gpus", "operator": "Gt", "values": ["4"]},
+            {"key": "rack", "operator": "DoesNotExist"}]}])
+            ),
+            &node
+        ));
+        assert!(!node_selector_matches(
+            &sel(json!([{"matchExpressions": [{"key": "gpus", "operator": "Lt", "values": ["x"]}]}])),
+            &node
+        ));
+        assert!(!node_selector_matches(&json!({}), &node));
     }
 }

@@ -563,3 +563,273 @@ async fn a_protobuf_watch_streams_length_prefixed_frames() {
     assert!(body.starts_with(b"k8s\0") && body.windows(8).any(|w| w == b"NotFound"));
     c.shutdown().await;
 }
+
+const STORAGE: &str = "apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: sim-disk.kwas.dev
+volumeBindingMode: Immediate
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: manual-pv}
+spec:
+  capacity: {storage: 5Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: manual
+  hostPath: {path: /data/manual}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: wait}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 2Gi}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: now}
+spec:
+  storageClassName: fast
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: static}
+spec:
+  storageClassName: manual
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 3Gi}}
+";
+
+/// The first line of a table, its columns separated by single spaces.
+fn header(table: &str) -> String {
+    table
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The cells of the table row whose first cell is `name`.
+fn row(table: &str, name: &str) -> Vec<String> {
+    table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no row {name} in\n{table}"))
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_classes_volumes_and_claims_bind_and_provision() {
+    let c = common::cluster().await;
+    let sc = kubectl(&c, &["get", "sc"]);
+    assert_eq!(
+        header(&sc),
+        "NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE"
+    );
+    assert!(
+        sc.lines().any(|l| l.starts_with("standard (default)")
+            && l.contains("sim-disk.kwas.dev")
+            && l.contains("WaitForFirstConsumer")),
+        "{sc}"
+    );
+    kubectl_ok(&c, &["apply", "-f", "-"], Some(STORAGE));
+    // The Immediate class provisions at once; the static volume binds its claim; the default class waits.
+    until(&c, &["pvc", "now"], "the immediate claim bound", |p| {
+        p["status"]["phase"] == "Bound"
+    })
+    .await;
+    let static_claim = until(&c, &["pvc", "static"], "the static claim bound", |p| {
+        p["status"]["phase"] == "Bound"
+    })
+    .await;
+    assert_eq!(static_claim["spec"]["volumeName"], "manual-pv");
+    assert_eq!(static_claim["status"]["capacity"]["storage"], "5Gi");
+    let pvc = kubectl(&c, &["get", "pvc"]);
+    assert_eq!(
+        header(&pvc),
+        "NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE"
+    );
+    assert_eq!(
+        row(&pvc, "static")[..7],
+        ["static", "Bound", "manual-pv", "5Gi", "RWO", "manual", "<unset>"]
+    );
+    assert_eq!(row(&pvc, "wait")[..4], ["wait", "Pending", "standard", "<unset>"]);
+    let events = kubectl(&c, &["get", "events", "--field-selector", "involvedObject.name=wait"]);
+    assert!(
+        events.contains("WaitForFirstConsumer")
+            && events.contains("waiting for first consumer to be created before binding"),
+        "{events}"
+    );
+    // A scheduler picks a node: the claim is provisioned there and bound.
+    kubectl(
+        &c,
+        &[
+            "annotate",
+            "pvc",
+            "wait",
+            "volume.kubernetes.io/selected-node=node-b0-r1-n0",
+        ],
+    );
+    let wait = until(&c, &["pvc", "wait"], "the delayed claim bound", |p| {
+        p["status"]["phase"] == "Bound"
+    })
+    .await;
+    let volume = wait["spec"]["volumeName"].as_str().unwrap().to_string();
+    assert_eq!(volume, format!("pvc-{}", wait["metadata"]["uid"].as_str().unwrap()));
+    assert_eq!(
+        wait["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"],
+        "yes"
+    );
+    assert_eq!(
+        wait["metadata"]["annotations"]["pv.kubernetes.io/bound-by-controller"],
+        "yes"
+    );
+    let pv = get(&c, &["pv", &volume]);
+    assert_eq!(
+        pv["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"],
+        "sim-disk.kwas.dev"
+    );
+    assert_eq!(pv["spec"]["csi"]["driver"], "sim-disk.kwas.dev");
+    assert_eq!(
+        pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0],
+        json(r#"{"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-b0-r1-n0"]}"#)
+    );
+    assert_eq!(pv["metadata"]["labels"]["topology.kubernetes.io/zone"], "zone-0");
+    let pvs = kubectl(&c, &["get", "pv"]);
+    assert_eq!(
+        header(&pvs),
+        "NAME CAPACITY ACCESS MODES RECLAIM POLICY STATUS CLAIM STORAGECLASS VOLUMEATTRIBUTESCLASS REASON AGE"
+    );
+    assert_eq!(
+        row(&pvs, &volume)[..7],
+        [
+            volume.as_str(),
+            "2Gi",
+            "RWO",
+            "Delete",
+            "Bound",
+            "default/wait",
+            "standard"
+        ]
+    );
+    assert_eq!(
+        row(&pvs, "manual-pv")[..6],
+        ["manual-pv", "5Gi", "RWO", "Retain", "Bound", "default/static"]
+    );
+    let events = kubectl(&c, &["get", "events", "--field-selector", "involvedObject.name=wait"]);
+    assert!(events.contains("ProvisioningSucceeded"), "{events}");
+    // Everything at once, as `kubectl get` prints several kinds.
+    let all = kubectl(&c, &["get", "sc,pv,pvc,pdb,csidrivers,csinodes"]);
+    for want in [
+        "storageclass.storage.k8s.io/standard",
+        "persistentvolume/manual-pv",
+        "persistentvolumeclaim/wait",
+        "csidriver.storage.k8s.io/sim-disk.kwas.dev",
+        "csinode.storage.k8s.io/node-b0-r0-n0",
+    ] {
+        assert!(all.contains(want), "{want} missing from\n{all}");
+    }
+    // Validation answers with field paths; a Retain volume outlives its claim as Released.
+    let bad = kubectl_in(
+        &c,
+        &["apply", "-f", "-"],
+        Some(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: bad}\nspec: {resources: {requests: {storage: 1Gi}}}\n",
+        ),
+    );
+    assert!(
+        !bad.ok
+            && bad
+                .stderr
+                .contains("spec.accessModes: Required value: at least 1 access mode is required"),
+        "{}",
+        bad.stderr
+    );
+    kubectl(&c, &["delete", "pvc", "static", "now"]);
+    until(&c, &["pv", "manual-pv"], "the static volume released", |p| {
+        p["status"]["phase"] == "Released"
+    })
+    .await;
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disruption_budgets_hold_drain_until_they_allow_it() {
+    let c = common::cluster().await;
+    // `create pdb` sends protobuf, like every create generator.
+    assert_eq!(
+        kubectl(&c, &["create", "pdb", "web", "--selector=app=web", "--min-available=2"]).trim(),
+        "poddisruptionbudget.policy/web created"
+    );
+    kubectl_ok(&c, &["apply", "-f", "-"], Some(WEB));
+    kubectl(&c, &["rollout", "status", "deployment/web", "--timeout=30s"]);
+    let pdb = until(&c, &["pdb", "web"], "the budget counting the pods", |b| {
+        b["status"]["currentHealthy"] == 2 && b["status"]["observedGeneration"] == 1
+    })
+    .await;
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
+    assert_eq!(pdb["status"]["expectedPods"], 2);
+    assert_eq!(pdb["status"]["conditions"][0]["reason"], "InsufficientPods");
+    let table = kubectl(&c, &["get", "pdb"]);
+    assert_eq!(
+        header(&table),
+        "NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE"
+    );
+    assert_eq!(row(&table, "web")[..4], ["web", "2", "N/A", "0"]);
+    // drain is refused with 429 and retries until its timeout.
+    let stuck = kubectl_in(&c, &["drain", "node-b0-r0-n0", "--timeout=7s"], None);
+    assert!(!stuck.ok, "{}", stuck.stdout);
+    assert!(
+        stuck
+            .stderr
+            .contains("Cannot evict pod as it would violate the pod's disruption budget.")
+            && stuck.stderr.contains("will retry after 5s"),
+        "{}",
+        stuck.stderr
+    );
+    assert_eq!(
+        get(
+            &c,
+            &[
+                "pods",
+                "-l",
+                "app=web",
+                "--field-selector",
+                "spec.nodeName=node-b0-r0-n0"
+            ]
+        )["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .count(),
+        2
+    );
+    // With room for one disruption, drain evicts one pod, waits for its replacement, then the other.
+    kubectl(
+        &c,
+        &[
+            "patch",
+            "pdb",
+            "web",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"minAvailable":1}}"#,
+        ],
+    );
+    until(&c, &["pdb", "web"], "one disruption allowed", |b| {
+        b["status"]["disruptionsAllowed"] == 1 && b["status"]["observedGeneration"] == 2
+    })
+    .await;
+    let drain = kubectl_in(&c, &["drain", "node-b0-r0-n0", "--timeout=60s"], None);
+    assert!(drain.ok, "{}", drain.stderr);
+    assert!(drain.stdout.contains("node/node-b0-r0-n0 drained"), "{}", drain.stdout);
+    c.shutdown().await;
+}

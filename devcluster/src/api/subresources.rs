@@ -1,5 +1,5 @@
-//! The special subresources: `pods/binding` (what a scheduler calls), `pods/eviction` (without
-//! PodDisruptionBudgets every eviction is allowed) and `namespaces/finalize`.
+//! The special subresources: `pods/binding` (what a scheduler calls), `pods/eviction` (honouring
+//! PodDisruptionBudgets as kube-apiserver does) and `namespaces/finalize`.
 
 use std::sync::Arc;
 
@@ -10,6 +10,8 @@ use crate::error::{ApiError, FieldCause};
 use crate::meta;
 use crate::request::RequestContext;
 use crate::resource::ResourceInfo;
+use crate::selectors::LabelSelector;
+use crate::store::GroupResource;
 
 /// Sets or replaces a condition in `status.conditions` (keeping lastTransitionTime when the status does
 /// not change).
@@ -152,20 +154,92 @@ pub(crate) fn bind(
     Ok(stored)
 }
 
-/// `POST pods/<name>/eviction`: marks the pod with a `DisruptionTarget` condition and deletes it with
-/// the eviction's delete options.
+/// Upstream's answer when a pod is selected by more than one PodDisruptionBudget.
+const MULTIPLE_BUDGETS: &str =
+    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.";
+/// Upstream's answer when a budget allows no disruption.
+const BUDGET_VIOLATION: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
+/// At most this many approved evictions wait in a budget's `disruptedPods` (upstream's
+/// `MaxDisruptedPodSize`).
+const MAX_DISRUPTED_PODS: usize = 2000;
+
+/// `POST pods/<name>/eviction`, as kube-apiserver's `EvictionREST.Create`: the Eviction must name the pod
+/// of the URL; a pod that is `Pending`, `Succeeded`, `Failed` or already being deleted is deleted without
+/// consulting budgets; otherwise the PodDisruptionBudgets of its namespace whose selector matches it
+/// decide: none lets it go, more than one is a 500, and one must allow a disruption. A pod that is not
+/// Ready does not spend the budget when the budget's `unhealthyPodEvictionPolicy` is `AlwaysAllow`, or
+/// (`IfHealthyBudget`, the default) when the budget is met (`currentHealthy >= desiredHealthy > 0`);
+/// otherwise the budget must have `disruptionsAllowed > 0` (else 429 `TooManyRequests` with a
+/// `DisruptionBudget` cause), a status that observed its generation (else 429 too) and fewer than 2,000
+/// unconfirmed evictions; the eviction spends one disruption and records the pod in `disruptedPods`, in the
+/// same request. Then the pod gets the `DisruptionTarget` condition and is deleted with the eviction's
+/// delete options. A dry run (`dryRun=All` on the request or in the delete options) checks everything and
+/// changes nothing.
 pub(crate) fn evict(
     state: &mut State,
     res: &ResourceInfo,
     namespace: &str,
     name: &str,
     body: &Value,
+    dry_run: bool,
 ) -> Result<(), ApiError> {
+    if meta::name(body) != name {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
     let pod = state.get(res, namespace, name)?;
-    let opts = match body.get("deleteOptions") {
+    let mut opts = match body.get("deleteOptions") {
         Some(d) if d.is_object() => DeleteOptions::from_body(d)?,
         _ => DeleteOptions::default(),
     };
+    opts.dry_run |= dry_run;
+    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+    let ignore_budgets = matches!(phase, "Succeeded" | "Failed" | "Pending") || meta::is_deleting(&pod);
+    if !ignore_budgets {
+        let budgets = budgets_of(state, &pod);
+        if budgets.len() > 1 {
+            return Err(ApiError::new(500, "", MULTIPLE_BUDGETS, None));
+        }
+        if let Some(pdb) = budgets.first()
+            && !unhealthy_pod_may_go(pdb, &pod)
+        {
+            spend_budget(state, pdb, name, opts.dry_run)?;
+        }
+    }
+    if opts.dry_run {
+        return state.delete(res, namespace, name, &opts).map(|_| ());
+    }
+    // The preconditions are checked before the pod is marked (upstream's `addConditionAndDeletePod`; a
+    // budget already spent stays spent, as upstream's does).
+    if let Some(uid) = opts.precondition_uid.as_deref()
+        && !uid.is_empty()
+        && uid != meta::uid(&pod)
+    {
+        return Err(ApiError::conflict(
+            "",
+            "Pod",
+            name,
+            &format!(
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                meta::uid(&pod)
+            ),
+        ));
+    }
+    if let Some(rv) = opts.precondition_rv.as_deref()
+        && !rv.is_empty()
+        && rv != meta::resource_version(&pod)
+    {
+        return Err(ApiError::conflict(
+            "",
+            "Pod",
+            name,
+            &format!(
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                meta::resource_version(&pod)
+            ),
+        ));
+    }
     if !meta::is_deleting(&pod) {
         let mut new = (*pod).clone();
         set_condition(
@@ -185,6 +259,115 @@ pub(crate) fn evict(
         )?;
     }
     state.delete(res, namespace, name, &opts)?;
+    Ok(())
+}
+
+/// The PodDisruptionBudgets of the pod's namespace whose selector matches it (`null` matches nothing,
+/// `{}` everything).
+fn budgets_of(state: &State, pod: &Value) -> Vec<Arc<Value>> {
+    state
+        .store
+        .list(
+            &GroupResource::new("policy", "poddisruptionbudgets"),
+            Some(meta::namespace(pod)),
+        )
+        .into_iter()
+        .filter(|pdb| LabelSelector::from_api(pdb.pointer("/spec/selector")).is_some_and(|s| s.matches(pod)))
+        .collect()
+}
+
+fn status_int(pdb: &Value, field: &str) -> i64 {
+    pdb.pointer(&format!("/status/{field}"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// Whether a pod that is not Ready may go without spending the budget.
+fn unhealthy_pod_may_go(pdb: &Value, pod: &Value) -> bool {
+    if crate::kinds::pod::is_ready(pod) {
+        return false;
+    }
+    if pdb.pointer("/spec/unhealthyPodEvictionPolicy").and_then(Value::as_str) == Some("AlwaysAllow") {
+        return true;
+    }
+    let desired = status_int(pdb, "desiredHealthy");
+    status_int(pdb, "currentHealthy") >= desired && desired > 0
+}
+
+/// Upstream's `checkAndDecrement`: refuses when the budget allows no disruption, else spends one and
+/// records the pod in `disruptedPods` (not in a dry run).
+fn spend_budget(state: &mut State, pdb: &Value, pod: &str, dry_run: bool) -> Result<(), ApiError> {
+    let name = meta::name(pdb);
+    let generation = meta::metadata(pdb)
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let observed = status_int(pdb, "observedGeneration");
+    if observed < generation {
+        return Err(ApiError::too_many_requests_because(
+            BUDGET_VIOLATION,
+            10,
+            "DisruptionBudget",
+            format!("The disruption budget {name} is still being processed by the server."),
+        ));
+    }
+    let allowed = status_int(pdb, "disruptionsAllowed");
+    if allowed < 0 {
+        return Err(ApiError::forbidden(
+            "policy",
+            "poddisruptionbudget",
+            name,
+            "pdb disruptions allowed is negative",
+        ));
+    }
+    let disrupted = pdb
+        .pointer("/status/disruptedPods")
+        .and_then(Value::as_object)
+        .map_or(0, |m| m.len());
+    if disrupted > MAX_DISRUPTED_PODS {
+        return Err(ApiError::forbidden(
+            "policy",
+            "poddisruptionbudget",
+            name,
+            "DisruptedPods map too big - too many evictions not confirmed by PDB controller",
+        ));
+    }
+    if allowed == 0 {
+        return Err(ApiError::too_many_requests_because(
+            BUDGET_VIOLATION,
+            0,
+            "DisruptionBudget",
+            format!(
+                "The disruption budget {name} needs {} healthy pods and has {} currently",
+                status_int(pdb, "desiredHealthy"),
+                status_int(pdb, "currentHealthy")
+            ),
+        ));
+    }
+    if dry_run {
+        return Ok(());
+    }
+    let mut new = pdb.clone();
+    let left = allowed - 1;
+    new["status"]["disruptionsAllowed"] = json!(left);
+    if left == 0 {
+        new["status"]["conditions"] =
+            crate::controllers::disruption::with_condition(pdb.pointer("/status/conditions"), false, observed);
+    }
+    let entries = meta::ensure_object(&mut new["status"]);
+    let map = meta::ensure_object(entries.entry("disruptedPods").or_insert(json!({})));
+    map.insert(pod.to_string(), json!(meta::now_rfc3339()));
+    let Some(res) = state.builtin("policy", "poddisruptionbudgets") else {
+        return Err(ApiError::internal("poddisruptionbudgets are not served"));
+    };
+    state.update(
+        &res,
+        meta::namespace(pdb),
+        name,
+        new,
+        Some("status"),
+        &mut RequestContext::manager("kube-apiserver"),
+    )?;
     Ok(())
 }
 
@@ -209,4 +392,229 @@ pub(crate) fn finalize_namespace(
             .ok_or_else(|| ApiError::not_found("", "namespaces", name));
     }
     Ok(state.store.put(&res.storage, new))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn pod(state: &mut State, name: &str, phase: &str, ready: bool) {
+        let res = state.builtin("", "pods").unwrap();
+        let created = state
+            .create(
+                &res,
+                "default",
+                json!({"metadata": {"name": name, "labels": {"app": "web"}},
+                    "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "i"}]}}),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap();
+        let mut st = (*created).clone();
+        st["status"]["phase"] = json!(phase);
+        st["status"]["conditions"] = json!([{"type": "Ready", "status": if ready { "True" } else { "False" }}]);
+        state
+            .update(
+                &res,
+                "default",
+                name,
+                st,
+                Some("status"),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap();
+    }
+
+    fn budget(state: &mut State, name: &str, spec: Value) {
+        let res = state.builtin("policy", "poddisruptionbudgets").unwrap();
+        state
+            .create(
+                &res,
+                "default",
+                json!({"metadata": {"name": name}, "spec": spec}),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap();
+        crate::controllers::disruption::sync(state, jiff::Timestamp::now());
+    }
+
+    fn evict_pod(state: &mut State, name: &str, dry_run: bool) -> Result<(), ApiError> {
+        let res = state.builtin("", "pods").unwrap();
+        evict(
+            state,
+            &res,
+            "default",
+            name,
+            &json!({"metadata": {"name": name}}),
+            dry_run,
+        )
+    }
+
+    fn pdb(state: &State, name: &str) -> Value {
+        (*state
+            .store
+            .get(&GroupResource::new("policy", "poddisruptionbudgets"), "default", name)
+            .unwrap())
+        .clone()
+    }
+
+    fn deleting(state: &State, name: &str) -> bool {
+        state
+            .store
+            .get(&GroupResource::new("", "pods"), "default", name)
+            .is_none_or(|p| meta::is_deleting(&p))
+    }
+
+    #[test]
+    fn a_budget_allows_what_it_can_spare_then_answers_429() {
+        let mut state = State::new(1000, Default::default());
+        for p in ["a", "b", "c"] {
+            pod(&mut state, p, "Running", true);
+        }
+        budget(
+            &mut state,
+            "web",
+            json!({"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}),
+        );
+        assert_eq!(pdb(&state, "web")["status"]["disruptionsAllowed"], 1);
+        // A dry run changes nothing.
+        evict_pod(&mut state, "a", true).unwrap();
+        assert!(!deleting(&state, "a"));
+        assert_eq!(pdb(&state, "web")["status"]["disruptionsAllowed"], 1);
+
+        evict_pod(&mut state, "a", false).unwrap();
+        assert!(deleting(&state, "a"));
+        let a = state
+            .store
+            .get(&GroupResource::new("", "pods"), "default", "a")
+            .unwrap();
+        assert_eq!(
+            crate::kinds::print::condition_status(&a, "DisruptionTarget"),
+            Some("True")
+        );
+        let st = pdb(&state, "web")["status"].clone();
+        assert_eq!(st["disruptionsAllowed"], 0, "spent in the same request");
+        assert!(st["disruptedPods"]["a"].is_string());
+        assert_eq!(st["conditions"][0]["reason"], "InsufficientPods");
+
+        let refused = evict_pod(&mut state, "b", false).unwrap_err();
+        assert_eq!(refused.code(), 429);
+        assert_eq!(refused.reason(), "TooManyRequests");
+        assert_eq!(
+            refused.message(),
+            "Cannot evict pod as it would violate the pod's disruption budget."
+        );
+        let details = refused.0.details.clone().unwrap();
+        assert_eq!(details.retry_after_seconds, None);
+        let cause = &details.causes.unwrap()[0];
+        assert_eq!(cause.reason.as_deref(), Some("DisruptionBudget"));
+        // The eviction spent the budget; the controller counts the pods again on its next pass.
+        assert_eq!(
+            cause.message.as_deref(),
+            Some("The disruption budget web needs 2 healthy pods and has 3 currently")
+        );
+        assert!(!deleting(&state, "b"));
+        crate::controllers::disruption::sync(&mut state, jiff::Timestamp::now());
+        let st = pdb(&state, "web")["status"].clone();
+        assert_eq!(st["currentHealthy"], 2);
+        assert_eq!(st["disruptionsAllowed"], 0);
+        assert!(st.get("disruptedPods").is_none(), "a deleting pod leaves disruptedPods");
+    }
+
+    #[test]
+    fn pods_that_are_not_running_go_without_consulting_budgets() {
+        let mut state = State::new(1000, Default::default());
+        pod(&mut state, "pending", "Pending", false);
+        pod(&mut state, "done", "Succeeded", false);
+        budget(&mut state, "all", json!({"maxUnavailable": 0, "selector": {}}));
+        evict_pod(&mut state, "pending", false).unwrap();
+        evict_pod(&mut state, "done", false).unwrap();
+        assert!(deleting(&state, "pending") && deleting(&state, "done"));
+        let bad = evict_pod(&mut state, "nope", false).unwrap_err();
+        assert_eq!(bad.code(), 404);
+        let res = state.builtin("", "pods").unwrap();
+        let mismatch = evict(
+            &mut state,
+            &res,
+            "default",
+            "x",
+            &json!({"metadata": {"name": "y"}}),
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(mismatch.message(), "name in URL does not match name in Eviction object");
+        pod(&mut state, "other", "Pending", false);
+        let stale = json!({"metadata": {"name": "other"}, "deleteOptions": {"preconditions": {"uid": "not-it"}}});
+        let conflict = evict(&mut state, &res, "default", "other", &stale, false).unwrap_err();
+        assert_eq!(conflict.code(), 409);
+        assert!(
+            conflict
+                .message()
+                .starts_with("Operation cannot be fulfilled on Pod \"other\": the UID in the precondition (not-it)"),
+            "{}",
+            conflict.message()
+        );
+        assert!(!deleting(&state, "other"));
+    }
+
+    #[test]
+    fn two_budgets_are_a_500_and_an_unobserved_budget_a_429() {
+        let mut state = State::new(1000, Default::default());
+        pod(&mut state, "a", "Running", true);
+        budget(&mut state, "one", json!({"maxUnavailable": 1, "selector": {}}));
+        budget(
+            &mut state,
+            "two",
+            json!({"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}),
+        );
+        let e = evict_pod(&mut state, "a", false).unwrap_err();
+        assert_eq!(e.code(), 500);
+        assert_eq!(e.reason(), "");
+        assert_eq!(e.message(), MULTIPLE_BUDGETS);
+        let res = state.builtin("policy", "poddisruptionbudgets").unwrap();
+        state.delete(&res, "default", "two", &Default::default()).unwrap();
+        // A spec change the controller has not observed yet.
+        let mut one = pdb(&state, "one");
+        one["spec"]["maxUnavailable"] = json!(2);
+        state
+            .update(&res, "default", "one", one, None, &mut RequestContext::manager("t"))
+            .unwrap();
+        let e = evict_pod(&mut state, "a", false).unwrap_err();
+        assert_eq!(e.code(), 429);
+        assert_eq!(e.0.details.as_ref().unwrap().retry_after_seconds, Some(10));
+        crate::controllers::disruption::sync(&mut state, jiff::Timestamp::now());
+        evict_pod(&mut state, "a", false).unwrap();
+    }
+
+    #[test]
+    fn unready_pods_follow_the_unhealthy_pod_eviction_policy() {
+        let mut state = State::new(1000, Default::default());
+        pod(&mut state, "ready", "Running", true);
+        pod(&mut state, "sick", "Running", false);
+        // IfHealthyBudget: the budget is met (1 healthy, 1 desired), the unready pod goes for free.
+        budget(&mut state, "b", json!({"minAvailable": 1, "selector": {}}));
+        assert_eq!(pdb(&state, "b")["status"]["disruptionsAllowed"], 0);
+        evict_pod(&mut state, "sick", false).unwrap();
+        assert!(deleting(&state, "sick"));
+        assert!(pdb(&state, "b")["status"].get("disruptedPods").is_none());
+
+        let mut state = State::new(1000, Default::default());
+        pod(&mut state, "ready", "Running", true);
+        pod(&mut state, "sick", "Running", false);
+        // Not met (2 desired): the unready pod needs a disruption too.
+        budget(&mut state, "b", json!({"minAvailable": 2, "selector": {}}));
+        assert_eq!(evict_pod(&mut state, "sick", false).unwrap_err().code(), 429);
+        // AlwaysAllow lets it go.
+        let res = state.builtin("policy", "poddisruptionbudgets").unwrap();
+        let mut b = pdb(&state, "b");
+        b["spec"]["unhealthyPodEvictionPolicy"] = json!("AlwaysAllow");
+        state
+            .update(&res, "default", "b", b, None, &mut RequestContext::manager("t"))
+            .unwrap();
+        crate::controllers::disruption::sync(&mut state, jiff::Timestamp::now());
+        evict_pod(&mut state, "sick", false).unwrap();
+        assert!(deleting(&state, "sick"));
+        assert_eq!(evict_pod(&mut state, "ready", false).unwrap_err().code(), 429);
+    }
 }

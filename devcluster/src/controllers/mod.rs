@@ -4,8 +4,9 @@
 //! content, then the namespace), CRD cleanup ([`crd_cleanup`]), the PodGroup protection controller
 //! ([`podgroup_protection`]: the `scheduling.k8s.io/podgroup-protection` finalizer, so groups go away leaves
 //! first), event expiry ([`events`]), the apps/v1 workload controllers ([`apps`]: Deployments,
-//! ReplicaSets, StatefulSets, DaemonSets), the CronJob controller ([`cronjob`]) and the resource quota
-//! controller ([`quota`]).
+//! ReplicaSets, StatefulSets, DaemonSets), the CronJob controller ([`cronjob`]), the resource quota
+//! controller ([`quota`]), the disruption controller ([`disruption`]: PodDisruptionBudget status) and the
+//! volume controllers ([`volume`]: the PersistentVolume controller, PVC and PV protection).
 //!
 //! Work arrives through [`State::enqueue`](crate::api::State::enqueue); [`process`] handles queued items
 //! synchronously, and [`sweep`] does the periodic checks.
@@ -13,11 +14,13 @@
 mod apps;
 mod crd_cleanup;
 mod cronjob;
+pub(crate) mod disruption;
 mod events;
 mod gc;
 mod namespace;
 mod podgroup_protection;
 mod quota;
+pub(crate) mod volume;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,7 +78,8 @@ fn process(state: &mut State, budget: usize) -> usize {
 }
 
 /// Periodic checks: PodGroup protection, event expiry, and the workload controllers (apps, CronJobs,
-/// quotas), which read the whole cluster on every pass.
+/// quotas, disruption budgets, volumes and the simulated CSI driver), which read the whole cluster on every
+/// pass.
 fn sweep(state: &mut State, event_ttl: Duration) {
     let now = jiff::Timestamp::now();
     podgroup_protection::sweep(state);
@@ -83,6 +87,18 @@ fn sweep(state: &mut State, event_ttl: Duration) {
     apps::sync(state, now);
     cronjob::sync(state, now);
     quota::sync(state);
+    disruption::sync(state, now);
+    sync_storage(state);
+}
+
+/// The volume controllers and the simulated CSI driver, in one pass's order: the PV controller binds and
+/// hands claims to provisioners, the driver provisions (and registers nodes, expands, deletes), and the
+/// volumes it provisioned bind at once.
+pub(crate) fn sync_storage(state: &mut State) {
+    volume::sync(state);
+    if crate::sim::csi::sync(state) > 0 {
+        volume::sync_claims(state);
+    }
 }
 
 /// Removes one finalizer (completing the deletion when it was the last one).
@@ -101,10 +117,11 @@ pub(crate) fn remove_finalizer(state: &mut State, r: &ObjectRef, finalizer: &str
         return;
     }
     meta::set_finalizers(&mut new, f);
-    let manager = if finalizer == kwas_api::names::finalizers::POD_GROUP_PROTECTION {
-        "podgroup-protection-controller"
-    } else {
-        MANAGER
+    let manager = match finalizer {
+        kwas_api::names::finalizers::POD_GROUP_PROTECTION => "podgroup-protection-controller",
+        crate::kinds::storage::PVC_PROTECTION => "pvc-protection-controller",
+        crate::kinds::storage::PV_PROTECTION => "pv-protection-controller",
+        _ => MANAGER,
     };
     if let Err(e) = state.update(
         &res,

@@ -179,7 +179,8 @@ async fn handle(
                 }
                 Some(SubresourceOp::PodEviction) => {
                     let body = req.body_value(&mut warnings)?;
-                    shared.with(|s| subresources::evict(s, &res, &ns, &n, &body))?;
+                    let dry_run = req.q("dryRun") == Some("All");
+                    shared.with(|s| subresources::evict(s, &res, &ns, &n, &body, dry_run))?;
                     Ok(created_status(req.wire))
                 }
                 Some(SubresourceOp::NamespaceFinalize) => {

@@ -149,8 +149,13 @@ pub(super) fn error(e: &ApiError, wire: Wire) -> Response {
     let code = StatusCode::from_u16(e.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = serde_json::to_value(&*e.0).unwrap_or_default();
     let mut r = status(code, wire, &body);
-    if e.code() == 429
-        && let Ok(h) = HeaderValue::from_str("1")
+    // `Retry-After` carries the Status' hint, as kube-apiserver sends it (none when the hint is 0).
+    if let Some(after) =
+        e.0.details
+            .as_ref()
+            .and_then(|d| d.retry_after_seconds)
+            .filter(|s| *s > 0)
+        && let Ok(h) = HeaderValue::from_str(&after.to_string())
     {
         r.headers_mut().insert(header::RETRY_AFTER, h);
     }

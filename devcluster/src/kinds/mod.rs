@@ -15,8 +15,9 @@ mod lease;
 pub(crate) mod namespace;
 pub(crate) mod node;
 pub(crate) mod pod;
+mod poddisruptionbudget;
 mod podgroup;
-mod print;
+pub(crate) mod print;
 mod priorityclass;
 mod rbac;
 mod resourcequota;
@@ -24,6 +25,8 @@ mod review;
 mod secret;
 mod service;
 mod serviceaccount;
+pub(crate) mod storage;
+pub(crate) mod validate;
 mod workload;
 
 use crate::resource::ResourceInfo;
@@ -40,6 +43,8 @@ pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
         serviceaccount::resource(),
         service::resource(),
         resourcequota::resource(),
+        storage::persistentvolume::resource(),
+        storage::persistentvolumeclaim::resource(),
         apps::deployment::resource(),
         apps::replicaset::resource(),
         apps::statefulset::resource(),
@@ -48,10 +53,14 @@ pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
         lease::resource(),
         job::resource(),
         cronjob::resource(),
+        poddisruptionbudget::resource(),
         priorityclass::resource(),
         workload::resource(),
         podgroup::resource(),
         compositepodgroup::resource(),
+        storage::storageclass::resource(),
+        storage::csidriver::resource(),
+        storage::csinode::resource(),
         customresourcedefinition::resource(),
     ];
     all.extend(rbac::resources());

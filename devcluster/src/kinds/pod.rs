@@ -255,6 +255,26 @@ impl Strategy for PodStrategy {
     }
 }
 
+/// `podutil.IsPodReady`: the pod's `Ready` condition is `True`.
+pub(crate) fn is_ready(pod: &Value) -> bool {
+    super::print::condition_status(pod, "Ready") == Some("True")
+}
+
+/// The PersistentVolumeClaims a pod mounts: `(volume name, claim name)` of each
+/// `spec.volumes[].persistentVolumeClaim`.
+pub(crate) fn claims(pod: &Value) -> Vec<(String, String)> {
+    pod.pointer("/spec/volumes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| {
+            let claim = v.pointer("/persistentVolumeClaim/claimName")?.as_str()?;
+            let name = v.get("name").and_then(Value::as_str).unwrap_or("");
+            Some((name.to_string(), claim.to_string()))
+        })
+        .collect()
+}
+
 /// A pod's effective grace period: 0 for unbound or terminal pods, else the request's or the pod's.
 fn pod_grace_period(pod: &Value, requested: Option<i64>) -> i64 {
     let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");

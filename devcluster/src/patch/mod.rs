@@ -42,6 +42,7 @@ pub fn list_strategy(path: &[String]) -> Option<ListStrategy> {
         (_, "hostAliases") => key("ip"),
         (_, "topologySpreadConstraints") => key("topologyKey"),
         ("status", "conditions") => key("type"),
+        ("spec", "drivers") => key("name"),
         ("status", "addresses") => key("type"),
         ("spec", "podGroupTemplates" | "compositePodGroupTemplates") => key("name"),
         (_, "podGroupTemplates" | "compositePodGroupTemplates") => key("name"),

@@ -39,7 +39,7 @@ pub(crate) enum Propagation {
     Orphan,
 }
 
-/// Settings of the API behaviour that kinds read.
+/// Settings of the API behaviour that kinds read, and of the built-in controllers that run on the state.
 #[derive(Debug, Clone)]
 pub(crate) struct ApiSettings {
     /// Whether PodGroups and CompositePodGroups get the `scheduling.k8s.io/podgroup-protection` finalizer
@@ -48,6 +48,8 @@ pub(crate) struct ApiSettings {
     /// Whether a Job's `spec.scheduling` is validated on create and update (kube-apiserver with the
     /// WorkloadWithJob gate does). Off, any block is stored and the Job controller meets it.
     pub job_scheduling_validation: bool,
+    /// The simulated CSI driver's `allocatable.count` on every CSINode.
+    pub sim_disk_attach_limit: u32,
 }
 
 impl Default for ApiSettings {
@@ -55,6 +57,7 @@ impl Default for ApiSettings {
         ApiSettings {
             podgroup_protection: true,
             job_scheduling_validation: true,
+            sim_disk_attach_limit: crate::sim::csi::CsiConfig::default().attach_limit,
         }
     }
 }

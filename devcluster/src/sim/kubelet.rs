@@ -12,6 +12,11 @@
 //!   containers exit on SIGTERM), never later than its grace period; containers stopped by the grace
 //!   period end with 137 and the pod `Failed`, others with 0 and `Succeeded`. Then the kubelet deletes it
 //!   with grace period 0, as a real kubelet does.
+//! - A pod that mounts PersistentVolumeClaims starts only once each of them exists, is `Bound` and its
+//!   volume's node affinity admits the node; until then it stays `Pending`, its containers
+//!   `ContainerCreating`, with a `FailedMount` event saying why (the kubelet volume manager's reasons:
+//!   claim not found, being deleted, not bound, volume not found, node affinity). It looks again whenever a
+//!   claim or a volume changes.
 //! - When a Node is removed, its non-terminal pods fail (`reason: NodeLost`, a `DisruptionTarget`
 //!   condition with reason `DeletionByPodGC`); pods already being deleted there are removed, like the pod
 //!   garbage collector does for pods on nodes that no longer exist.
@@ -27,6 +32,7 @@ use kwas_api::duration::{format_go_duration, parse_go_duration};
 use crate::api::subresources::set_condition;
 use crate::api::{DeleteOptions, State};
 use crate::meta;
+use crate::recorder;
 use crate::request::RequestContext;
 use crate::server::Shared;
 use crate::store::EventType;
@@ -62,24 +68,38 @@ impl Default for KubeletConfig {
 struct Track {
     started: bool,
     terminating: bool,
+    /// Why the pod's volumes keep it from starting, as last reported.
+    blocked: Option<String>,
 }
 
 /// Runs the kubelet until the cluster shuts down.
 pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
     let pods = GroupResource::new("", "pods");
     let nodes = GroupResource::new("", "nodes");
+    let claims = GroupResource::new("", "persistentvolumeclaims");
+    let volumes = GroupResource::new("", "persistentvolumes");
     let mut shutdown = shared.shutdown_signal();
-    let (mut pod_sub, mut node_sub) = shared.with(|s| (s.store.subscribe(&pods), s.store.subscribe(&nodes)));
+    let (mut pod_sub, mut node_sub, mut claim_sub, mut volume_sub) = shared.with(|s| {
+        (
+            s.store.subscribe(&pods),
+            s.store.subscribe(&nodes),
+            s.store.subscribe(&claims),
+            s.store.subscribe(&volumes),
+        )
+    });
     let mut tracked: HashMap<String, Track> = HashMap::new();
     let mut ips: u32 = 0;
     let (mut last_pod, mut last_node, initial) =
         shared.with(|s| (s.store.current_rv(), s.store.current_rv(), s.store.list(&pods, None)));
+    let (mut last_claim, mut last_volume) = (last_pod, last_pod);
     for p in initial {
         handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
     }
     loop {
         pod_sub.borrow_and_update();
         node_sub.borrow_and_update();
+        claim_sub.borrow_and_update();
+        volume_sub.borrow_and_update();
         let batch = shared.with(|s| {
             let n = s.store.events_since(&nodes, last_node, 512);
             let p = s.store.events_since(&pods, last_pod, 512);
@@ -87,6 +107,60 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
         });
         let (node_events, pod_events, now_rv) = batch;
         let mut idle = true;
+        // Claims and volumes changed: pods waiting for their volumes look again.
+        let (claim_events, volume_events) = shared.with(|s| {
+            (
+                s.store.events_since(&claims, last_claim, 512),
+                s.store.events_since(&volumes, last_volume, 512),
+            )
+        });
+        let mut recheck = false;
+        match claim_events {
+            Ok(events) => {
+                if let Some(e) = events.last() {
+                    last_claim = e.rv;
+                    recheck = true;
+                }
+            }
+            Err(_) => {
+                last_claim = now_rv;
+                recheck = true;
+            }
+        }
+        match volume_events {
+            Ok(events) => {
+                if let Some(e) = events.last() {
+                    last_volume = e.rv;
+                    recheck = true;
+                }
+            }
+            Err(_) => {
+                last_volume = now_rv;
+                recheck = true;
+            }
+        }
+        if recheck {
+            idle = false;
+            let waiting: Vec<Arc<Value>> = shared.with(|s| {
+                s.store
+                    .list(&pods, None)
+                    .into_iter()
+                    .filter(|p| {
+                        !meta::is_deleting(p)
+                            && p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending") == "Pending"
+                            && !crate::kinds::pod::claims(p).is_empty()
+                    })
+                    .collect()
+            });
+            for p in waiting {
+                if let Some(t) = tracked.get_mut(meta::uid(&p)) {
+                    // A start that found its volumes missing may try again (a start in flight is harmless:
+                    // only one finds the pod still pending).
+                    t.started = false;
+                }
+                handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
+            }
+        }
         match node_events {
             Ok(events) => {
                 for e in &events {
@@ -146,6 +220,8 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
             tokio::select! {
                 r = pod_sub.changed() => if r.is_err() { return },
                 r = node_sub.changed() => if r.is_err() { return },
+                r = claim_sub.changed() => if r.is_err() { return },
+                r = volume_sub.changed() => if r.is_err() { return },
                 _ = crate::server::stopped(&mut shutdown) => return,
             }
         }
@@ -240,6 +316,16 @@ fn handle_pod(
         return;
     }
     if phase == "Pending" && !track.started && node_exists {
+        // Volumes first: a pod whose claims are not bound (or whose volumes cannot reach this node) waits,
+        // `ContainerCreating`, with a `FailedMount` event.
+        if let Some(why) = shared.with(|s| volumes_not_ready(s, pod, &node)) {
+            if track.blocked.as_deref() != Some(why.as_str()) {
+                shared.with(|s| report_waiting_for_volumes(s, &ns, &name, &uid, &node, &why));
+                track.blocked = Some(why);
+            }
+            return;
+        }
+        track.blocked = None;
         track.started = true;
         *ips = ips.wrapping_add(1);
         let pod_ip = format!("10.244.{}.{}", (*ips >> 8) % 256, *ips % 256 + 1);
@@ -380,6 +466,10 @@ fn start(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, pod_ip: &st
     {
         return false;
     }
+    if let Some(why) = volumes_not_ready(s, &pod, node) {
+        report_waiting_for_volumes(s, ns, name, uid, node, &why);
+        return false;
+    }
     let Some(node_obj) = s.store.get(&GroupResource::new("", "nodes"), "", node) else {
         return false;
     };
@@ -417,6 +507,109 @@ fn start(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, pod_ip: &st
     }
     write_status(s, pod);
     true
+}
+
+/// Why the pod's PersistentVolumeClaims keep it from starting on `node`, as the kubelet's volume manager
+/// reports it; `None` when every claim exists, is bound, and its volume's node affinity admits the node.
+fn volumes_not_ready(s: &State, pod: &Value, node: &str) -> Option<String> {
+    let claims = crate::kinds::pod::claims(pod);
+    if claims.is_empty() {
+        return None;
+    }
+    let ns = meta::namespace(pod);
+    let node_obj = s.store.get(&GroupResource::new("", "nodes"), "", node);
+    for (volume, claim) in &claims {
+        let failed = |detail: String| {
+            Some(format!(
+                "Unable to attach or mount volumes: unmounted volumes=[{volume}], failed to process volumes=[{volume}]: error processing PVC {ns}/{claim}: {detail}"
+            ))
+        };
+        let Some(pvc) = s
+            .store
+            .get(&GroupResource::new("", "persistentvolumeclaims"), ns, claim)
+        else {
+            return failed(format!(
+                "failed to fetch PVC from API server: persistentvolumeclaims {claim:?} not found"
+            ));
+        };
+        if meta::is_deleting(&pvc) {
+            return failed("PVC is being deleted".into());
+        }
+        if pvc.pointer("/status/phase").and_then(Value::as_str) != Some("Bound") {
+            return failed("PVC is not bound".into());
+        }
+        let pv_name = pvc.pointer("/spec/volumeName").and_then(Value::as_str).unwrap_or("");
+        if pv_name.is_empty() {
+            return failed("PVC has empty pvc.Spec.VolumeName".into());
+        }
+        let Some(pv) = s.store.get(&GroupResource::new("", "persistentvolumes"), "", pv_name) else {
+            return failed(format!(
+                "failed to fetch PV {pv_name} from API server: persistentvolumes {pv_name:?} not found"
+            ));
+        };
+        if let (Some(required), Some(n)) = (
+            pv.pointer("/spec/nodeAffinity/required").filter(|r| !r.is_null()),
+            node_obj.as_deref(),
+        ) && !crate::selectors::node_selector_matches(required, n)
+        {
+            return Some(format!(
+                "MountVolume.NodeAffinity check failed for volume {pv_name:?} : no matching NodeSelectorTerms"
+            ));
+        }
+    }
+    None
+}
+
+/// A pod waiting for its volumes: `Pending` with its containers `ContainerCreating` (not ready), and a
+/// `FailedMount` event saying why.
+fn report_waiting_for_volumes(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, why: &str) {
+    let Some(mut pod) = current(s, ns, name, uid) else {
+        return;
+    };
+    if meta::is_deleting(&pod)
+        || pod
+            .pointer("/status/phase")
+            .and_then(Value::as_str)
+            .unwrap_or("Pending")
+            != "Pending"
+    {
+        return;
+    }
+    let containers = containers_of(&pod);
+    let statuses: Vec<Value> = containers
+        .iter()
+        .map(|(c, image)| {
+            json!({"name": c, "image": image, "imageID": "", "ready": false, "started": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ContainerCreating"}}})
+        })
+        .collect();
+    let unready = format!(
+        "containers with unready status: [{}]",
+        containers.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>().join(" ")
+    );
+    let before = pod.get("status").cloned();
+    {
+        let st = meta::ensure_object(meta::ensure_object(&mut pod).entry("status").or_insert(json!({})));
+        st.insert("containerStatuses".into(), json!(statuses));
+        st.entry("startTime").or_insert(json!(meta::now_rfc3339()));
+    }
+    set_condition(&mut pod, "PodReadyToStartContainers", "False", "", "");
+    set_condition(&mut pod, "Initialized", "True", "", "");
+    set_condition(&mut pod, "Ready", "False", "ContainersNotReady", &unready);
+    set_condition(&mut pod, "ContainersReady", "False", "ContainersNotReady", &unready);
+    set_condition(&mut pod, "PodScheduled", "True", "", "");
+    if pod.get("status") != before.as_ref() {
+        write_status(s, pod.clone());
+    }
+    recorder::record(
+        s,
+        &pod,
+        recorder::EventType::Warning,
+        "FailedMount",
+        why,
+        MANAGER,
+        Some(node),
+    );
 }
 
 /// What a container run's end did.
