@@ -91,6 +91,11 @@ pub mod conditions {
     pub const REASON_SCHEDULED: &str = "Scheduled";
     /// Reason: the group could not be placed.
     pub const REASON_UNSCHEDULABLE: &str = "Unschedulable";
+    /// Reason: the group could not be placed and involves inter-pod affinity, anti-affinity or topology
+    /// spread, for which the gang cycle does not guarantee finding a placement (KEP-4671).
+    pub const REASON_PLACEMENT_NOT_GUARANTEED: &str = "PlacementNotGuaranteed";
+    /// Reason: a pod uses something the scheduler cannot honour; it is never placed.
+    pub const REASON_UNSUPPORTED: &str = "Unsupported";
     /// Reason: an internal scheduler error.
     pub const REASON_SCHEDULER_ERROR: &str = "SchedulerError";
     /// Reason: the runtime hierarchy is invalid (cycle, too deep, several Workloads, mixed priorities).

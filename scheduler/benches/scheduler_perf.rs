@@ -92,6 +92,30 @@ fn main() {
             Box::new(|| plain_pods(5000, 5000, Some(("680-810 pods/s (floor)", 810.0)))),
         ),
         ("Preemption 1000x10", Box::new(|| preemption(1000, 1000, 10, 100))),
+        (
+            "SchedulingPodAntiAffinity 2000",
+            Box::new(|| dynamic::pod_anti_affinity(5000, 1000, 2000, Some(("60 pods/s (threshold)", 60.0)))),
+        ),
+        (
+            "SchedulingPodAffinity 5000",
+            Box::new(|| dynamic::pod_affinity(5000, 5000, 5000, Some(("35 pods/s (threshold)", 35.0)))),
+        ),
+        (
+            "TopologySpreading 5000",
+            Box::new(|| dynamic::topology_spreading(5000, 5000, 5000, Some(("460 pods/s (threshold)", 460.0)))),
+        ),
+        (
+            "GangSchedulingPodAntiAffinity 500x4",
+            Box::new(|| dynamic::gang_anti_affinity(5000, 500, 4)),
+        ),
+        (
+            "GangTopologySpreading 500x6",
+            Box::new(|| dynamic::gang_topology_spreading(5000, 500, 6)),
+        ),
+        (
+            "PreemptionPVs 500",
+            Box::new(|| dynamic::preemption_pvs(500, 2000, 500)),
+        ),
     ];
     let mut results = Vec::new();
     for (name, run) in &scenarios {

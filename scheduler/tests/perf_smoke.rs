@@ -19,6 +19,12 @@ fn every_benchmark_scenario_runs_at_small_scale() {
         cpg_three_level(1000, 10),
         plain_pods(50, 100, None),
         preemption(20, 20, 10, 2),
+        dynamic::pod_anti_affinity(50, 10, 40, None),
+        dynamic::pod_affinity(50, 20, 40, None),
+        dynamic::topology_spreading(60, 50, 60, None),
+        dynamic::gang_anti_affinity(50, 10, 4),
+        dynamic::gang_topology_spreading(60, 10, 6),
+        dynamic::preemption_pvs(20, 80, 10),
     ];
     for m in &ms {
         assert_eq!(m.scheduled_units, m.attempts, "{}", m.name);

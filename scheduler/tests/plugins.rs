@@ -143,7 +143,12 @@ fn a_gang_with_anti_affinity_among_its_members_spreads_one_per_node() {
         message.contains("4 node(s) didn't match pod anti-affinity rules"),
         "{message}"
     );
-    assert!(out.groups[0].not_guaranteed);
+    assert_eq!(out.groups[0].rejection, kwas_scheduler::core::Rejection::NotGuaranteed);
+    assert!(
+        out.unschedulable_pods
+            .iter()
+            .all(|p| p.rejection == kwas_scheduler::core::Rejection::NotGuaranteed)
+    );
     assert!(out.assignments.is_empty());
 }
 

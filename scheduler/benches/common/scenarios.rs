@@ -15,6 +15,9 @@ use kwas_scheduler::core::{
     GroupKey, PlacementLimit, PreemptionVerdict, Scheduler, SchedulerConfig, Snapshot, UnitKey, Verdict,
 };
 
+#[path = "dynamic.rs"]
+pub mod dynamic;
+
 pub const NS: &str = "perf";
 pub const ZONE: &str = "topology.kubernetes.io/zone";
 pub const RACK: &str = "topology.kubernetes.io/rack";
@@ -79,7 +82,7 @@ fn pods(snap: &mut Snapshot, group: &str, count: usize, cpu: &str, priority: Opt
 }
 
 /// Runs every unit once, committing successes; returns (attempts, scheduled units, pods placed, time).
-fn play(snap: &mut Snapshot, cfg: SchedulerConfig, units: &[UnitKey]) -> (u64, u64, u64, Duration) {
+pub fn play(snap: &mut Snapshot, cfg: SchedulerConfig, units: &[UnitKey]) -> (u64, u64, u64, Duration) {
     let sched = Scheduler::new(cfg);
     let mut scheduled = 0;
     let mut placed = 0;

@@ -49,8 +49,8 @@ pub(crate) struct Outcome {
     pub children: Vec<Outcome>,
     /// Leaf: pending pods that could not be placed, with the reason.
     pub unplaced: Vec<(u32, String)>,
-    /// The failure involves pods with inter-pod dependencies (KEP-4671: placement not guaranteed).
-    pub not_guaranteed: bool,
+    /// How the failure is reported (inter-pod dependencies, something not honoured).
+    pub rejection: Rejection,
 }
 
 impl Outcome {
@@ -62,7 +62,7 @@ impl Outcome {
             domain: None,
             children: Vec::new(),
             unplaced: Vec::new(),
-            not_guaranteed: false,
+            rejection: Rejection::Unschedulable,
         }
     }
 }
@@ -165,10 +165,42 @@ pub struct GroupOutcome {
     pub domain: Option<TopologyDomain>,
     /// Human-readable status.
     pub message: String,
-    /// The failure involves members with inter-pod affinity, anti-affinity or topology spread, for which
-    /// the cycle does not guarantee finding a placement (KEP-4671): the runtime reports reason
-    /// `PlacementNotGuaranteed` instead of `Unschedulable`.
-    pub not_guaranteed: bool,
+    /// Which reason the failure is reported with (see [`Rejection`]).
+    pub rejection: Rejection,
+}
+
+/// How an unschedulable pod or group is reported; the worst over a group's subtree wins.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Rejection {
+    /// Reason `Unschedulable`: no placement exists now (preemption or more capacity may help).
+    #[default]
+    Unschedulable,
+    /// Reason `PlacementNotGuaranteed`: the failure involves members with inter-pod affinity,
+    /// anti-affinity or topology spread, for which the gang cycle does not guarantee finding a placement
+    /// even when one exists (KEP-4671, "placement not guaranteed"), so autoscalers can tell it apart.
+    NotGuaranteed,
+    /// Reason `Unsupported`: a member uses something this scheduler cannot honour; it is never placed.
+    Unsupported,
+}
+
+impl Rejection {
+    /// The `PodScheduled` / group condition reason.
+    pub fn reason(self) -> &'static str {
+        use kwas_api::names::conditions as c;
+        match self {
+            Self::Unschedulable => c::REASON_UNSCHEDULABLE,
+            Self::NotGuaranteed => c::REASON_PLACEMENT_NOT_GUARANTEED,
+            Self::Unsupported => c::REASON_UNSUPPORTED,
+        }
+    }
+}
+
+/// The worst rejection in `o`'s subtree.
+fn subtree_rejection(o: &Outcome) -> Rejection {
+    o.children
+        .iter()
+        .map(subtree_rejection)
+        .fold(o.rejection, Rejection::max)
 }
 
 /// A pending pod left unplaced, with the reason (for `PodScheduled=False` and `FailedScheduling`).
@@ -178,8 +210,8 @@ pub struct PodOutcome {
     pub pod: PodKey,
     /// Why it was not placed.
     pub message: String,
-    /// As [`GroupOutcome::not_guaranteed`], for the pod's group.
-    pub not_guaranteed: bool,
+    /// As [`GroupOutcome::rejection`], for the pod's group (or the pod itself, when worse).
+    pub rejection: Rejection,
 }
 
 /// The decision of a cycle.
@@ -329,7 +361,11 @@ impl Scheduler {
                 preemption_may_help: false,
                 stats: cycle.stats,
             },
-            Err(super::podgroup::Failure { message, unresolvable }) => CycleOutcome {
+            Err(super::podgroup::Failure {
+                message,
+                unresolvable,
+                unsupported,
+            }) => CycleOutcome {
                 unit: unit.clone(),
                 verdict: Verdict::Unschedulable {
                     code: if unresolvable {
@@ -344,7 +380,12 @@ impl Scheduler {
                 unschedulable_pods: vec![PodOutcome {
                     pod: key.clone(),
                     message,
-                    not_guaranteed: false,
+                    // A single pod is filtered against every node: its placement is exact.
+                    rejection: if unsupported {
+                        Rejection::Unsupported
+                    } else {
+                        Rejection::Unschedulable
+                    },
                 }],
                 preemption_may_help: !unresolvable,
                 stats: cycle.stats,
@@ -381,7 +422,7 @@ impl RootError {
                         scheduled_before: 0,
                         domain: None,
                         message: message.clone(),
-                        not_guaranteed: false,
+                        rejection: Rejection::Unschedulable,
                     })
                     .collect();
                 o.verdict = Verdict::Invalid {
@@ -496,7 +537,12 @@ impl Cycle<'_> {
                 None if scheduled => "not attempted: the parent's requirement was met without it".to_string(),
                 None => format!("not attempted: {}", outcome.message),
             };
-            let not_guaranteed = !scheduled && (o.is_some_and(|o| o.not_guaranteed) || outcome.not_guaranteed);
+            let rejection = if scheduled {
+                Rejection::Unschedulable
+            } else {
+                // The hierarchy is placed all or nothing: its groups and pods share the worst reason.
+                subtree_rejection(outcome)
+            };
             groups.push(GroupOutcome {
                 group: g.key.clone(),
                 code,
@@ -505,7 +551,7 @@ impl Cycle<'_> {
                 scheduled_before: before,
                 domain,
                 message,
-                not_guaranteed,
+                rejection,
             });
             if g.key.kind == GroupKind::PodGroup {
                 for &p in snap.members(id) {
@@ -524,7 +570,7 @@ impl Cycle<'_> {
                     unschedulable_pods.push(PodOutcome {
                         pod: pi.key.clone(),
                         message,
-                        not_guaranteed,
+                        rejection,
                     });
                 }
             }

@@ -48,6 +48,8 @@ pub(crate) struct Prepared {
     volumes: Vec<Resolved>,
     /// The pod cannot be placed anywhere (a missing claim, an unbound immediate claim).
     pub(crate) pod_error: Option<String>,
+    /// The pod uses something this scheduler cannot honour: never placed, reported distinctly.
+    pub(crate) unsupported: Option<String>,
 }
 
 impl Snapshot {
@@ -151,8 +153,8 @@ impl Snapshot {
                 (t.key.clone(), values)
             })
             .collect();
-        // Existing pods' terms towards this pod: required anti-affinity (filter), preferred terms and
-        // required affinity (score, hardPodAffinityWeight 1).
+        // Existing pods' terms towards this pod: required anti-affinity (filter), preferred terms (unless
+        // `ignorePreferredTermsOfExistingPods`) and required affinity (score, `hardPodAffinityWeight`).
         let mut existing_anti: HashMap<String, HashSet<String>> = HashMap::new();
         let mut soft_affinity: HashMap<String, HashMap<String, i64>> = HashMap::new();
         for &q in &self.affinity_pods {
@@ -171,12 +173,12 @@ impl Snapshot {
                     existing_anti.entry(t.key.clone()).or_default().insert(v);
                 }
             }
-            for (w, t) in qd
-                .affinity
-                .preferred
+            let super::snapshot::InterPodArgs(hard_weight, ignore_preferred) = self.inter_pod_args;
+            let preferred: &[_] = if ignore_preferred { &[] } else { &qd.affinity.preferred };
+            for (w, t) in preferred
                 .iter()
                 .map(|(w, t)| (*w, t))
-                .chain(qd.affinity.required.iter().map(|t| (1, t)))
+                .chain(qd.affinity.required.iter().map(|t| (hard_weight, t)))
             {
                 if self.term_matches_pod(t, &namespace, labels)
                     && let Some(v) = value_of(node, &t.key)
@@ -212,19 +214,13 @@ impl Snapshot {
             .map(|c| self.spread_state(pid, c, static_spec))
             .collect();
         // Volumes.
-        let (volumes, pod_error) = if p.resource_claims {
-            (
-                Vec::new(),
-                Some(
-                    "pod uses spec.resourceClaims (dynamic resource allocation), which this scheduler does not allocate"
-                        .to_string(),
-                ),
-            )
-        } else {
-            match volumes::prefilter(&self.storage, &namespace, &spec.claims) {
-                Ok(v) => (v, None),
-                Err(e) => (Vec::new(), Some(e)),
-            }
+        let unsupported = p.resource_claims.then(|| {
+            "pod uses spec.resourceClaims (dynamic resource allocation), which this scheduler does not allocate"
+                .to_string()
+        });
+        let (volumes, pod_error) = match volumes::prefilter(&self.storage, &namespace, &spec.claims) {
+            Ok(v) => (v, None),
+            Err(e) => (Vec::new(), Some(e)),
         };
         Prepared {
             spec,
@@ -236,6 +232,7 @@ impl Snapshot {
             soft_affinity,
             volumes,
             pod_error,
+            unsupported,
         }
     }
 

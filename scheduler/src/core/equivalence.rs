@@ -44,6 +44,8 @@ pub(crate) struct ClassEntry {
     pub requests: Requests,
     /// Resources used for scoring with upstream's non-zero defaults for cpu and memory.
     pub score_requests: Vec<(ResourceIdx, i64)>,
+    /// The `NodeResourcesFit` weight of each of `score_requests`.
+    pub score_weights: Vec<i64>,
 }
 
 /// Interned classes of the snapshot.
@@ -53,6 +55,9 @@ pub(crate) struct ClassRegistry {
     static_index: HashMap<StaticSpec, StaticId>,
     pub classes: Vec<ClassEntry>,
     class_index: HashMap<(StaticId, Requests), ClassId>,
+    /// `NodeResourcesFit` `scoringStrategy.resources` (resource, weight); `None`: cpu and memory plus
+    /// every extended resource the pod requests, weight 1 each.
+    score_resources: Option<Vec<(ResourceIdx, i64)>>,
 }
 
 impl ClassRegistry {
@@ -78,22 +83,50 @@ impl ClassRegistry {
         }
         let id = self.classes.len() as ClassId;
         let requests = key.1.clone();
-        let mut score_requests = vec![
-            (CPU, nonzero(requests.get(CPU), DEFAULT_MILLI_CPU_REQUEST)),
-            (MEMORY, nonzero(requests.get(MEMORY), DEFAULT_MEMORY_REQUEST)),
-        ];
-        for &(i, v) in &requests.0 {
-            if i > PODS {
-                score_requests.push((i, v));
-            }
-        }
+        let (score_requests, score_weights) = self.score_requests(&requests);
         self.classes.push(ClassEntry {
             static_id,
             requests,
             score_requests,
+            score_weights,
         });
         self.class_index.insert(key, id);
         id
+    }
+
+    /// Sets the scored resources and their weights (see [`Self::score_resources`]) and rescores the
+    /// classes interned so far.
+    pub(crate) fn set_score_resources(&mut self, resources: Option<Vec<(ResourceIdx, i64)>>) {
+        self.score_resources = resources;
+        for i in 0..self.classes.len() {
+            let (r, w) = self.score_requests(&self.classes[i].requests);
+            self.classes[i].score_requests = r;
+            self.classes[i].score_weights = w;
+        }
+    }
+
+    fn score_requests(&self, requests: &Requests) -> (Vec<(ResourceIdx, i64)>, Vec<i64>) {
+        let value = |r: ResourceIdx| match r {
+            CPU => nonzero(requests.get(CPU), DEFAULT_MILLI_CPU_REQUEST),
+            MEMORY => nonzero(requests.get(MEMORY), DEFAULT_MEMORY_REQUEST),
+            other => requests.get(other),
+        };
+        match &self.score_resources {
+            Some(list) => (
+                list.iter().map(|&(r, _)| (r, value(r))).collect(),
+                list.iter().map(|&(_, w)| w).collect(),
+            ),
+            None => {
+                let mut out = vec![(CPU, value(CPU)), (MEMORY, value(MEMORY))];
+                for &(i, v) in &requests.0 {
+                    if i > PODS {
+                        out.push((i, v));
+                    }
+                }
+                let weights = vec![1; out.len()];
+                (out, weights)
+            }
+        }
     }
 }
 

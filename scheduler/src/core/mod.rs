@@ -49,9 +49,22 @@
 //!   counts against the parent like any failed child. Because `M` = 1, PlacementFeasible keeps a Basic
 //!   group in Wait until every member was tried, so members of a Basic group are scheduled independently
 //!   (a failing one never aborts its siblings) and the group fails only when none succeeds.
-//! - **Leaf failures** count as `U` (KEP-6012's note: pod-level UnschedulableAndUnresolvable is not
-//!   propagated in alpha). A PodGroup is UnschedulableAndUnresolvable only when it does not have enough
-//!   pods to ever reach its minimum.
+//! - **Leaf failures** count as `U`, except that a pod no node could ever take (every node rejected it
+//!   UnschedulableAndUnresolvable: a node selector nothing matches, an unbound claim, a volume zone)
+//!   makes its PodGroup UnschedulableAndUnresolvable (KEP-6012's Beta plan), so no preemption is tried
+//!   for it. A PodGroup is also UnschedulableAndUnresolvable when it has too few pods to ever reach its
+//!   minimum.
+//! - **Pods with inter-pod constraints** (inter-pod affinity or anti-affinity, topology spread, host
+//!   ports, volumes) are filtered and scored per pod inside the gang cycle, against the cluster plus
+//!   the placements made so far in the cycle (see `dynamic`), so gang members see each other; pods
+//!   without them share equivalence-class work. A gang with inter-pod dependencies that fails is
+//!   reported [`Rejection::NotGuaranteed`] (KEP-4671: the greedy cycle does not guarantee finding a
+//!   placement that exists); a pod using something this scheduler cannot honour (today
+//!   `spec.resourceClaims`) is [`Rejection::Unsupported`] and never placed.
+//! - **Failure messages** are upstream's (`0/8 nodes are available: 4 Insufficient nvidia.com/gpu, 4
+//!   node(s) didn't match pod anti-affinity rules.`), counted over the nodes of the domain the group was
+//!   tried in; a group's message names the placements tried by domain value and reason, aggregated, and
+//!   the member group or pod that stopped it.
 //! - **Pod order**: pods of a group are tried by priority, then first-seen time (upstream). Only the
 //!   non-greedy first pass of [`SchedulerConfig::secure_minimums_first`] deviates: it secures a gang's
 //!   minimum with its smallest pods, largest first, and leaves the rest to the greedy pass.
@@ -59,37 +72,46 @@
 //!   terminating pods do not. They also pin their group's topology domain. Pods of a PodGroup that
 //!   `Succeeded` keep counting towards `S` (not pinning anything) until deleted, so a gang Job's last,
 //!   smaller wave is scheduled; `Failed` pods do not count (see [`snapshot`]).
-//! - **Node scores** are upstream's `MostAllocated` (default, bin packing) or `LeastAllocated`
-//!   (spreading) at a scale of 10^6 instead of 100, so near-equal nodes are told apart; ties go to the
-//!   node whose name sorts first. **Placement scores** are the number of pods the placement holds, then
-//!   how tightly the domain is packed afterwards; ties go to the label value that sorts first.
+//! - **Node scores** are upstream's score plugins with their weights ([`ScoreWeights`]):
+//!   `NodeResourcesFit` (`MostAllocated`, kwas' default, bin packing; or `LeastAllocated`),
+//!   `NodeResourcesBalancedAllocation` (weight 0 in kwas' profile, 1 in upstream's), preferred
+//!   `NodeAffinity`, `TaintToleration` (`PreferNoSchedule`), preferred `InterPodAffinity` and
+//!   `PodTopologySpread` (`ScheduleAnyway`, cluster default constraints), each normalized to a scale
+//!   of 10^6 instead of 100 so near-equal nodes are told apart; ties go to the node whose name sorts
+//!   first. The scored resources are cpu and memory plus any extended resource the pod requests, or a
+//!   profile's weighted list ([`Snapshot::set_scoring_resources`]). **Placement scores** are the number
+//!   of pods the placement holds, then how tightly the domain is packed afterwards; ties go to the
+//!   label value that sorts first.
 //! - **Priorities**: a group's priority is the priority of its pods (KEP-5710). All groups and pods of a
 //!   tree must share one priority and pods one `schedulerName`, else the tree is rejected
 //!   ([`hierarchy`]).
 //! - **Preemption** for a hierarchy that is already satisfied (extra pods failed) succeeds when it lets
 //!   more pending pods be placed than the cycle without preemption did. A unit's priority is the highest
-//!   priority among its pods. Pods already terminating are never victims.
+//!   priority among its pods. Pods already terminating are never victims. Candidate domains are ranked
+//!   as upstream: fewest PodDisruptionBudget violations, then the lowest highest victim priority, then
+//!   the smallest priority sum, then the fewest victims; victims a budget protects are reprieved first.
+//!   A group's pods share one `preemptionPolicy` (a mix is rejected).
 //! - **Commit**: a cycle never leaves changes in the snapshot; the runtime records what it binds with
 //!   [`Snapshot::assume`]. [`SchedulerConfig::alpha`] is the KEP's alpha algorithm;
 //!   [`SchedulerConfig::default`] adds the four Beta-plan improvements, each of which has its own switch.
 //!
 //! # Not modelled
 //!
-//! Inter-pod affinity and anti-affinity, topology spread constraints, preferred node affinity scoring,
-//! host ports, volumes and DRA claims are not part of the filters or scores. Nominated pods do not
-//! reserve capacity in the snapshot between a preemption and the next cycle (the runtime keeps the
-//! nomination and retries).
+//! DRA claims (pods using them are rejected as [`Rejection::Unsupported`]), image locality, and in-tree
+//! (non-CSI) volume limits. Nominated pods do not reserve capacity in the snapshot between a preemption
+//! and the next cycle (the runtime reserves them itself and retries).
 //!
 //! Module map (one file per concern):
 //!
 //! | module | concern |
 //! | --- | --- |
-//! | [`quantity`] | `resource.Quantity` parsing |
+//! | [`quantity`] | `resource.Quantity` parsing (from `kwas-api`) |
 //! | [`resources`] | resource vectors, pod requests with the init-container rule |
-//! | [`snapshot`] | the cluster state: one arena for nodes, pods and groups, a file per concern (nodes, pods, groups, priority, simulation, conversion); assume / forget |
+//! | [`snapshot`] | the cluster state: one arena for nodes, pods and groups, a file per concern (nodes, pods, groups, priority, volumes and budgets, workloads, simulation, conversion); assume / forget |
 //! | [`journal`] | the assume/revert journal |
-//! | [`filters`] | one file per kube-scheduler filter plugin (NodeUnschedulable, NodeAffinity, TaintToleration, NodeResourcesFit) and the shared rejection reasons |
-//! | [`scores`] | one file per score plugin: node scores (NodeResourcesFit) and placement scores |
+//! | [`filters`] | one file per kube-scheduler filter plugin (NodeUnschedulable, NodeAffinity, TaintToleration, NodeResourcesFit, NodePorts, InterPodAffinity, PodTopologySpread, VolumeBinding / VolumeZone / NodeVolumeLimits) plus label selectors, and the shared rejection reasons |
+//! | `dynamic` | per-pod evaluation of the constraints that depend on other pods' placements, inside the cycle |
+//! | [`scores`] | one file per score plugin: node scores (NodeResourcesFit, NodeResourcesBalancedAllocation) and placement scores |
 //! | [`equivalence`] | equivalence classes sharing filter and scoring work |
 //! | [`status`] | status codes and PlacementFeasible (M / S / R / U / UU) |
 //! | [`podgroup`] | the PodGroup (leaf) cycle |
@@ -99,7 +121,7 @@
 //! | [`preemption`] | workload-aware preemption |
 //! | [`hierarchy`] | runtime hierarchy checks |
 //! | [`readiness`] | PreEnqueue-style readiness of root units (the runtime's queue is `runtime::scheduling_queue`) |
-//! | [`config`] | scoring and the algorithm switches |
+//! | [`config`] | scoring strategy, score weights and the algorithm switches |
 //! | [`testing`] | builders for API objects |
 
 pub mod composite;
@@ -123,7 +145,9 @@ pub mod testing;
 pub mod topology;
 
 pub use config::{PlacementLimit, SchedulerConfig, ScoreWeights, ScoringStrategy};
-pub use cycle::{Assignment, CycleOutcome, CycleStats, GroupOutcome, PodOutcome, Scheduler, TopologyDomain, Verdict};
+pub use cycle::{
+    Assignment, CycleOutcome, CycleStats, GroupOutcome, PodOutcome, Rejection, Scheduler, TopologyDomain, Verdict,
+};
 pub use filters::pod_topology_spread::{DefaultConstraint, system_default_constraints};
 pub use filters::volumes::ClaimAction;
 pub use hierarchy::{HierarchyError, MAX_DEPTH};

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::cycle::{Cycle, Domain, Outcome};
+use super::cycle::{Cycle, Domain, Outcome, Rejection};
 use super::equivalence::{ClassId, Ranker};
 use super::filters::{diagnosis, fits, insufficient};
 use super::model::Policy;
@@ -25,6 +25,8 @@ use super::status::{Code, Counts, placement_feasible};
 pub(crate) struct Failure {
     pub message: String,
     pub unresolvable: bool,
+    /// The pod uses something this scheduler cannot honour (reported as [`Rejection::Unsupported`]).
+    pub unsupported: bool,
 }
 
 /// Per-class ranking state within one attempt.
@@ -95,6 +97,7 @@ impl Cycle<'_> {
         Failure {
             message: diagnosis(dom.nodes.len(), &reasons),
             unresolvable,
+            unsupported: false,
         }
     }
 
@@ -105,10 +108,18 @@ impl Cycle<'_> {
         let sid = self.snap.classes.classes[class as usize].static_id;
         self.snap.ensure_static(sid);
         let prepared = self.snap.prepare_dynamic(pid);
+        if let Some(message) = prepared.unsupported.clone() {
+            return Err(Failure {
+                message,
+                unresolvable: true,
+                unsupported: true,
+            });
+        }
         if let Some(message) = prepared.pod_error.clone() {
             return Err(Failure {
                 message,
                 unresolvable: true,
+                unsupported: false,
             });
         }
         self.stats.nodes_evaluated += dom.nodes.len() as u64;
@@ -172,6 +183,7 @@ impl Cycle<'_> {
             return Err(rankers[idx].diagnosis.clone().unwrap_or(Failure {
                 message: String::new(),
                 unresolvable: false,
+                unsupported: false,
             }));
         }
         loop {
@@ -299,9 +311,14 @@ impl Cycle<'_> {
         let mark = self.journal.mark();
         let mut rankers = Vec::new();
         let mut unplaced = Vec::new();
-        let not_guaranteed = pending
+        let mut rejection = if pending
             .iter()
-            .any(|p| self.snap.pod(*p).dynamic.as_ref().is_some_and(|d| d.inter_pod()));
+            .any(|p| self.snap.pod(*p).dynamic.as_ref().is_some_and(|d| d.inter_pod()))
+        {
+            Rejection::NotGuaranteed
+        } else {
+            Rejection::Unschedulable
+        };
         for &pid in &pending {
             if !self.greedy && counts.success >= min {
                 break;
@@ -313,6 +330,9 @@ impl Cycle<'_> {
                 Err(f) => {
                     // Pod-level UnschedulableAndUnresolvable propagates (KEP-6012's Beta plan), so a
                     // gang no preemption can help is not preempted for.
+                    if f.unsupported {
+                        rejection = Rejection::Unsupported;
+                    }
                     if f.unresolvable {
                         counts.unresolvable += 1;
                     } else {
@@ -336,7 +356,7 @@ impl Cycle<'_> {
                 }
                 let mut o = Outcome::new(g, code, message);
                 o.unplaced = all_unplaced;
-                o.not_guaranteed = not_guaranteed;
+                o.rejection = rejection;
                 return o;
             }
         }
@@ -347,7 +367,7 @@ impl Cycle<'_> {
             let message = Self::leaf_message(policy, counts, unplaced.first().map(|(_, m)| m.as_str()));
             let mut o = Outcome::new(g, code, message);
             o.unplaced = unplaced;
-            o.not_guaranteed = not_guaranteed;
+            o.rejection = rejection;
             return o;
         }
         let message = match policy {

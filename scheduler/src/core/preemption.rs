@@ -150,7 +150,7 @@ impl Scheduler {
                 return PreemptionOutcome::empty(
                     unit,
                     PreemptionVerdict::NotHelpful,
-                    format!("preemption cannot help: {message}"),
+                    format!("preemption: not helpful for scheduling: {message}"),
                 );
             }
             Verdict::Scheduled if !baseline.preemption_may_help => {
@@ -189,7 +189,7 @@ impl Scheduler {
             return PreemptionOutcome::empty(
                 unit,
                 PreemptionVerdict::NotAllowed,
-                "not eligible for preemption: preemptionPolicy is Never".into(),
+                "preemption: not eligible due to preemptionPolicy=Never.".into(),
             );
         }
 
@@ -310,8 +310,18 @@ impl Scheduler {
                 ..PreemptionOutcome::empty(
                     unit,
                     PreemptionVerdict::NotHelpful,
-                    "preemption is not helpful for scheduling: no set of lower-priority victims makes the hierarchy feasible"
-                        .into(),
+                    match unit {
+                        // Upstream's wording for a pod (its search is per node, like ours).
+                        UnitKey::Pod(_) => {
+                            let n = snap.node_count();
+                            format!(
+                                "preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod."
+                            )
+                        }
+                        UnitKey::Group(_) => {
+                            "preemption: no set of lower-priority victims makes the pod group schedulable.".to_string()
+                        }
+                    },
                 )
             };
         };

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use super::config::PlacementLimit;
-use super::cycle::{Cycle, Domain, Outcome};
+use super::cycle::{Cycle, Domain, Outcome, Rejection};
 use super::journal::Op;
 use super::scores::packing;
 use super::status::Code;
@@ -213,14 +213,14 @@ impl Cycle<'_> {
             };
             // The children and pods of the first placement tried keep their statuses; the group's message
             // aggregates every placement tried by reason.
-            let (children, unplaced, not_guaranteed) = match first_failure {
-                Some(o) => (o.children, o.unplaced, o.not_guaranteed),
-                None => (Vec::new(), Vec::new(), false),
+            let (children, unplaced, rejection) = match first_failure {
+                Some(o) => (o.children, o.unplaced, o.rejection),
+                None => (Vec::new(), Vec::new(), Rejection::Unschedulable),
             };
             let mut o = Outcome::new(g, code, placements_message(key, total, &failures));
             o.children = children;
             o.unplaced = unplaced;
-            o.not_guaranteed = not_guaranteed;
+            o.rejection = rejection;
             return (o, Vec::new());
         }
         // Best first: more pods, then tighter packing (already oriented by strategy), then value.

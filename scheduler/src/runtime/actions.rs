@@ -9,7 +9,9 @@ use crate::core::{GroupKey, GroupKind, PodKey};
 /// One API operation the engine decided on.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    /// `POST pods/<name>/binding`.
+    /// `POST pods/<name>/binding`, after the pod's `WaitForFirstConsumer` claims are taken care of
+    /// (upstream's VolumeBinding PreBind: a static volume pre-bound, or the node selected for the
+    /// provisioner); a failed claim step fails the binding.
     Bind {
         /// The pod.
         pod: PodKey,
@@ -17,6 +19,8 @@ pub enum Action {
         uid: Option<String>,
         /// The node.
         node: String,
+        /// PreBind steps for the pod's claims.
+        claims: Vec<crate::core::ClaimAction>,
     },
     /// A status patch of a pod: a condition and / or `status.nominatedNodeName`.
     PodStatus(PodStatusUpdate),

@@ -42,6 +42,8 @@ pub struct DesiredCondition {
     pub reason: String,
     /// Message.
     pub message: String,
+    /// The object's `metadata.generation` the decision was made for (`observedGeneration`).
+    pub observed_generation: Option<i64>,
 }
 
 impl DesiredCondition {
@@ -52,7 +54,14 @@ impl DesiredCondition {
             status,
             reason: reason.to_string(),
             message: truncate(message.into()),
+            observed_generation: None,
         }
+    }
+
+    /// The same condition, recording the object generation it was decided for.
+    pub fn observed(mut self, generation: Option<i64>) -> Self {
+        self.observed_generation = generation;
+        self
     }
 
     fn status_str(&self) -> &'static str {
@@ -84,7 +93,11 @@ pub fn group_condition_update(current: &[Condition], desired: &DesiredCondition,
         if is_initially_scheduled(&desired.type_) && e.status == "True" && !desired.status {
             return None;
         }
-        if e.status == desired.status_str() && e.reason == desired.reason && e.message == desired.message {
+        if e.status == desired.status_str()
+            && e.reason == desired.reason
+            && e.message == desired.message
+            && e.observed_generation == desired.observed_generation
+        {
             return None;
         }
     }
@@ -98,7 +111,7 @@ pub fn group_condition_update(current: &[Condition], desired: &DesiredCondition,
         reason: desired.reason.clone(),
         message: desired.message.clone(),
         last_transition_time,
-        observed_generation: None,
+        observed_generation: desired.observed_generation,
     })
 }
 
@@ -113,6 +126,7 @@ pub fn pod_condition_update(
         && e.status == desired.status_str()
         && e.reason.as_deref().unwrap_or("") == desired.reason
         && e.message.as_deref().unwrap_or("") == desired.message
+        && e.observed_generation == desired.observed_generation
     {
         return None;
     }
@@ -127,7 +141,7 @@ pub fn pod_condition_update(
         message: Some(desired.message.clone()),
         last_transition_time,
         last_probe_time: None,
-        observed_generation: None,
+        observed_generation: desired.observed_generation,
     })
 }
 

@@ -78,6 +78,8 @@ pub struct RuntimeConfig {
     pub waiting_message_delay: Duration,
     /// The scheduling algorithm's configuration.
     pub core: SchedulerConfig,
+    /// Plugin arguments of the profile (see [`super::profile`]).
+    pub profile: super::profile::ProfileArgs,
 }
 
 impl Default for RuntimeConfig {
@@ -94,6 +96,7 @@ impl Default for RuntimeConfig {
             partial_gang_timeout: Duration::from_secs(60),
             waiting_message_delay: Duration::from_secs(1),
             core: SchedulerConfig::default(),
+            profile: super::profile::ProfileArgs::default(),
         }
     }
 }

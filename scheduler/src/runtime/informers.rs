@@ -1,6 +1,7 @@
 //! Informers: one kube-runtime watcher per kind (nodes, pods, PodGroups, CompositePodGroups,
-//! PriorityClasses), merged into one stream of [`InformerEvent`]s that the scheduling loop applies
-//! to its snapshot between cycles.
+//! PriorityClasses, and what the filters and preemption read: namespaces, PersistentVolumeClaims,
+//! PersistentVolumes, StorageClasses, CSINodes, PodDisruptionBudgets, Workloads), merged into one
+//! stream of [`InformerEvent`]s that the scheduling loop applies to its snapshot between cycles.
 //!
 //! Watchers re-list after a desync; a re-list arrives as `InitStart`, `InitApply`... `InitDone`, and
 //! objects known before but not listed again are deleted at `InitDone`.
@@ -8,11 +9,13 @@
 use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup};
+use kwas_api::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 
 /// The kinds the scheduler watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -27,16 +30,37 @@ pub enum Kind {
     CompositePodGroup,
     /// PriorityClasses.
     PriorityClass,
+    /// Namespaces (labels, for affinity terms' `namespaceSelector`).
+    Namespace,
+    /// PersistentVolumeClaims.
+    PersistentVolumeClaim,
+    /// PersistentVolumes.
+    PersistentVolume,
+    /// StorageClasses.
+    StorageClass,
+    /// CSINodes (volume limits).
+    CSINode,
+    /// PodDisruptionBudgets.
+    PodDisruptionBudget,
+    /// Workloads (their template trees).
+    Workload,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
         Kind::CompositePodGroup,
         Kind::PriorityClass,
+        Kind::Namespace,
+        Kind::PersistentVolumeClaim,
+        Kind::PersistentVolume,
+        Kind::StorageClass,
+        Kind::CSINode,
+        Kind::PodDisruptionBudget,
+        Kind::Workload,
     ];
 
     /// The kind's name.
@@ -47,6 +71,13 @@ impl Kind {
             Kind::PodGroup => "PodGroup",
             Kind::CompositePodGroup => "CompositePodGroup",
             Kind::PriorityClass => "PriorityClass",
+            Kind::Namespace => "Namespace",
+            Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
+            Kind::PersistentVolume => "PersistentVolume",
+            Kind::StorageClass => "StorageClass",
+            Kind::CSINode => "CSINode",
+            Kind::PodDisruptionBudget => "PodDisruptionBudget",
+            Kind::Workload => "Workload",
         }
     }
 }
@@ -64,6 +95,20 @@ pub enum Object {
     CompositePodGroup(Box<CompositePodGroup>),
     /// A PriorityClass.
     PriorityClass(Box<PriorityClass>),
+    /// A namespace.
+    Namespace(Box<Namespace>),
+    /// A PersistentVolumeClaim.
+    PersistentVolumeClaim(Box<PersistentVolumeClaim>),
+    /// A PersistentVolume.
+    PersistentVolume(Box<PersistentVolume>),
+    /// A StorageClass.
+    StorageClass(Box<StorageClass>),
+    /// A CSINode.
+    CSINode(Box<CSINode>),
+    /// A PodDisruptionBudget.
+    PodDisruptionBudget(Box<PodDisruptionBudget>),
+    /// A Workload.
+    Workload(Box<Workload>),
 }
 
 impl Object {
@@ -75,6 +120,36 @@ impl Object {
             Object::PodGroup(_) => Kind::PodGroup,
             Object::CompositePodGroup(_) => Kind::CompositePodGroup,
             Object::PriorityClass(_) => Kind::PriorityClass,
+            Object::Namespace(_) => Kind::Namespace,
+            Object::PersistentVolumeClaim(_) => Kind::PersistentVolumeClaim,
+            Object::PersistentVolume(_) => Kind::PersistentVolume,
+            Object::StorageClass(_) => Kind::StorageClass,
+            Object::CSINode(_) => Kind::CSINode,
+            Object::PodDisruptionBudget(_) => Kind::PodDisruptionBudget,
+            Object::Workload(_) => Kind::Workload,
+        }
+    }
+
+    /// `namespace/name` (or `name` for cluster-scoped kinds).
+    pub fn key(&self) -> String {
+        let meta = match self {
+            Object::Node(o) => &o.metadata,
+            Object::Pod(o) => &o.metadata,
+            Object::PodGroup(o) => &o.metadata,
+            Object::CompositePodGroup(o) => &o.metadata,
+            Object::PriorityClass(o) => &o.metadata,
+            Object::Namespace(o) => &o.metadata,
+            Object::PersistentVolumeClaim(o) => &o.metadata,
+            Object::PersistentVolume(o) => &o.metadata,
+            Object::StorageClass(o) => &o.metadata,
+            Object::CSINode(o) => &o.metadata,
+            Object::PodDisruptionBudget(o) => &o.metadata,
+            Object::Workload(o) => &o.metadata,
+        };
+        let name = meta.name.clone().unwrap_or_default();
+        match &meta.namespace {
+            Some(ns) => format!("{ns}/{name}"),
+            None => name,
         }
     }
 }
@@ -135,6 +210,33 @@ pub fn informers(client: &Client) -> InformerStream {
             Object::PodGroup(Box::new(o))
         }),
         informer(Api::<Pod>::all(client.clone()), Kind::Pod, |o| Object::Pod(Box::new(o))),
+        informer(Api::<Namespace>::all(client.clone()), Kind::Namespace, |o| {
+            Object::Namespace(Box::new(o))
+        }),
+        informer(
+            Api::<PersistentVolumeClaim>::all(client.clone()),
+            Kind::PersistentVolumeClaim,
+            |o| Object::PersistentVolumeClaim(Box::new(o)),
+        ),
+        informer(
+            Api::<PersistentVolume>::all(client.clone()),
+            Kind::PersistentVolume,
+            |o| Object::PersistentVolume(Box::new(o)),
+        ),
+        informer(Api::<StorageClass>::all(client.clone()), Kind::StorageClass, |o| {
+            Object::StorageClass(Box::new(o))
+        }),
+        informer(Api::<CSINode>::all(client.clone()), Kind::CSINode, |o| {
+            Object::CSINode(Box::new(o))
+        }),
+        informer(
+            Api::<PodDisruptionBudget>::all(client.clone()),
+            Kind::PodDisruptionBudget,
+            |o| Object::PodDisruptionBudget(Box::new(o)),
+        ),
+        informer(Api::<Workload>::all(client.clone()), Kind::Workload, |o| {
+            Object::Workload(Box::new(o))
+        }),
     ];
     futures::stream::select_all(streams).boxed()
 }

@@ -43,6 +43,7 @@
 //! | [`writer`] | bindings, status patches, evictions and events against the API server |
 //! | [`metrics`] | Prometheus metrics |
 //! | [`config`] | [`RuntimeConfig`], [`LeaseConfig`] (the `kwas-runtime` shell's), [`BackoffConfig`] |
+//! | [`profile`] | KubeSchedulerConfiguration files (`--config`): profiles, score plugins and weights, plugin arguments |
 //!
 //! The admin server, health and leader election come from the `kwas-runtime` shell crate, shared with
 //! `kwas controllers`.
@@ -74,6 +75,7 @@ pub mod engine;
 pub mod error;
 pub mod informers;
 pub mod metrics;
+pub mod profile;
 pub mod scheduling_queue;
 pub mod writer;
 
@@ -92,6 +94,7 @@ pub use engine::{BindResult, Engine, EngineSettings, Now};
 pub use error::Error;
 pub use kwas_runtime::Health;
 pub use metrics::Metrics;
+pub use profile::{ProfileArgs, ProfileError, SchedulerProfile};
 
 use informers::InformerEvent;
 use writer::Writers;
@@ -110,6 +113,13 @@ pub const API_ACCESS: &[(&str, &str, &[&str])] = &[
     ("scheduling.k8s.io", "podgroups/status", &["patch"]),
     ("scheduling.k8s.io", "compositepodgroups/status", &["patch"]),
     ("events.k8s.io", "events", &["create", "patch"]),
+    ("", "namespaces", &["list", "watch"]),
+    ("", "persistentvolumeclaims", &["list", "watch", "patch"]),
+    ("", "persistentvolumes", &["list", "watch", "patch"]),
+    ("storage.k8s.io", "storageclasses", &["list", "watch"]),
+    ("storage.k8s.io", "csinodes", &["list", "watch"]),
+    ("policy", "poddisruptionbudgets", &["list", "watch"]),
+    ("scheduling.k8s.io", "workloads", &["list", "watch"]),
 ];
 
 /// Informer events applied in one go before the loop looks at the queue again.

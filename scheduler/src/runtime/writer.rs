@@ -180,14 +180,17 @@ impl Writers {
     pub fn dispatch(&self, action: Action) {
         let term = self.io.fence.term();
         match action {
-            Action::Bind { pod, uid, node } => {
+            Action::Bind { pod, uid, node, claims } => {
                 let io = self.io.clone();
                 let binds = self.binds.clone();
                 let done = self.bind_done.clone();
                 tokio::spawn(async move {
                     let result = match binds.acquire_owned().await {
                         Ok(_permit) if !io.fence.holds(term) => BindResult::Failed(NOT_LEADER.into()),
-                        Ok(_permit) => io.bind(&pod, uid, &node).await,
+                        Ok(_permit) => match io.prebind(&claims).await {
+                            Ok(()) => io.bind(&pod, uid, &node).await,
+                            Err(e) => BindResult::Failed(e),
+                        },
                         Err(_) => BindResult::Failed("scheduler shutting down".into()),
                     };
                     let _ = done.send(BindDone { pod, node, result });
@@ -206,6 +209,45 @@ impl Io {
         if self.events.try_send(e).is_err() {
             self.metrics.event_dropped();
         }
+    }
+
+    /// Upstream's VolumeBinding PreBind for one pod's claims: pre-bind a static volume (its
+    /// `spec.claimRef`) or select the node for the provisioner (the claim's
+    /// `volume.kubernetes.io/selected-node`).
+    async fn prebind(&self, claims: &[crate::core::ClaimAction]) -> Result<(), String> {
+        use crate::core::ClaimAction;
+        use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+        for c in claims {
+            let result = match c {
+                ClaimAction::SelectNode { namespace, claim, node } => {
+                    let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), namespace);
+                    let patch = serde_json::json!({"metadata": {"annotations": {
+                        crate::core::filters::volumes::SELECTED_NODE: node}}});
+                    api.patch(claim, &self.params(), &kube::api::Patch::Merge(&patch))
+                        .await
+                        .map(drop)
+                }
+                ClaimAction::BindVolume {
+                    namespace,
+                    claim,
+                    volume,
+                } => {
+                    let api: Api<PersistentVolume> = Api::all(self.client.clone());
+                    let patch = serde_json::json!({
+                        "metadata": {"annotations": {"pv.kubernetes.io/bound-by-controller": "yes"}},
+                        "spec": {"claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                            "namespace": namespace, "name": claim}}});
+                    api.patch(volume, &self.params(), &kube::api::Patch::Merge(&patch))
+                        .await
+                        .map(drop)
+                }
+            };
+            if let Err(e) = result {
+                self.metrics.api_error("prebind");
+                return Err(format!("binding volumes: {}", api_message(&e)));
+            }
+        }
+        Ok(())
     }
 
     async fn bind(&self, pod: &PodKey, uid: Option<String>, node: &str) -> BindResult {

@@ -94,12 +94,12 @@ async fn a_gang_that_does_not_fit_binds_nothing_until_capacity_frees_then_runs()
         let pods_told = pods.len() == 3
             && conditions.len() == 3
             && conditions.iter().all(|c| c.0 == "False" && c.1 == REASON_UNSCHEDULABLE)
-            && conditions
-                .iter()
-                .any(|c| c.2 == "0/2 nodes are available: 2 Insufficient cpu.")
-            && conditions
-                .iter()
-                .any(|c| c.2 == "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining");
+            && conditions.iter().any(|c| {
+                c.2.starts_with("0/2 nodes are available: 2 Insufficient cpu. preemption: ")
+            })
+            && conditions.iter().any(|c| {
+                c.2.starts_with("minCount (3) cannot be satisfied: 2 scheduled, 0 remaining: ")
+            });
         let group_told = group
             .and_then(|g| group_condition(g, POD_GROUP_INITIALLY_SCHEDULED))
             .is_some_and(|c| c.0 == "False" && c.1 == REASON_UNSCHEDULABLE);

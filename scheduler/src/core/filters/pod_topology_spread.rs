@@ -11,7 +11,8 @@
 //! Cluster default constraints: when a pod sets none and is controlled by a ReplicaSet, StatefulSet or
 //! ReplicationController, upstream's system defaults apply as scoring-only constraints (`hostname`
 //! maxSkew 3, `topology.kubernetes.io/zone` maxSkew 5), counting the pods of the same controller (the
-//! pods its selector would select). A profile can replace them.
+//! pods its selector would select). A profile can replace them (`defaultingType: List`), with
+//! `DoNotSchedule` ones filtering like a pod's own.
 
 use std::collections::BTreeMap;
 
@@ -42,13 +43,15 @@ pub(crate) struct Constraint {
     pub honor_taints: bool,
 }
 
-/// A cluster-wide default constraint (KubeSchedulerConfiguration `defaultConstraints`, scoring only).
+/// A cluster-wide default constraint (KubeSchedulerConfiguration `PodTopologySpreadArgs.defaultConstraints`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DefaultConstraint {
     /// `maxSkew`.
     pub max_skew: i64,
     /// `topologyKey`.
     pub key: String,
+    /// `whenUnsatisfiable: DoNotSchedule` (a filter) rather than `ScheduleAnyway` (a score).
+    pub hard: bool,
 }
 
 /// Upstream's system defaults (`defaultingType: System`): `kubernetes.io/hostname` with maxSkew 3 and
@@ -58,10 +61,12 @@ pub fn system_default_constraints() -> Vec<DefaultConstraint> {
         DefaultConstraint {
             max_skew: 3,
             key: "kubernetes.io/hostname".into(),
+            hard: false,
         },
         DefaultConstraint {
             max_skew: 5,
             key: "topology.kubernetes.io/zone".into(),
+            hard: false,
         },
     ]
 }
@@ -143,7 +148,7 @@ pub(crate) fn defaults(defaults: &[DefaultConstraint], owner: Option<(&str, &str
         .map(|d| Constraint {
             max_skew: d.max_skew,
             key: d.key.clone(),
-            hard: false,
+            hard: d.hard,
             counted: Counted::SameOwner(uid.to_string()),
             min_domains: None,
             honor_affinity: true,

@@ -8,7 +8,7 @@
 //!   available PersistentVolume of its class that fits it and admits the node, or a class that can
 //!   provision there (a provisioner other than `kubernetes.io/no-provisioner`, `allowedTopologies`
 //!   matching the node): else `node(s) didn't find available persistent volumes to bind`. After the
-//!   node is chosen the runtime binds such claims before the pod ([`prebind`]): a chosen static volume
+//!   node is chosen the runtime binds such claims before the pod (`prebind`): a chosen static volume
 //!   is pre-bound (its `claimRef`), otherwise the claim gets `volume.kubernetes.io/selected-node` so the
 //!   provisioner creates the volume there.
 //! - `VolumeZone` (filter): a bound volume's zone and region labels must match the node's.

@@ -5,12 +5,12 @@ use crate::core::config::ScoringStrategy;
 use crate::core::equivalence::ClassEntry;
 use crate::core::snapshot::NodeInfo;
 
-/// Scores `node` for a pod of `class`.
+/// Scores `node` for a pod of `class`: the weighted average over the scored resources the node has.
 #[inline]
 pub(crate) fn node_score(strategy: ScoringStrategy, class: &ClassEntry, node: &NodeInfo) -> i64 {
     let mut sum: i64 = 0;
     let mut count: i64 = 0;
-    for &(r, v) in &class.score_requests {
+    for (&(r, v), &w) in class.score_requests.iter().zip(&class.score_weights) {
         let alloc = node.allocatable.get(r as usize).copied().unwrap_or(0);
         if alloc <= 0 {
             continue;
@@ -31,8 +31,9 @@ pub(crate) fn node_score(strategy: ScoringStrategy, class: &ClassEntry, node: &N
             Some(x) => x / alloc,
             None => (i128::from(part) * i128::from(MAX_SCORE) / i128::from(alloc)) as i64,
         };
-        sum += frac;
-        count += 1;
+        // Weights are validated to 1..=100 (upstream's range), so neither sum overflows.
+        sum += frac * w;
+        count += w;
     }
     if count == 0 { 0 } else { sum / count }
 }

@@ -114,16 +114,39 @@ pub struct Snapshot {
     pub(crate) affinity_pods: BTreeSet<u32>,
     /// The cluster's default topology spread constraints (`None`: upstream's system defaults).
     pub(crate) default_spread: Option<Vec<crate::core::filters::pod_topology_spread::DefaultConstraint>>,
+    /// `InterPodAffinityArgs`: (`hardPodAffinityWeight`, `ignorePreferredTermsOfExistingPods`).
+    pub(crate) inter_pod_args: InterPodArgs,
     /// (namespace, Workload) -> its templates by name.
     pub(crate) workloads: HashMap<(String, String), HashMap<String, workloads::TemplateShape>>,
     /// Namespace -> PodDisruptionBudgets: (selector, disruptions allowed).
     pub(crate) pdbs: HashMap<String, Vec<(String, crate::core::filters::pod_selector::PodSelector, i64)>>,
 }
 
+/// `InterPodAffinityArgs`: `hardPodAffinityWeight`, `ignorePreferredTermsOfExistingPods`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InterPodArgs(pub i64, pub bool);
+
+impl Default for InterPodArgs {
+    fn default() -> Self {
+        Self(1, false)
+    }
+}
+
 impl Snapshot {
     /// An empty snapshot that schedules pending pods of every scheduler name.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets `InterPodAffinityArgs`: the score weight of existing pods' required affinity terms towards
+    /// the incoming pod (`hardPodAffinityWeight`, default 1) and whether existing pods' preferred terms
+    /// are ignored (`ignorePreferredTermsOfExistingPods`, default false).
+    pub fn set_inter_pod_affinity_args(
+        &mut self,
+        hard_pod_affinity_weight: i64,
+        ignore_preferred_terms_of_existing_pods: bool,
+    ) {
+        self.inter_pod_args = InterPodArgs(hard_pod_affinity_weight, ignore_preferred_terms_of_existing_pods);
     }
 
     /// Restricts scheduling to pending pods whose `spec.schedulerName` (default `default-scheduler`) is
@@ -139,6 +162,18 @@ impl Snapshot {
         constraints: Vec<crate::core::filters::pod_topology_spread::DefaultConstraint>,
     ) {
         self.default_spread = Some(constraints);
+    }
+
+    /// Sets `NodeResourcesFit`'s scored resources and weights (a profile's
+    /// `scoringStrategy.resources`); `None` restores kwas' default (cpu and memory plus every extended
+    /// resource the pod requests, weight 1 each).
+    pub fn set_scoring_resources(&mut self, resources: Option<Vec<(String, i64)>>) {
+        let resolved = resources.map(|list| {
+            list.iter()
+                .map(|(name, w)| (self.resources.intern(name), *w))
+                .collect::<Vec<_>>()
+        });
+        self.classes.set_score_resources(resolved);
     }
 
     pub(crate) fn responsible_for(&self, scheduler_name: &str) -> bool {

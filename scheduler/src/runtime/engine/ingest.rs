@@ -98,6 +98,25 @@ impl Engine {
                     self.snap.remove_pod(&k);
                 }
             }
+            Kind::Namespace
+            | Kind::PersistentVolumeClaim
+            | Kind::PersistentVolume
+            | Kind::StorageClass
+            | Kind::CSINode
+            | Kind::PodDisruptionBudget
+            | Kind::Workload => {
+                let gone: Vec<String> = self
+                    .aux_keys
+                    .get(&kind)
+                    .into_iter()
+                    .flatten()
+                    .filter(|k| !seen.contains(*k))
+                    .cloned()
+                    .collect();
+                for k in gone {
+                    self.aux_gone(kind, &k);
+                }
+            }
             Kind::PodGroup | Kind::CompositePodGroup => {
                 let want = if kind == Kind::PodGroup {
                     GroupKind::PodGroup
@@ -153,7 +172,42 @@ impl Engine {
                 let key = GroupKey::composite(ns, name);
                 self.upsert_group(key, &*cpg, |snap| snap.upsert_composite_pod_group(&cpg), now);
             }
+            aux => {
+                let (kind, key) = (aux.kind(), aux.key());
+                match &aux {
+                    Object::Namespace(o) => self.snap.upsert_namespace(o),
+                    Object::PersistentVolumeClaim(o) => self.snap.upsert_persistent_volume_claim(o),
+                    Object::PersistentVolume(o) => self.snap.upsert_persistent_volume(o),
+                    Object::StorageClass(o) => self.snap.upsert_storage_class(o),
+                    Object::CSINode(o) => self.snap.upsert_csi_node(o),
+                    Object::PodDisruptionBudget(o) => self.snap.upsert_pod_disruption_budget(o),
+                    Object::Workload(o) => self.snap.upsert_workload(o),
+                    _ => {}
+                }
+                self.aux_keys.entry(kind).or_default().insert(key);
+                // Storage, budgets and templates change what may fit: unschedulable units try again.
+                self.capacity_changed = true;
+            }
         }
+    }
+
+    /// An object of a kind the snapshot only reads is gone.
+    fn aux_gone(&mut self, kind: Kind, key: &str) {
+        let (ns, name) = key.split_once('/').unwrap_or(("", key));
+        match kind {
+            Kind::Namespace => self.snap.remove_namespace(name),
+            Kind::PersistentVolumeClaim => self.snap.remove_persistent_volume_claim(ns, name),
+            Kind::PersistentVolume => self.snap.remove_persistent_volume(name),
+            Kind::StorageClass => self.snap.remove_storage_class(name),
+            Kind::CSINode => self.snap.remove_csi_node(name),
+            Kind::PodDisruptionBudget => self.snap.remove_pod_disruption_budget(ns, name),
+            Kind::Workload => self.snap.remove_workload(ns, name),
+            _ => {}
+        }
+        if let Some(keys) = self.aux_keys.get_mut(&kind) {
+            keys.remove(key);
+        }
+        self.capacity_changed = true;
     }
 
     pub(super) fn delete(&mut self, o: Object, now: Instant) {
@@ -180,6 +234,10 @@ impl Engine {
             Object::CompositePodGroup(cpg) => {
                 let (ns, name) = ns_name(&cpg.metadata);
                 self.group_gone(&GroupKey::composite(ns, name), now);
+            }
+            aux => {
+                let (kind, key) = (aux.kind(), aux.key());
+                self.aux_gone(kind, &key);
             }
         }
     }

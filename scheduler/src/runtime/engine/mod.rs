@@ -13,9 +13,13 @@
 //!   its unit after a backoff. A binding answered with a conflict (the pod is already bound or is being
 //!   deleted) is left to the informer.
 //! - **Waiting pods** (PreEnqueue) get `PodScheduled=False` with reason `SchedulingGated` and
-//!   upstream's waiting message; unschedulable ones reason `Unschedulable`; pods of an invalid
-//!   hierarchy and pods whose binding was rejected reason `SchedulerError`. `FailedScheduling` events
-//!   are recorded when a pod's condition changes, not on every retry.
+//!   upstream's waiting message; unschedulable ones reason `Unschedulable`, or `PlacementNotGuaranteed`
+//!   when the gang has inter-pod dependencies (KEP-4671), or `Unsupported` when a member uses what
+//!   this scheduler cannot honour; pods of an invalid hierarchy and pods whose binding was rejected
+//!   reason `SchedulerError`. Messages are upstream's FitError with its PostFilter part appended
+//!   (`... preemption: not eligible due to preemptionPolicy=Never.`), and conditions carry the
+//!   object's `observedGeneration`. `FailedScheduling` events are recorded when a pod's condition
+//!   changes, not on every retry.
 //! - **Delayed preemption** (KEP-4671, KEP-5710): victims get `DisruptionTarget` and are deleted; the
 //!   preemptor's pods get `status.nominatedNodeName` and are *reserved* on those nodes in the snapshot
 //!   (assumed, never bound) so no unit of lower priority takes the room while the victims terminate.
@@ -33,8 +37,8 @@
 //! - **Time** is an input: every entry point takes a [`Now`] (a monotonic instant for timers and a wall
 //!   clock for condition times), so every decision is reproducible from its inputs; tests use fixed times.
 //!
-//! One file per concern: [`ingest`] (informer events mirrored into the snapshot and routed to units),
-//! [`gating`] (PreEnqueue waiting and its message timing, the engine's timers), `binding` (bindings in
+//! One file per concern: `ingest` (informer events mirrored into the snapshot and routed to units),
+//! `gating` (PreEnqueue waiting and its message timing, the engine's timers), `binding` (bindings in
 //! flight and their results), `preemption` (the delayed-preemption state machine, reservations, leadership
 //! changes), `status` (which conditions, nominations and events to write); the cycle itself is here.
 
@@ -44,7 +48,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
-use kwas_api::names::conditions::{POD_SCHEDULED, REASON_SCHEDULED, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE};
+use kwas_api::names::conditions::{POD_SCHEDULED, REASON_SCHEDULED, REASON_SCHEDULER_ERROR};
 use tracing::{debug, warn};
 
 use crate::core::{CycleOutcome, GroupKey, PodKey, Readiness, Scheduler, SchedulerConfig, Snapshot, UnitKey, Verdict};
@@ -70,6 +74,8 @@ pub struct PodMeta {
     pub uid: Option<String>,
     /// `metadata.resourceVersion`.
     pub resource_version: Option<String>,
+    /// `metadata.generation` (the conditions' `observedGeneration`).
+    pub generation: Option<i64>,
     /// `spec.nodeName`.
     pub node_name: Option<String>,
     /// `spec.schedulingGroup.podGroupName`.
@@ -101,6 +107,7 @@ impl PodMeta {
         Self {
             uid: pod.metadata.uid.clone(),
             resource_version: pod.metadata.resource_version.clone(),
+            generation: pod.metadata.generation,
             node_name: spec.and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty()),
             group: spec
                 .and_then(|s| s.scheduling_group.as_ref())
@@ -200,6 +207,8 @@ pub struct EngineSettings {
     pub partial_gang_timeout: Duration,
     /// How long a unit waits in PreEnqueue before its pods get the waiting message.
     pub waiting_message_delay: Duration,
+    /// The profile's plugin arguments.
+    pub profile: crate::runtime::profile::ProfileArgs,
 }
 
 impl From<&RuntimeConfig> for EngineSettings {
@@ -212,6 +221,7 @@ impl From<&RuntimeConfig> for EngineSettings {
             preemption_timeout: c.preemption_timeout,
             partial_gang_timeout: c.partial_gang_timeout,
             waiting_message_delay: c.waiting_message_delay,
+            profile: c.profile.clone(),
         }
     }
 }
@@ -271,6 +281,9 @@ pub struct Engine {
     /// When `gated` was last pruned of units that left the queue.
     gated_pruned: Option<Instant>,
     synced: HashSet<Kind>,
+    /// Keys of the objects of the kinds the snapshot only reads (storage, budgets, namespaces,
+    /// Workloads), for re-lists.
+    aux_keys: HashMap<Kind, HashSet<String>>,
     capacity_changed: bool,
     /// Actions decided while applying informer events, for [`Engine::take_deferred`].
     deferred: Vec<Action>,
@@ -290,6 +303,15 @@ impl Engine {
     pub fn new(settings: EngineSettings, metrics: Metrics) -> Self {
         let mut snap = Snapshot::new();
         snap.set_scheduler_names(settings.scheduler_names.clone());
+        let args = &settings.profile;
+        snap.set_scoring_resources(args.scoring_resources.clone());
+        if let Some(d) = &args.default_spread_constraints {
+            snap.set_default_spread_constraints(d.clone());
+        }
+        snap.set_inter_pod_affinity_args(
+            args.hard_pod_affinity_weight,
+            args.ignore_preferred_terms_of_existing_pods,
+        );
         Self {
             snap,
             scheduler: Scheduler::new(settings.core),
@@ -313,6 +335,7 @@ impl Engine {
             gated_due: BTreeSet::new(),
             gated_pruned: None,
             synced: HashSet::new(),
+            aux_keys: HashMap::new(),
             capacity_changed: false,
             deferred: Vec::new(),
             wall: Timestamp::UNIX_EPOCH,
@@ -501,22 +524,31 @@ impl Engine {
                 pod: a.pod.clone(),
                 uid: self.pods.get(&a.pod).and_then(|m| m.uid.clone()),
                 node: a.node.clone(),
+                claims: self.snap.volume_prebind(&a.pod, &a.node),
             });
+        }
+        // Preemption first: its PostFilter message belongs in the pods' messages, and a preemption
+        // that starts writes the groups' "waiting for preemption" itself.
+        let mut suffix = String::new();
+        let mut preempting = false;
+        if outcome.preemption_may_help {
+            match self.preempt(unit, now, out) {
+                Ok(()) => preempting = true,
+                Err(m) => suffix = m,
+            }
         }
         for g in &outcome.groups {
             let ty = g.group.kind.api().initially_scheduled_condition();
             if g.satisfied {
                 self.group_condition(&g.group, ty, true, REASON_SCHEDULED, &g.message, out);
-            } else if g.code.is_some_and(|c| c != crate::core::Code::Success) {
-                self.group_condition(&g.group, ty, false, REASON_UNSCHEDULABLE, &g.message, out);
+            } else if !preempting && g.code.is_some_and(|c| c != crate::core::Code::Success) {
+                let message = with_postfilter(&g.message, &suffix);
+                self.group_condition(&g.group, ty, false, g.rejection.reason(), &message, out);
             }
         }
         for p in &outcome.unschedulable_pods {
-            self.pod_condition(&p.pod, REASON_UNSCHEDULABLE, &p.message, true, out);
-        }
-        let mut preempting = false;
-        if outcome.preemption_may_help {
-            preempting = self.preempt(unit, now, out);
+            let message = with_postfilter(&p.message, &suffix);
+            self.pod_condition(&p.pod, p.rejection.reason(), &message, true, out);
         }
         if preempting {
             return;
@@ -529,33 +561,65 @@ impl Engine {
     }
 
     fn unschedulable(&mut self, unit: &UnitKey, outcome: &CycleOutcome, now: Instant, out: &mut Vec<Action>) {
-        for g in &outcome.groups {
-            let ty = g.group.kind.api().initially_scheduled_condition();
-            self.group_condition(&g.group, ty, false, REASON_UNSCHEDULABLE, &g.message, out);
-        }
-        for p in &outcome.unschedulable_pods {
-            self.pod_condition(&p.pod, REASON_UNSCHEDULABLE, &p.message, true, out);
-        }
         let code = match &outcome.verdict {
             Verdict::Unschedulable { code, .. } => Some(*code),
             _ => None,
         };
-        let preempting = outcome.preemption_may_help
-            && code == Some(crate::core::Code::Unschedulable)
-            && self.preempt(unit, now, out);
-        if !preempting && self.release_if_stuck(unit, now, out) {
-            return;
+        let mut suffix = String::new();
+        let mut preempting = false;
+        if code == Some(crate::core::Code::UnschedulableAndUnresolvable) {
+            suffix = self.not_helpful(unit);
+        } else if outcome.preemption_may_help && code == Some(crate::core::Code::Unschedulable) {
+            match self.preempt(unit, now, out) {
+                Ok(()) => preempting = true,
+                Err(m) => suffix = m,
+            }
         }
         if !preempting {
-            // KEP-4671 failure handling: nominations of a failed attempt are cleared.
-            for p in self.snap.unit_summary(unit).pending {
-                if self.pods.get(&p).is_some_and(|m| m.nominated_node_name.is_some()) {
-                    self.nominate(&p, None, out);
-                }
+            for g in &outcome.groups {
+                let ty = g.group.kind.api().initially_scheduled_condition();
+                let message = with_postfilter(&g.message, &suffix);
+                self.group_condition(&g.group, ty, false, g.rejection.reason(), &message, out);
             }
-            self.queue.failed(unit, Failure::Unschedulable, now);
+        }
+        for p in &outcome.unschedulable_pods {
+            let message = with_postfilter(&p.message, &suffix);
+            self.pod_condition(&p.pod, p.rejection.reason(), &message, true, out);
+        }
+        if preempting {
+            return;
+        }
+        if self.release_if_stuck(unit, now, out) {
+            return;
+        }
+        // KEP-4671 failure handling: nominations of a failed attempt are cleared.
+        for p in self.snap.unit_summary(unit).pending {
+            if self.pods.get(&p).is_some_and(|m| m.nominated_node_name.is_some()) {
+                self.nominate(&p, None, out);
+            }
+        }
+        self.queue.failed(unit, Failure::Unschedulable, now);
+    }
+
+    /// Upstream's PostFilter message for a unit no preemption can help (UnschedulableAndUnresolvable).
+    fn not_helpful(&self, unit: &UnitKey) -> String {
+        match unit {
+            UnitKey::Pod(_) => {
+                let n = self.snap.node_count();
+                format!("preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling.")
+            }
+            UnitKey::Group(_) => "preemption: not helpful for scheduling.".to_string(),
         }
     }
+}
+
+/// `message` with upstream's PostFilter message appended (`<filter message> preemption: ...`).
+fn with_postfilter(message: &str, postfilter: &str) -> String {
+    if postfilter.is_empty() {
+        return message.to_string();
+    }
+    let sep = if message.ends_with('.') { " " } else { ". " };
+    format!("{message}{sep}{postfilter}")
 }
 
 /// The key a re-list compares by: `namespace/name`, or the name of a cluster-scoped object.
@@ -566,6 +630,7 @@ fn object_key(o: &Object) -> String {
         Object::Pod(p) => &p.metadata,
         Object::PodGroup(g) => &g.metadata,
         Object::CompositePodGroup(g) => &g.metadata,
+        other => return other.key(),
     };
     let (ns, name) = ns_name(meta);
     format!("{ns}/{name}")

@@ -58,7 +58,8 @@ impl Engine {
             out.push(Action::Evict {
                 pod: pod.clone(),
                 uid: uid.clone(),
-                condition: DesiredCondition::new(DISRUPTION_TARGET, true, REASON_PREEMPTION_BY_SCHEDULER, &message),
+                condition: DesiredCondition::new(DISRUPTION_TARGET, true, REASON_PREEMPTION_BY_SCHEDULER, &message)
+                    .observed(self.pods.get(&pod).and_then(|m| m.generation)),
                 event: EventRecord {
                     regarding: pod_ref(&pod, uid.as_deref()),
                     related: None,
@@ -121,8 +122,10 @@ impl Engine {
         }
     }
 
-    /// Runs preemption for `unit`; on success actuates it and parks the unit. Returns whether it did.
-    pub(super) fn preempt(&mut self, unit: &UnitKey, now: Instant, out: &mut Vec<Action>) -> bool {
+    /// Runs preemption for `unit`; on success (or with an earlier preemption still in progress)
+    /// actuates it and parks the unit. Otherwise returns upstream's PostFilter message to append to the
+    /// failure (`preemption: ...`; empty when there is nothing to say).
+    pub(super) fn preempt(&mut self, unit: &UnitKey, now: Instant, out: &mut Vec<Action>) -> Result<(), String> {
         // A preemption the cluster shows in progress (decided before a restart or by another leader):
         // wait for its victims rather than choosing new ones.
         let waiting = self.victims_in_cluster(unit);
@@ -141,7 +144,7 @@ impl Engine {
                 },
             );
             self.queue.park(unit, now);
-            return true;
+            return Ok(());
         }
         let p = self.scheduler.preempt(&mut self.snap, unit);
         let result = match p.verdict {
@@ -154,7 +157,10 @@ impl Engine {
         self.metrics.preemption_attempt(result);
         if p.verdict != PreemptionVerdict::Preempt {
             debug!(unit = %unit, result, message = %p.message, "no preemption");
-            return false;
+            return Err(match p.verdict {
+                PreemptionVerdict::NotAllowed | PreemptionVerdict::NotHelpful => p.message,
+                _ => String::new(),
+            });
         }
         info!(unit = %unit, victims = p.victims.len(), message = %p.message, "preempting");
         let (preemptor_kind, preemptor_ref, preemptor_name) = match unit {
@@ -191,7 +197,8 @@ impl Engine {
             out.push(Action::Evict {
                 pod: v.pod.clone(),
                 uid: uid.clone(),
-                condition: DesiredCondition::new(DISRUPTION_TARGET, true, REASON_PREEMPTION_BY_SCHEDULER, &disruption),
+                condition: DesiredCondition::new(DISRUPTION_TARGET, true, REASON_PREEMPTION_BY_SCHEDULER, &disruption)
+                    .observed(self.pods.get(&v.pod).and_then(|m| m.generation)),
                 event: EventRecord {
                     regarding: pod_ref(&v.pod, uid.as_deref()),
                     related: Some(preemptor_ref.clone()),
@@ -252,6 +259,6 @@ impl Engine {
             },
         );
         self.queue.park(unit, now);
-        true
+        Ok(())
     }
 }

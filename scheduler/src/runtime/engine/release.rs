@@ -49,7 +49,8 @@ impl Engine {
             out.push(Action::Evict {
                 pod: pod.clone(),
                 uid: uid.clone(),
-                condition: DesiredCondition::new(DISRUPTION_TARGET, true, REASON_PREEMPTION_BY_SCHEDULER, &message),
+                condition: DesiredCondition::new(DISRUPTION_TARGET, true, REASON_PREEMPTION_BY_SCHEDULER, &message)
+                    .observed(self.pods.get(&pod).and_then(|m| m.generation)),
                 event: EventRecord {
                     regarding: pod_ref(&pod, uid.as_deref()),
                     related: None,

@@ -27,7 +27,7 @@ impl Engine {
         if meta.node_name.is_some() || meta.deleting {
             return;
         }
-        let desired = DesiredCondition::new(POD_SCHEDULED, false, reason, message);
+        let desired = DesiredCondition::new(POD_SCHEDULED, false, reason, message).observed(meta.generation);
         let Some(prepared) = pod_condition_update(meta.pod_scheduled.as_ref(), &desired, self.wall) else {
             return;
         };
@@ -81,7 +81,7 @@ impl Engine {
         let Some(meta) = self.groups.get_mut(group) else {
             return;
         };
-        let desired = DesiredCondition::new(type_, status, reason, message);
+        let desired = DesiredCondition::new(type_, status, reason, message).observed(meta.generation);
         let Some(prepared) = group_condition_update(&meta.conditions, &desired, self.wall) else {
             return;
         };

@@ -36,6 +36,7 @@ pub(super) fn settings() -> EngineSettings {
         preemption_timeout: Duration::from_secs(60),
         partial_gang_timeout: Duration::from_secs(60),
         waiting_message_delay: Duration::from_secs(1),
+        profile: Default::default(),
     }
 }
 
@@ -778,4 +779,110 @@ pub(super) fn a_gang_left_partially_bound_is_released_after_the_timeout() {
         .collect();
     evicted.sort();
     assert_eq!(evicted, ["g-0", "g-1"], "{out:?}");
+}
+
+#[test]
+pub(super) fn failures_read_like_upstreams_and_record_the_generation() {
+    let mut h = Harness::new();
+    h.node("n1", "2");
+    h.pod(bound(with_priority(pod("ns", "low", "2", "1Gi"), 1), "n1"));
+    // May not preempt: upstream's PostFilter message follows the filter message.
+    let mut never = with_priority(pod("ns", "never", "2", "1Gi"), 100);
+    never.spec.as_mut().unwrap().preemption_policy = Some("Never".into());
+    never.metadata.generation = Some(3);
+    h.pod(never);
+    let out = h.run();
+    let reasons = pod_reasons(&out);
+    assert_eq!(
+        reasons,
+        vec![(
+            "never".to_string(),
+            REASON_UNSCHEDULABLE.to_string(),
+            "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+                .to_string()
+        )]
+    );
+    let written = out.iter().find_map(|a| match a {
+        Action::PodStatus(PodStatusUpdate { prepared: Some(c), .. }) => Some(c.observed_generation),
+        _ => None,
+    });
+    assert_eq!(written, Some(Some(3)), "observedGeneration is the pod's generation");
+
+    // Something the scheduler cannot honour: its own reason, never placed.
+    h.node("n2", "8");
+    let mut dra = pod("ns", "dra", "1", "1Gi");
+    dra.spec.as_mut().unwrap().resource_claims = Some(vec![k8s_openapi::api::core::v1::PodResourceClaim {
+        name: "gpu".into(),
+        resource_claim_name: Some("claim".into()),
+        ..Default::default()
+    }]);
+    h.pod(dra);
+    let out = h.run();
+    assert!(binds(&out).iter().all(|(p, _)| p != "dra"), "{out:?}");
+    let r = pod_reasons(&out);
+    let dra = r.iter().find(|(p, ..)| p == "dra").unwrap();
+    assert_eq!(dra.1, kwas_api::names::conditions::REASON_UNSUPPORTED);
+    assert!(dra.2.contains("spec.resourceClaims"), "{}", dra.2);
+    assert!(
+        dra.2
+            .ends_with("preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."),
+        "{}",
+        dra.2
+    );
+}
+
+#[test]
+pub(super) fn a_gang_with_inter_pod_constraints_is_not_guaranteed() {
+    let mut h = Harness::new();
+    h.node("n1", "8");
+    h.node("n2", "8");
+    h.group(GroupBuilder::gang("ns", "g", 3));
+    for i in 0..3 {
+        let mut p = pod_in_group("ns", &format!("p{i}"), "g", "1", "1Gi");
+        p.metadata.labels = Some([("app".to_string(), "x".to_string())].into());
+        p.spec.as_mut().unwrap().affinity = Some(
+            serde_json::from_value(serde_json::json!({
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+                ]}
+            }))
+            .unwrap(),
+        );
+        h.pod(p);
+    }
+    h.e.apply(
+        InformerEvent::Apply(Object::Node(Box::new(node(
+            "n1",
+            "8",
+            "64Gi",
+            &[("kubernetes.io/hostname", "n1")],
+        )))),
+        h.now,
+    );
+    h.e.apply(
+        InformerEvent::Apply(Object::Node(Box::new(node(
+            "n2",
+            "8",
+            "64Gi",
+            &[("kubernetes.io/hostname", "n2")],
+        )))),
+        h.now,
+    );
+    h.e.end_of_batch(h.now);
+    h.advance(Duration::from_secs(2));
+    let out = h.run();
+    assert!(binds(&out).is_empty());
+    let groups = group_conditions(&out);
+    assert!(
+        groups
+            .iter()
+            .any(|(_, _, status, reason)| !status
+                && reason == kwas_api::names::conditions::REASON_PLACEMENT_NOT_GUARANTEED),
+        "{groups:?}"
+    );
+    assert!(
+        pod_reasons(&out)
+            .iter()
+            .all(|(_, r, _)| r == kwas_api::names::conditions::REASON_PLACEMENT_NOT_GUARANTEED)
+    );
 }
