@@ -29,6 +29,10 @@ pub struct DevArgs {
     /// PodGroup management of JobSets that do not choose one.
     #[arg(long, value_enum, default_value_t = crate::Management::Centralized)]
     pub jobset_management: crate::Management,
+    /// A KubeSchedulerConfiguration file for the scheduler (as `kwas scheduler --config`); its
+    /// profiles' names are answered for, and `default-scheduler` too (dev mode).
+    #[arg(long)]
+    pub scheduler_config: Option<PathBuf>,
 }
 
 impl DevArgs {
@@ -60,6 +64,19 @@ pub async fn run(args: DevArgs) -> Result<()> {
         ..StackConfig::default()
     };
     config.jobset.default_management = PodGroupManagement::from(args.jobset_management);
+    if let Some(path) = &args.scheduler_config {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let profile = kwas_scheduler::runtime::SchedulerProfile::from_yaml(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        for w in &profile.warnings {
+            tracing::warn!(file = %path.display(), "{w}");
+        }
+        profile.apply(&mut config.scheduler);
+        let dev_name = kwas_scheduler::runtime::profile::DEFAULT_SCHEDULER_NAME.to_string();
+        if !config.scheduler.scheduler_names.contains(&dev_name) {
+            config.scheduler.scheduler_names.push(dev_name);
+        }
+    }
     let stack = Stack::start(config).await?;
     stack.ready().await?;
     let kubeconfig =

@@ -3,13 +3,13 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use kwas_api::names::SCHEDULER_NAME;
 use kwas_runtime::lease::unique_identity;
 use kwas_runtime::shutdown::os_signal;
 use kwas_scheduler::core::SchedulerConfig;
-use kwas_scheduler::runtime::{LeaseConfig, RuntimeConfig, SchedulerRuntime};
+use kwas_scheduler::runtime::{LeaseConfig, RuntimeConfig, SchedulerProfile, SchedulerRuntime};
 
 use crate::kube_client::{client, identity, lease_namespace};
 
@@ -48,10 +48,37 @@ pub struct SchedulerArgs {
     /// The placement algorithm.
     #[arg(long, value_enum, default_value_t = Algorithm::Default)]
     pub algorithm: Algorithm,
+    /// A KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1), as kube-scheduler's
+    /// `--config`: its profiles' scheduler names, score plugins, weights and plugin arguments replace
+    /// kwas' bin-packing profile (a profile that sets nothing is upstream's default profile);
+    /// `podInitialBackoffSeconds`, `podMaxBackoffSeconds` and `leaderElection` apply too.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }
 
 impl SchedulerArgs {
-    /// The runtime configuration these flags describe.
+    /// The runtime configuration these flags and the `--config` file describe.
+    pub fn runtime_config(&self) -> Result<RuntimeConfig> {
+        let mut config = self.config();
+        if let Some(path) = &self.config {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let profile = SchedulerProfile::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            for w in &profile.warnings {
+                tracing::warn!(file = %path.display(), "{w}");
+            }
+            if profile.leader_election.as_ref().is_some_and(|l| l.leader_elect) && config.leader_election.is_none() {
+                config.leader_election = Some(LeaseConfig::new(
+                    lease_namespace(),
+                    self.lease_name.clone(),
+                    unique_identity(&identity()),
+                ));
+            }
+            profile.apply(&mut config);
+        }
+        Ok(config)
+    }
+
+    /// The runtime configuration the flags alone describe.
     pub fn config(&self) -> RuntimeConfig {
         RuntimeConfig {
             scheduler_names: self.scheduler_names.clone(),
@@ -71,8 +98,10 @@ impl SchedulerArgs {
 
 /// Run until interrupted.
 pub async fn run(args: SchedulerArgs) -> Result<()> {
+    // The file first: a bad one fails before anything connects.
+    let config = args.runtime_config()?;
     let client = client(args.kubeconfig.as_deref()).await?;
-    let runtime = SchedulerRuntime::new(client, args.config())?;
+    let runtime = SchedulerRuntime::new(client, config)?;
     runtime.run(os_signal()).await?;
     Ok(())
 }

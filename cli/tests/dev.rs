@@ -5,72 +5,12 @@
 //! listed by `kubectl events`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-struct Dev {
-    child: Child,
-    kubeconfig: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
+use common::{eventually, kubectl_stdin, ok, start as start_dev};
 
-impl Drop for Dev {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn kubectl(dev: &Dev, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(kwas_test_tools::kubectl().expect("kubectl 1.37"))
-        .args(args)
-        .env("KUBECONFIG", &dev.kubeconfig)
-        .env("HOME", dev.kubeconfig.parent().unwrap())
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn ok(dev: &Dev, args: &[&str]) -> String {
-    let (success, stdout, stderr) = kubectl(dev, args);
-    assert!(success, "kubectl {args:?}: {stderr}");
-    stdout
-}
-
-/// Waits for `f` (polled every 100 ms) for up to a minute.
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn start() -> Dev {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kwas-dev.kubeconfig");
-    let child = Command::new(env!("CARGO_BIN_EXE_kwas"))
-        .args(["dev", "--port", "0", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let dev = Dev {
-        child,
-        kubeconfig,
-        _dir: dir,
-    };
-    eventually("kwas dev to answer", || {
-        dev.kubeconfig.exists() && kubectl(&dev, &["get", "--raw", "/readyz"]).0
-    });
-    dev
+fn start() -> common::Dev {
+    start_dev(&[])
 }
 
 #[test]
@@ -148,16 +88,8 @@ spec:
     metadata: {labels: {app: agent}}
     spec: {containers: [{name: agent, image: busybox}]}
 ";
-    let mut apply = Command::new(kwas_test_tools::kubectl().unwrap())
-        .args(["apply", "-f", "-"])
-        .env("KUBECONFIG", &dev.kubeconfig)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(apply.stdin.as_mut().unwrap(), ds.as_bytes()).unwrap();
-    drop(apply.stdin.take());
-    assert!(apply.wait().unwrap().success());
+    let (applied, _, stderr) = kubectl_stdin(&dev, &["apply", "-f", "-"], Some(ds));
+    assert!(applied, "{stderr}");
     let status = ok(&dev, &["rollout", "status", "daemonset/agent", "--timeout=60s"]);
     assert!(status.contains("successfully rolled out"), "{status}");
     let nodes = ok(&dev, &["get", "nodes", "--no-headers"]).lines().count();

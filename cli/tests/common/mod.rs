@@ -1,0 +1,110 @@
+//! `kwas dev` as a child process and the real kubectl 1.37 against it, shared by the CLI's end-to-end
+//! tests.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `kwas dev`, killed on drop.
+pub struct Dev {
+    child: Child,
+    pub kubeconfig: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs kubectl against `dev` from the repository root (so manifests resolve as `examples/...`).
+pub fn kubectl(dev: &Dev, args: &[&str]) -> (bool, String, String) {
+    kubectl_stdin(dev, args, None)
+}
+
+/// As [`kubectl`], feeding `stdin` (for `apply -f -`).
+pub fn kubectl_stdin(dev: &Dev, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    let mut child = Command::new(kwas_test_tools::kubectl().expect("kubectl 1.37"))
+        .args(args)
+        .env("KUBECONFIG", &dev.kubeconfig)
+        .env("HOME", dev.kubeconfig.parent().unwrap())
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(text) = stdin {
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
+        drop(child.stdin.take());
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// kubectl that must succeed; its stdout.
+pub fn ok(dev: &Dev, args: &[&str]) -> String {
+    let (success, stdout, stderr) = kubectl(dev, args);
+    assert!(success, "kubectl {args:?}: {stderr}");
+    stdout
+}
+
+/// `kubectl apply -f -` with `manifest`.
+pub fn apply(dev: &Dev, manifest: &str) {
+    let (success, _, stderr) = kubectl_stdin(dev, &["apply", "-f", "-"], Some(manifest));
+    assert!(success, "kubectl apply: {stderr}\n{manifest}");
+}
+
+/// Waits for `f` (polled every 100 ms) for up to `limit`.
+pub fn eventually_within(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits for `f` for up to a minute.
+pub fn eventually(what: &str, f: impl FnMut() -> bool) {
+    eventually_within(what, Duration::from_secs(60), f)
+}
+
+/// Starts `kwas dev` on a free port with `args` and waits until the API server answers.
+pub fn start(args: &[&str]) -> Dev {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kwas-dev.kubeconfig");
+    let child = Command::new(env!("CARGO_BIN_EXE_kwas"))
+        .args(["dev", "--port", "0", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dev = Dev {
+        child,
+        kubeconfig,
+        _dir: dir,
+    };
+    eventually("kwas dev to answer", || {
+        dev.kubeconfig.exists() && kubectl(&dev, &["get", "--raw", "/readyz"]).0
+    });
+    dev
+}
+
+/// `kubectl get <args> -o jsonpath=<path>`.
+pub fn jsonpath(dev: &Dev, args: &[&str], path: &str) -> String {
+    let mut all: Vec<&str> = vec!["get"];
+    all.extend_from_slice(args);
+    let p = format!("jsonpath={path}");
+    all.extend_from_slice(&["-o", &p]);
+    ok(dev, &all)
+}
