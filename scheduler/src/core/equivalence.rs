@@ -14,7 +14,13 @@
 //!   only grows within an attempt).
 //!
 //! A homogeneous gang of `k` pods on `n` nodes therefore costs `n + k log n` instead of `k * n`.
+//!
+//! Across attempts, a class keeps the node scores it computed ([`ScoreCache`], tagged with each node's
+//! usage version and keyed by the scoring configuration and node epoch): the next attempt rescores only
+//! the nodes whose usage moved since, and just checks fit and heapifies for the rest. The
+//! [`MAX_SCORE_CACHES`] most recently ranked classes keep one.
 
+use crate::core::config::{ScoreWeights, ScoringStrategy};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -46,7 +52,24 @@ pub(crate) struct ClassEntry {
     pub score_requests: Vec<(ResourceIdx, i64)>,
     /// The `NodeResourcesFit` weight of each of `score_requests`.
     pub score_weights: Vec<i64>,
+    /// Every weight is 1 (a plain average: the fast path).
+    pub uniform_weights: bool,
+    /// Node scores of this class across cycles (see [`ScoreCache`]).
+    pub score_cache: ScoreCache,
 }
+
+/// A class's node scores kept across cycles: per node slot, the node's version (plus one; 0 is empty)
+/// the score was computed at. Valid for one scoring configuration and node set (`key`); a node whose
+/// version moved (a pod assumed, bound or removed there) is scored again. Only the
+/// [`MAX_SCORE_CACHES`] most recently ranked classes keep one.
+#[derive(Debug, Default)]
+pub(crate) struct ScoreCache {
+    pub key: Option<(ScoringStrategy, ScoreWeights, u64)>,
+    pub entries: Vec<(u64, i64)>,
+}
+
+/// How many classes keep a [`ScoreCache`] (at 5000 nodes, 80 KB each).
+pub(crate) const MAX_SCORE_CACHES: usize = 64;
 
 /// Interned classes of the snapshot.
 #[derive(Debug, Default)]
@@ -58,6 +81,8 @@ pub(crate) struct ClassRegistry {
     /// `NodeResourcesFit` `scoringStrategy.resources` (resource, weight); `None`: cpu and memory plus
     /// every extended resource the pod requests, weight 1 each.
     score_resources: Option<Vec<(ResourceIdx, i64)>>,
+    /// Classes holding a score cache, least recently ranked first.
+    cached: std::collections::VecDeque<ClassId>,
 }
 
 impl ClassRegistry {
@@ -88,7 +113,9 @@ impl ClassRegistry {
             static_id,
             requests,
             score_requests,
+            uniform_weights: score_weights.iter().all(|w| *w == 1),
             score_weights,
+            score_cache: ScoreCache::default(),
         });
         self.class_index.insert(key, id);
         id
@@ -101,7 +128,51 @@ impl ClassRegistry {
         for i in 0..self.classes.len() {
             let (r, w) = self.score_requests(&self.classes[i].requests);
             self.classes[i].score_requests = r;
+            self.classes[i].uniform_weights = w.iter().all(|x| *x == 1);
             self.classes[i].score_weights = w;
+            self.classes[i].score_cache = ScoreCache::default();
+        }
+    }
+
+    /// Takes `class`'s score cache for `key` (emptied if it was for another key), making the class the
+    /// most recently ranked and dropping the cache of the least recent one beyond the limit. Give it
+    /// back with [`Self::put_score_cache`].
+    pub(crate) fn take_score_cache(
+        &mut self,
+        class: ClassId,
+        key: (ScoringStrategy, ScoreWeights, u64),
+        slots: usize,
+    ) -> Vec<(u64, i64)> {
+        if let Some(pos) = self.cached.iter().position(|c| *c == class) {
+            self.cached.remove(pos);
+        }
+        self.cached.push_back(class);
+        while self.cached.len() > MAX_SCORE_CACHES {
+            if let Some(old) = self.cached.pop_front()
+                && let Some(e) = self.classes.get_mut(old as usize)
+            {
+                e.score_cache = ScoreCache::default();
+            }
+        }
+        let Some(e) = self.classes.get_mut(class as usize) else {
+            return vec![(0, 0); slots];
+        };
+        if e.score_cache.key != Some(key) {
+            e.score_cache.key = Some(key);
+            e.score_cache.entries.clear();
+        }
+        let mut entries = std::mem::take(&mut e.score_cache.entries);
+        if entries.len() < slots {
+            entries.resize(slots, (0, 0));
+        }
+        entries
+    }
+
+    pub(crate) fn put_score_cache(&mut self, class: ClassId, entries: Vec<(u64, i64)>) {
+        if let Some(e) = self.classes.get_mut(class as usize)
+            && e.score_cache.key.is_some()
+        {
+            e.score_cache.entries = entries;
         }
     }
 

@@ -29,6 +29,45 @@ pub(crate) struct Failure {
     pub unsupported: bool,
 }
 
+/// [`Cycle::class_score`] with what does not depend on the node decided once.
+struct ClassScorer {
+    strategy: super::config::ScoringStrategy,
+    weights: super::config::ScoreWeights,
+    /// The static (preferred node affinity, taint) scores differ between nodes.
+    static_varies: bool,
+}
+
+impl ClassScorer {
+    #[inline]
+    fn new(cycle: &Cycle<'_>, entry: &super::equivalence::ClassEntry) -> Self {
+        let static_varies = cycle
+            .snap
+            .classes
+            .statics
+            .get(entry.static_id as usize)
+            .is_some_and(|e| e.max_raw != (0, 0));
+        Self {
+            strategy: cycle.cfg.scoring,
+            weights: cycle.cfg.weights,
+            static_varies,
+        }
+    }
+
+    #[inline(always)]
+    fn score(&self, snap: &super::snapshot::Snapshot, entry: &super::equivalence::ClassEntry, n: u32) -> i64 {
+        let node = snap.node(n);
+        let w = &self.weights;
+        let mut score = w.node_resources_fit * node_score(self.strategy, entry, node);
+        if w.balanced_allocation != 0 {
+            score += w.balanced_allocation * balanced(entry, node);
+        }
+        if self.static_varies {
+            score += snap.static_score(entry.static_id, n, w);
+        }
+        score
+    }
+}
+
 /// Per-class ranking state within one attempt.
 #[derive(Debug)]
 pub(crate) struct RankerSlot {
@@ -40,16 +79,11 @@ pub(crate) struct RankerSlot {
 impl Cycle<'_> {
     /// The node score of the plugins that depend only on the node and the pod's class: resource fit,
     /// balanced allocation, preferred node affinity, `PreferNoSchedule` taints; weighted.
+    #[inline]
     pub(crate) fn class_score(&self, class: ClassId, n: u32) -> i64 {
         let snap = &*self.snap;
         let entry = &snap.classes.classes[class as usize];
-        let node = snap.node(n);
-        let w = &self.cfg.weights;
-        let mut score = w.node_resources_fit * node_score(self.cfg.scoring, entry, node);
-        if w.balanced_allocation != 0 {
-            score += w.balanced_allocation * balanced(entry, node);
-        }
-        score + snap.static_score(entry.static_id, n, w)
+        ClassScorer::new(self, entry).score(snap, entry, n)
     }
 
     fn build_ranker(&mut self, class: ClassId, dom: &Domain) -> Ranker {
@@ -58,6 +92,14 @@ impl Cycle<'_> {
         let snap = &*self.snap;
         let entry = &snap.classes.classes[class as usize];
         self.stats.nodes_evaluated += dom.nodes.len() as u64;
+        // The hot loop of every gang attempt: what does not depend on the node is decided once, and
+        // nodes whose version has not moved since this class last ranked them keep their score.
+        let scorer = ClassScorer::new(self, entry);
+        let key = (self.cfg.scoring, self.cfg.weights, snap.node_epoch);
+        let slots = snap.node_slots();
+        let mut cache = self.snap.classes.take_score_cache(class, key, slots);
+        let snap = &*self.snap;
+        let entry = &snap.classes.classes[class as usize];
         let mut entries = Vec::with_capacity(dom.nodes.len());
         for &n in dom.nodes.iter() {
             if !snap.static_ok(sid, n) {
@@ -65,9 +107,20 @@ impl Cycle<'_> {
             }
             let node = snap.node(n);
             if fits(&entry.requests, &node.allocatable, &node.requested) {
-                entries.push((self.class_score(class, n), node.rank, n, node.version));
+                let tag = node.version.wrapping_add(1);
+                let score = match cache.get_mut(n as usize) {
+                    Some(c) if c.0 == tag => c.1,
+                    Some(c) => {
+                        let s = scorer.score(snap, entry, n);
+                        *c = (tag, s);
+                        s
+                    }
+                    None => scorer.score(snap, entry, n),
+                };
+                entries.push((score, node.rank, n, node.version));
             }
         }
+        self.snap.classes.put_score_cache(class, cache);
         Ranker::from_entries(entries)
     }
 
@@ -377,5 +430,105 @@ impl Cycle<'_> {
         let mut o = Outcome::new(g, Code::Success, message);
         o.unplaced = unplaced;
         o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use crate::core::testing::{GroupBuilder, node, pod, pod_in_group};
+    use crate::core::{PodKey, Scheduler, SchedulerConfig, ScoringStrategy, Snapshot, UnitKey};
+
+    /// Applies step `s` of a random history to `snap`: add a pod (and schedule it, or a gang of two),
+    /// delete a pod, or add / remove a node.
+    fn step(snap: &mut Snapshot, i: usize, s: (u8, u8, u8), spread: bool, drop_caches: bool) -> Vec<(String, String)> {
+        let (kind, a, b) = s;
+        let cfg = SchedulerConfig {
+            scoring: if spread {
+                ScoringStrategy::LeastAllocated
+            } else {
+                ScoringStrategy::MostAllocated
+            },
+            ..SchedulerConfig::default()
+        };
+        let unit = match kind % 5 {
+            0 | 1 => {
+                let name = format!("p{i}");
+                snap.upsert_pod(&pod(
+                    "ns",
+                    &name,
+                    &format!("{}m", 100 + u32::from(a) * 10),
+                    &format!("{}Mi", 64 + u32::from(b)),
+                ))
+                .unwrap();
+                UnitKey::Pod(PodKey::new("ns", name))
+            }
+            2 => {
+                let g = format!("g{i}");
+                snap.upsert_pod_group(&GroupBuilder::gang("ns", &g, 2).pod_group())
+                    .unwrap();
+                for j in 0..2 {
+                    snap.upsert_pod(&pod_in_group(
+                        "ns",
+                        &format!("{g}-{j}"),
+                        &g,
+                        &format!("{}m", 200 + u32::from(a)),
+                        "128Mi",
+                    ))
+                    .unwrap();
+                }
+                UnitKey::Group(crate::core::GroupKey::pod_group("ns", &g))
+            }
+            3 => {
+                snap.remove_pod(&PodKey::new("ns", format!("p{}", usize::from(a) % (i + 1))));
+                return Vec::new();
+            }
+            _ => {
+                let name = format!("n{}", b % 6);
+                if a % 2 == 0 {
+                    snap.upsert_node(&node(&name, &format!("{}", 2 + b % 5), "8Gi", &[]))
+                        .unwrap();
+                } else {
+                    snap.remove_node(&name);
+                }
+                return Vec::new();
+            }
+        };
+        if drop_caches {
+            for c in &mut snap.classes.classes {
+                c.score_cache = Default::default();
+            }
+        }
+        let out = Scheduler::new(cfg).schedule(snap, &unit);
+        let mut placed = Vec::new();
+        if out.is_scheduled() {
+            for a in &out.assignments {
+                snap.assume(&a.pod, &a.node).unwrap();
+                placed.push((a.pod.name.clone(), a.node.clone()));
+            }
+        }
+        placed
+    }
+
+    proptest! {
+        /// The node scores a class keeps across cycles never change a decision: every history places
+        /// exactly as it does when each cycle scores from scratch.
+        #[test]
+        fn kept_scores_decide_like_fresh_ones(steps in proptest::collection::vec((any::<u8>(), any::<u8>(), any::<u8>()), 1..40), spread_every in 1usize..5) {
+            let mut kept = Snapshot::new();
+            let mut fresh = Snapshot::new();
+            for n in 0..6 {
+                for s in [&mut kept, &mut fresh] {
+                    s.upsert_node(&node(&format!("n{n}"), &format!("{}", 2 + n), "8Gi", &[])).unwrap();
+                }
+            }
+            for (i, s) in steps.into_iter().enumerate() {
+                let spread = i % spread_every == 0;
+                let a = step(&mut kept, i, s, spread, false);
+                let b = step(&mut fresh, i, s, spread, true);
+                prop_assert_eq!(a, b, "step {}", i);
+            }
+        }
     }
 }

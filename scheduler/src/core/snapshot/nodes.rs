@@ -175,6 +175,11 @@ impl Snapshot {
         self.nodes.get(id).map(|n| n.name.as_str()).unwrap_or("")
     }
 
+    /// Node slots (ids are below this).
+    pub(crate) fn node_slots(&self) -> usize {
+        self.nodes.capacity()
+    }
+
     /// Number of nodes.
     pub fn node_count(&self) -> usize {
         self.nodes.len()
