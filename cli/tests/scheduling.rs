@@ -2,7 +2,7 @@
 //! 1.37 applying the manifests of `examples/scheduling/`. A gang with required anti-affinity lands
 //! one pod per node (and one too many is rejected with the distinct reason and upstream's message),
 //! a gang spreads evenly over racks, a WaitForFirstConsumer claim is provisioned on the node chosen
-//! for its pod, what the scheduler cannot honour is rejected distinctly, preemption spares pods a
+//! for its pod, a pod waiting for its ResourceClaim says so, preemption spares pods a
 //! PodDisruptionBudget protects, a GPU shortage is explained on the pods and on every group level, and
 //! a KubeSchedulerConfiguration file changes how nodes are scored.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -180,7 +180,7 @@ fn users_pod_specs_are_honoured() {
     );
     assert!(pv_nodes.split_whitespace().any(|n| n == node), "{pv_nodes} / {node}");
 
-    // What the scheduler cannot honour: never placed, a distinct reason on the pod and its event.
+    // A pod whose ResourceClaim does not exist waits, saying so in upstream's words.
     apply(
         &dev,
         "apiVersion: v1
@@ -192,14 +192,15 @@ spec:
   containers: [{name: main, image: app:v1, resources: {claims: [{name: gpu}]}}]
 ",
     );
-    eventually("the unsupported pod to be rejected", || {
-        condition(&dev, "pod", "needs-dra", "PodScheduled")
-            .is_some_and(|(s, r, m)| s == "False" && r == "Unsupported" && m.contains("resourceClaims"))
+    eventually("the pod waiting for its claim to say why", || {
+        condition(&dev, "pod", "needs-dra", "PodScheduled").is_some_and(|(s, r, m)| {
+            s == "False" && r == "Unschedulable" && m.contains("resourceclaim \"some-claim\" not found")
+        })
     });
     assert!(
         failed_scheduling(&dev, "needs-dra")
             .iter()
-            .any(|n| n.contains("resourceClaims"))
+            .any(|n| n.contains("some-claim"))
     );
     assert_eq!(jsonpath(&dev, &["pod", "needs-dra"], "{.spec.nodeName}"), "");
 }

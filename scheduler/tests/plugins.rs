@@ -522,12 +522,15 @@ fn unresolvable_members_stop_the_gang_and_preemption_is_not_attempted() {
 }
 
 #[test]
-fn what_the_scheduler_cannot_allocate_is_refused_not_placed() {
+fn a_claim_not_created_yet_keeps_the_pod_waiting() {
     let mut snap = Snapshot::new();
     nodes(&mut snap, &[&[]]);
     let claims = json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]});
     snap.upsert_pod(&pod("dra", None, &[], claims)).unwrap();
     let (code, message) = unschedulable(&one(&mut snap, SchedulerConfig::default(), "dra"));
     assert_eq!(code, Code::UnschedulableAndUnresolvable);
-    assert!(message.contains("resourceClaims"), "{message}");
+    assert!(
+        message.contains("waiting for resource claim \"gpu\" of pod ns/dra to be created"),
+        "{message}"
+    );
 }

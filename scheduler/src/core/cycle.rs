@@ -241,7 +241,7 @@ pub enum Verdict {
 }
 
 /// Everything one cycle decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CycleOutcome {
     /// The unit.
     pub unit: UnitKey,
@@ -249,6 +249,9 @@ pub struct CycleOutcome {
     pub verdict: Verdict,
     /// Pod -> node assignments (only with [`Verdict::Scheduled`]), in name order.
     pub assignments: Vec<Assignment>,
+    /// What binding each assigned pod with ResourceClaims must write to them first (allocations the
+    /// cycle made, reservations), in assignment order; pods without claims are left out.
+    pub reservations: Vec<(PodKey, Vec<crate::core::snapshot::dra::ClaimReservation>)>,
     /// Every group of the hierarchy, root first then depth-first in child order.
     pub groups: Vec<GroupOutcome>,
     /// Pending pods of the hierarchy that stay pending.
@@ -266,6 +269,7 @@ impl CycleOutcome {
             unit: unit.clone(),
             verdict: Verdict::NotReady { message },
             assignments: Vec::new(),
+            reservations: Vec::new(),
             groups: Vec::new(),
             unschedulable_pods: Vec::new(),
             preemption_may_help: false,
@@ -356,6 +360,14 @@ impl Scheduler {
                     pod: key.clone(),
                     node: cycle.snap.node_name(node).to_string(),
                 }],
+                reservations: {
+                    let r = cycle.snap.claim_reservations(pid);
+                    if r.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![(key.clone(), r)]
+                    }
+                },
                 groups: Vec::new(),
                 unschedulable_pods: Vec::new(),
                 preemption_may_help: false,
@@ -376,6 +388,7 @@ impl Scheduler {
                     message: message.clone(),
                 },
                 assignments: Vec::new(),
+                reservations: Vec::new(),
                 groups: Vec::new(),
                 unschedulable_pods: vec![PodOutcome {
                     pod: key.clone(),
@@ -496,6 +509,14 @@ impl Cycle<'_> {
             Vec::new()
         };
         assignments.sort();
+        let reservations = assignments
+            .iter()
+            .filter_map(|a| {
+                let pid = snap.pod_id(&a.pod)?;
+                let r = snap.claim_reservations(pid);
+                (!r.is_empty()).then(|| (a.pod.clone(), r))
+            })
+            .collect();
 
         // Per-group statuses, root first, depth-first in child order.
         let mut order = Vec::new();
@@ -600,6 +621,7 @@ impl Cycle<'_> {
             unit: unit.clone(),
             verdict,
             assignments,
+            reservations,
             groups,
             unschedulable_pods,
             preemption_may_help,

@@ -50,6 +50,8 @@ pub(crate) struct Prepared {
     pub(crate) pod_error: Option<String>,
     /// The pod uses something this scheduler cannot honour: never placed, reported distinctly.
     pub(crate) unsupported: Option<String>,
+    /// Its ResourceClaims, resolved.
+    pub(crate) claims: Vec<crate::core::dra::ResolvedClaim>,
 }
 
 impl Snapshot {
@@ -99,7 +101,7 @@ impl Snapshot {
     pub(crate) fn needs_dynamic(&self, pid: u32) -> bool {
         let p = self.pod(pid);
         p.dynamic.is_some()
-            || p.resource_claims
+            || !p.claims.is_empty()
             || self
                 .affinity_pods
                 .iter()
@@ -214,14 +216,27 @@ impl Snapshot {
             .map(|c| self.spread_state(pid, c, static_spec))
             .collect();
         // Volumes.
-        let unsupported = p.resource_claims.then(|| {
-            "pod uses spec.resourceClaims (dynamic resource allocation), which this scheduler does not allocate"
-                .to_string()
-        });
+        // ResourceClaims (DynamicResources' PreFilter).
+        let (claims, claim_problem) = if p.claims.is_empty() {
+            (Vec::new(), None)
+        } else {
+            match self.resolve_claims(pid) {
+                Ok(c) => (c, None),
+                Err(e) => (Vec::new(), Some(e)),
+            }
+        };
+        let unsupported = match &claim_problem {
+            Some(crate::core::dra::ClaimProblem::Unsupported(m)) => Some(m.clone()),
+            _ => None,
+        };
         let (volumes, pod_error) = match volumes::prefilter(&self.storage, &namespace, &spec.claims) {
             Ok(v) => (v, None),
             Err(e) => (Vec::new(), Some(e)),
         };
+        let pod_error = pod_error.or(match claim_problem {
+            Some(crate::core::dra::ClaimProblem::Waiting(m)) => Some(m),
+            _ => None,
+        });
         Prepared {
             spec,
             namespace,
@@ -233,6 +248,7 @@ impl Snapshot {
             volumes,
             pod_error,
             unsupported,
+            claims,
         }
     }
 

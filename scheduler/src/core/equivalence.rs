@@ -15,10 +15,10 @@
 //!
 //! A homogeneous gang of `k` pods on `n` nodes therefore costs `n + k log n` instead of `k * n`.
 //!
-//! Across attempts, a class keeps the node scores it computed ([`ScoreCache`], tagged with each node's
+//! Across attempts, a class keeps the node scores it computed (`ScoreCache`, tagged with each node's
 //! usage version and keyed by the scoring configuration and node epoch): the next attempt rescores only
 //! the nodes whose usage moved since, and just checks fit and heapifies for the rest. The
-//! [`MAX_SCORE_CACHES`] most recently ranked classes keep one.
+//! `MAX_SCORE_CACHES` (64) most recently ranked classes keep one.
 
 use crate::core::config::{ScoreWeights, ScoringStrategy};
 use std::cmp::Reverse;

@@ -1,7 +1,7 @@
 //! The assume/revert journal (KEP-6012, "In-memory simulation state revert").
 //!
 //! Every tentative change a cycle makes to the snapshot (a pod assumed on a node, a preemption victim
-//! taken off its node, a victim put back) is applied through the journal and recorded. A caller takes a
+//! taken off its node, a victim put back, a ResourceClaim allocated) is applied through the journal and recorded. A caller takes a
 //! [`Journal::mark`] before trying something and [`Journal::revert_to`] it when the attempt fails; the
 //! recorded changes are undone in exact reverse order, the way Go's deferred `revertFn`s run. Nested
 //! attempts (a group inside a topology candidate inside a parent group) simply nest marks, so reverts
@@ -21,6 +21,8 @@ pub(crate) enum Op {
     Remove { pod: u32, node: u32 },
     /// A removed pod put back on its node (reprieve).
     Restore { pod: u32, node: u32 },
+    /// A ResourceClaim allocated (its devices held) for a pod placed just before.
+    Allocate { claim: u32 },
 }
 
 /// A position in the journal to revert to.
@@ -69,6 +71,11 @@ impl Journal {
         self.ops.push(Op::Restore { pod, node });
     }
 
+    pub(crate) fn allocate(&mut self, snap: &mut Snapshot, claim: u32, allocation: crate::core::dra::Allocated) {
+        snap.dra.allocate(claim, allocation);
+        self.ops.push(Op::Allocate { claim });
+    }
+
     pub(crate) fn ops_since(&self, mark: Mark) -> &[Op] {
         self.ops.get(mark.0..).unwrap_or(&[])
     }
@@ -115,6 +122,7 @@ impl Journal {
                 Some(Op::Assume { pod, node }) => snap.simulate(pod, node, Sim::Unassume),
                 Some(Op::Remove { pod, node }) => snap.simulate(pod, node, Sim::Restore),
                 Some(Op::Restore { pod, node }) => snap.simulate(pod, node, Sim::Remove),
+                Some(Op::Allocate { claim }) => snap.dra.unallocate(claim),
                 None => break,
             }
         }

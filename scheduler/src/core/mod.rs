@@ -60,7 +60,8 @@
 //!   without them share equivalence-class work. A gang with inter-pod dependencies that fails is
 //!   reported [`Rejection::NotGuaranteed`] (KEP-4671: the greedy cycle does not guarantee finding a
 //!   placement that exists); a pod using something this scheduler cannot honour (today
-//!   `spec.resourceClaims`) is [`Rejection::Unsupported`] and never placed.
+//!   DRA claims asking for admin access, consumable capacity or derived attributes) is
+//!   [`Rejection::Unsupported`] and never placed.
 //! - **Failure messages** are upstream's (`0/8 nodes are available: 4 Insufficient nvidia.com/gpu, 4
 //!   node(s) didn't match pod anti-affinity rules.`), counted over the nodes of the domain the group was
 //!   tried in; a group's message names the placements tried by domain value and reason, aggregated, and
@@ -97,7 +98,8 @@
 //!
 //! # Not modelled
 //!
-//! DRA claims (pods using them are rejected as [`Rejection::Unsupported`]), image locality, and in-tree
+//! Parts of DRA (see `dra`: admin access, consumable capacity, derived attributes, shared counters,
+//! binding conditions), image locality, and in-tree
 //! (non-CSI) volume limits. Nominated pods do not reserve capacity in the snapshot between a preemption
 //! and the next cycle (the runtime reserves them itself and retries).
 //!
@@ -110,6 +112,7 @@
 //! | [`snapshot`] | the cluster state: one arena for nodes, pods and groups, a file per concern (nodes, pods, groups, priority, volumes and budgets, workloads, simulation, conversion); assume / forget |
 //! | [`journal`] | the assume/revert journal |
 //! | [`filters`] | one file per kube-scheduler filter plugin (NodeUnschedulable, NodeAffinity, TaintToleration, NodeResourcesFit, NodePorts, InterPodAffinity, PodTopologySpread, VolumeBinding / VolumeZone / NodeVolumeLimits) plus label selectors, and the shared rejection reasons |
+//! | `dra` | dynamic resource allocation: DeviceClasses, ResourceSlices, ResourceClaims, CEL selectors, the allocator |
 //! | `dynamic` | per-pod evaluation of the constraints that depend on other pods' placements, inside the cycle |
 //! | [`scores`] | one file per score plugin: node scores (NodeResourcesFit, NodeResourcesBalancedAllocation) and placement scores |
 //! | [`equivalence`] | equivalence classes sharing filter and scoring work |
@@ -127,6 +130,7 @@
 pub mod composite;
 pub mod config;
 pub mod cycle;
+pub(crate) mod dra;
 mod dynamic;
 pub mod equivalence;
 pub mod filters;
@@ -155,5 +159,6 @@ pub use journal::{Journal, Mark};
 pub use model::{DisruptionMode, GroupKey, GroupKind, PodKey, PodState, Policy, PreemptionPolicy, UnitKey};
 pub use preemption::{PreemptionOutcome, PreemptionVerdict, Victim, VictimUnit};
 pub use readiness::{Readiness, UnitSummary};
+pub use snapshot::dra::ClaimReservation;
 pub use snapshot::{Snapshot, SnapshotError};
 pub use status::{Code, Counts, placement_feasible};

@@ -29,6 +29,18 @@ pub(crate) struct Failure {
     pub unsupported: bool,
 }
 
+/// The filter reason of a DynamicResources rejection.
+fn dra_reject(r: super::snapshot::dra::DraReject) -> super::filters::Reject {
+    use super::filters::Reject;
+    use super::snapshot::dra::DraReject;
+    match r {
+        DraReject::NotAvailable => Reject::ClaimNotAvailable,
+        DraReject::CannotAllocate => Reject::CannotAllocate,
+        DraReject::ClassNotFound(c) => Reject::DeviceClassNotFound(c),
+        DraReject::Cel(e) => Reject::Cel(e),
+    }
+}
+
 /// [`Cycle::class_score`] with what does not depend on the node decided once.
 struct ClassScorer {
     strategy: super::config::ScoringStrategy,
@@ -130,17 +142,24 @@ impl Cycle<'_> {
         let class = self.snap.pod(pid).class;
         let sid = self.snap.classes.classes[class as usize].static_id;
         self.snap.ensure_static(sid);
-        let snap = &*self.snap;
-        let entry = &snap.classes.classes[class as usize];
-        let spec = &snap.classes.statics[sid as usize].spec;
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         let mut unresolvable = true;
+        let claims = prepared.map(|p| p.claims.as_slice()).unwrap_or(&[]);
         for &n in dom.nodes.iter() {
-            let node = snap.node(n);
-            let reject = match spec.check(&node.view()) {
-                Err(r) => Some(r),
-                Ok(()) => insufficient(&entry.requests, &node.allocatable, &node.requested, &snap.resources)
-                    .or_else(|| prepared.and_then(|p| p.check(snap, n).err())),
+            let reject = {
+                let snap = &*self.snap;
+                let entry = &snap.classes.classes[class as usize];
+                let spec = &snap.classes.statics[sid as usize].spec;
+                let node = snap.node(n);
+                match spec.check(&node.view()) {
+                    Err(r) => Some(r),
+                    Ok(()) => insufficient(&entry.requests, &node.allocatable, &node.requested, &snap.resources)
+                        .or_else(|| prepared.and_then(|p| p.check(snap, n).err())),
+                }
+            };
+            let reject = match reject {
+                None if !claims.is_empty() => self.snap.dra_fit(claims, n).err().map(dra_reject),
+                other => other,
             };
             if let Some(r) = reject {
                 unresolvable &= r.unresolvable();
@@ -176,22 +195,29 @@ impl Cycle<'_> {
             });
         }
         self.stats.nodes_evaluated += dom.nodes.len() as u64;
-        let snap = &*self.snap;
-        let entry = &snap.classes.classes[class as usize];
         let mut candidates: Vec<(u32, i64)> = Vec::new();
-        for &n in dom.nodes.iter() {
-            if !snap.static_ok(sid, n) {
-                continue;
+        {
+            let snap = &*self.snap;
+            let entry = &snap.classes.classes[class as usize];
+            for &n in dom.nodes.iter() {
+                if !snap.static_ok(sid, n) {
+                    continue;
+                }
+                let node = snap.node(n);
+                if !fits(&entry.requests, &node.allocatable, &node.requested) || prepared.check(snap, n).is_err() {
+                    continue;
+                }
+                candidates.push((n, self.class_score(class, n)));
             }
-            let node = snap.node(n);
-            if !fits(&entry.requests, &node.allocatable, &node.requested) || prepared.check(snap, n).is_err() {
-                continue;
-            }
-            candidates.push((n, self.class_score(class, n)));
+        }
+        // DynamicResources last: its allocation search is the costliest filter.
+        if !prepared.claims.is_empty() {
+            candidates.retain(|(n, _)| self.snap.dra_fit(&prepared.claims, *n).is_ok());
         }
         if candidates.is_empty() {
             return Err(self.diagnose(pid, dom, Some(&prepared)));
         }
+        let snap = &*self.snap;
         if prepared.scores_anything() {
             let w = self.cfg.weights;
             let views: Vec<_> = candidates.iter().map(|(n, _)| snap.node(*n)).collect();
@@ -210,7 +236,19 @@ impl Cycle<'_> {
         let Some(n) = best else {
             return Err(self.diagnose(pid, dom, Some(&prepared)));
         };
+        // DynamicResources Reserve: the claims not allocated yet get their devices on this node.
+        let allocations = if prepared.claims.is_empty() {
+            Vec::new()
+        } else {
+            match self.snap.dra_fit(&prepared.claims, n) {
+                Ok(a) => a,
+                Err(_) => return Err(self.diagnose(pid, dom, Some(&prepared))),
+            }
+        };
         self.journal.assume_id(self.snap, pid, n);
+        for (claim, a) in allocations {
+            self.journal.allocate(self.snap, claim, a);
+        }
         Ok(n)
     }
 

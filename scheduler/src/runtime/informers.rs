@@ -1,6 +1,7 @@
 //! Informers: one kube-runtime watcher per kind (nodes, pods, PodGroups, CompositePodGroups,
 //! PriorityClasses, and what the filters and preemption read: namespaces, PersistentVolumeClaims,
-//! PersistentVolumes, StorageClasses, CSINodes, PodDisruptionBudgets, Workloads), merged into one
+//! PersistentVolumes, StorageClasses, CSINodes, PodDisruptionBudgets, Workloads, DeviceClasses,
+//! ResourceSlices, ResourceClaims), merged into one
 //! stream of [`InformerEvent`]s that the scheduling loop applies to its snapshot between cycles.
 //!
 //! Watchers re-list after a desync; a re-list arrives as `InitStart`, `InitApply`... `InitDone`, and
@@ -11,6 +12,7 @@ use std::pin::Pin;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -44,11 +46,17 @@ pub enum Kind {
     PodDisruptionBudget,
     /// Workloads (their template trees).
     Workload,
+    /// DeviceClasses.
+    DeviceClass,
+    /// ResourceSlices (devices).
+    ResourceSlice,
+    /// ResourceClaims.
+    ResourceClaim,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 15] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
@@ -61,6 +69,9 @@ impl Kind {
         Kind::CSINode,
         Kind::PodDisruptionBudget,
         Kind::Workload,
+        Kind::DeviceClass,
+        Kind::ResourceSlice,
+        Kind::ResourceClaim,
     ];
 
     /// The kind's name.
@@ -78,6 +89,9 @@ impl Kind {
             Kind::CSINode => "CSINode",
             Kind::PodDisruptionBudget => "PodDisruptionBudget",
             Kind::Workload => "Workload",
+            Kind::DeviceClass => "DeviceClass",
+            Kind::ResourceSlice => "ResourceSlice",
+            Kind::ResourceClaim => "ResourceClaim",
         }
     }
 }
@@ -109,6 +123,12 @@ pub enum Object {
     PodDisruptionBudget(Box<PodDisruptionBudget>),
     /// A Workload.
     Workload(Box<Workload>),
+    /// A DeviceClass.
+    DeviceClass(Box<DeviceClass>),
+    /// A ResourceSlice.
+    ResourceSlice(Box<ResourceSlice>),
+    /// A ResourceClaim.
+    ResourceClaim(Box<ResourceClaim>),
 }
 
 impl Object {
@@ -127,6 +147,9 @@ impl Object {
             Object::CSINode(_) => Kind::CSINode,
             Object::PodDisruptionBudget(_) => Kind::PodDisruptionBudget,
             Object::Workload(_) => Kind::Workload,
+            Object::DeviceClass(_) => Kind::DeviceClass,
+            Object::ResourceSlice(_) => Kind::ResourceSlice,
+            Object::ResourceClaim(_) => Kind::ResourceClaim,
         }
     }
 
@@ -145,6 +168,9 @@ impl Object {
             Object::CSINode(o) => &o.metadata,
             Object::PodDisruptionBudget(o) => &o.metadata,
             Object::Workload(o) => &o.metadata,
+            Object::DeviceClass(o) => &o.metadata,
+            Object::ResourceSlice(o) => &o.metadata,
+            Object::ResourceClaim(o) => &o.metadata,
         };
         let name = meta.name.clone().unwrap_or_default();
         match &meta.namespace {
@@ -192,9 +218,32 @@ where
         .boxed()
 }
 
-/// Watches every kind the scheduler needs, cluster-wide.
-pub fn informers(client: &Client) -> InformerStream {
-    let streams = vec![
+/// Whether the API server serves `resource.k8s.io/v1` (dynamic resource allocation). A cluster that
+/// does not (the API disabled) gets no DRA informers; pods with ResourceClaims then wait with
+/// `resourceclaim ... not found`. An error other than "not found" counts as served (the informers
+/// retry).
+pub async fn dra_served(client: &Client) -> bool {
+    match client.list_api_group_resources("resource.k8s.io/v1").await {
+        Ok(_) => true,
+        Err(kube::Error::Api(s)) if s.code == 404 => false,
+        Err(_) => true,
+    }
+}
+
+/// A stream that reports `kinds` synced and empty, then nothing.
+fn absent(kinds: &'static [Kind]) -> InformerStream {
+    futures::stream::iter(
+        kinds
+            .iter()
+            .flat_map(|k| [InformerEvent::InitStart(*k), InformerEvent::InitDone(*k)]),
+    )
+    .chain(futures::stream::pending())
+    .boxed()
+}
+
+/// Watches every kind the scheduler needs, cluster-wide (the DRA kinds only when `dra`).
+pub fn informers(client: &Client, dra: bool) -> InformerStream {
+    let mut streams = vec![
         informer(Api::<Node>::all(client.clone()), Kind::Node, |o| {
             Object::Node(Box::new(o))
         }),
@@ -238,5 +287,24 @@ pub fn informers(client: &Client) -> InformerStream {
             Object::Workload(Box::new(o))
         }),
     ];
+    if dra {
+        streams.push(informer(
+            Api::<DeviceClass>::all(client.clone()),
+            Kind::DeviceClass,
+            |o| Object::DeviceClass(Box::new(o)),
+        ));
+        streams.push(informer(
+            Api::<ResourceSlice>::all(client.clone()),
+            Kind::ResourceSlice,
+            |o| Object::ResourceSlice(Box::new(o)),
+        ));
+        streams.push(informer(
+            Api::<ResourceClaim>::all(client.clone()),
+            Kind::ResourceClaim,
+            |o| Object::ResourceClaim(Box::new(o)),
+        ));
+    } else {
+        streams.push(absent(&[Kind::DeviceClass, Kind::ResourceSlice, Kind::ResourceClaim]));
+    }
     futures::stream::select_all(streams).boxed()
 }

@@ -71,6 +71,7 @@
 pub mod actions;
 pub mod conditions;
 pub mod config;
+pub(crate) mod dra_writes;
 pub mod engine;
 pub mod error;
 pub mod informers;
@@ -120,6 +121,10 @@ pub const API_ACCESS: &[(&str, &str, &[&str])] = &[
     ("storage.k8s.io", "csinodes", &["list", "watch"]),
     ("policy", "poddisruptionbudgets", &["list", "watch"]),
     ("scheduling.k8s.io", "workloads", &["list", "watch"]),
+    ("resource.k8s.io", "deviceclasses", &["list", "watch"]),
+    ("resource.k8s.io", "resourceslices", &["list", "watch"]),
+    ("resource.k8s.io", "resourceclaims", &["get", "list", "watch", "update"]),
+    ("resource.k8s.io", "resourceclaims/status", &["update"]),
 ];
 
 /// Informer events applied in one go before the loop looks at the queue again.
@@ -311,7 +316,11 @@ impl SchedulerRuntime {
             bind_tx,
         );
         let mut engine = Engine::new(EngineSettings::from(&config), metrics.clone());
-        let mut informers = informers::informers(&client);
+        let dra = informers::dra_served(&client).await;
+        if !dra {
+            tracing::warn!("the API server does not serve resource.k8s.io/v1: pods with ResourceClaims will wait");
+        }
+        let mut informers = informers::informers(&client, dra);
         let mut leader = *leader_rx.borrow_and_update();
         writers.set_leader(leader);
         health.set_leader(leader);

@@ -241,6 +241,13 @@ impl Io {
                         .await
                         .map(drop)
                 }
+                ClaimAction::ReserveDevices(r) => {
+                    if let Err(e) = super::dra_writes::reserve(&self.client, &self.field_manager, r).await {
+                        self.metrics.api_error("prebind");
+                        return Err(format!("reserving resource claim {}/{}: {e}", r.namespace, r.claim));
+                    }
+                    Ok(())
+                }
             };
             if let Err(e) = result {
                 self.metrics.api_error("prebind");

@@ -86,6 +86,14 @@ pub(crate) enum Reject {
     PodAffinity,
     PodAntiAffinity,
     ExistingAntiAffinity,
+    /// An allocated ResourceClaim's node selector excludes the node.
+    ClaimNotAvailable,
+    /// The pod's unallocated ResourceClaims do not fit the node's free devices.
+    CannotAllocate,
+    /// A request names a DeviceClass that does not exist.
+    DeviceClassNotFound(String),
+    /// A CEL selector failed on a device.
+    Cel(String),
 }
 
 impl Reject {
@@ -108,6 +116,10 @@ impl Reject {
             Reject::PodAffinity => "node(s) didn't match pod affinity rules".to_string(),
             Reject::PodAntiAffinity => "node(s) didn't match pod anti-affinity rules".to_string(),
             Reject::ExistingAntiAffinity => "node(s) didn't satisfy existing pods anti-affinity rules".to_string(),
+            Reject::ClaimNotAvailable => "resourceclaim not available on the node".to_string(),
+            Reject::CannotAllocate => "cannot allocate all claims".to_string(),
+            Reject::DeviceClassNotFound(c) => format!("device class {c} does not exist"),
+            Reject::Cel(e) => format!("cannot allocate all claims: {e}"),
         }
     }
 
@@ -123,6 +135,9 @@ impl Reject {
                 | Reject::VolumeZone
                 | Reject::SpreadMissingLabel
                 | Reject::PodAffinity
+                | Reject::ClaimNotAvailable
+                | Reject::DeviceClassNotFound(_)
+                | Reject::Cel(_)
         )
     }
 }

@@ -312,7 +312,7 @@ pub(crate) fn filter(
 }
 
 /// What the runtime does for a pod's waiting claims once its node is chosen, before binding the pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ClaimAction {
     /// Pre-bind this available PersistentVolume to the claim (its `spec.claimRef`).
     BindVolume {
@@ -333,6 +333,9 @@ pub enum ClaimAction {
         /// The node.
         node: String,
     },
+    /// Write a ResourceClaim's allocation (if the cycle made it) and reserve it for the pod or its
+    /// PodGroup (upstream's DynamicResources PreBind).
+    ReserveDevices(Box<crate::core::snapshot::dra::ClaimReservation>),
 }
 
 /// The claim actions for a pod's waiting claims on `node` (upstream's VolumeBinding PreBind).

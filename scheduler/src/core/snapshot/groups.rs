@@ -31,7 +31,9 @@ impl Snapshot {
 
     /// Adds or updates a PodGroup.
     pub fn upsert_pod_group(&mut self, pg: &PodGroup) -> Result<(), SnapshotError> {
-        self.upsert_group(pg, GroupKind::PodGroup)
+        self.upsert_group(pg, GroupKind::PodGroup)?;
+        self.dra.set_group(pg);
+        Ok(())
     }
 
     /// Adds or updates a CompositePodGroup.
@@ -126,6 +128,9 @@ impl Snapshot {
         };
         self.unlink_parent(id);
         self.groups.remove(key);
+        if key.kind == GroupKind::PodGroup {
+            self.dra.remove_group(&key.namespace, &key.name);
+        }
         true
     }
 

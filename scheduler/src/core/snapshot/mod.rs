@@ -25,6 +25,7 @@
 
 mod arena;
 mod conversion;
+pub(crate) mod dra;
 mod groups;
 mod nodes;
 mod pods;
@@ -118,6 +119,8 @@ pub struct Snapshot {
     pub(crate) inter_pod_args: InterPodArgs,
     /// (namespace, Workload) -> its templates by name.
     pub(crate) workloads: HashMap<(String, String), HashMap<String, workloads::TemplateShape>>,
+    /// DeviceClasses, ResourceSlices, ResourceClaims and PodGroups' claims.
+    pub(crate) dra: crate::core::dra::DraState,
     /// Namespace -> PodDisruptionBudgets: (selector, disruptions allowed).
     pub(crate) pdbs: HashMap<String, Vec<(String, crate::core::filters::pod_selector::PodSelector, i64)>>,
 }

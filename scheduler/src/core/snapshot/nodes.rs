@@ -146,6 +146,7 @@ impl Snapshot {
     /// Brings the name order of the nodes up to date (after nodes were added or removed). Every cycle
     /// starts with it; adding many nodes in a row costs one sort.
     pub(crate) fn prepare(&mut self) {
+        self.dra.prepare();
         if self.order_dirty {
             self.rebuild_node_order();
             self.order_dirty = false;

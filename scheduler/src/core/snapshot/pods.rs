@@ -41,8 +41,11 @@ pub(crate) struct PodInfo {
     pub labels: BTreeMap<String, String>,
     /// Constraints that depend on other pods or on storage (`None`: the fast path).
     pub dynamic: Option<Arc<DynamicSpec>>,
-    /// `spec.resourceClaims` is set (dynamic resource allocation).
-    pub resource_claims: bool,
+    /// `spec.resourceClaims` (dynamic resource allocation), with the generated claim names of
+    /// `status.resourceClaimStatuses`.
+    pub claims: Vec<crate::core::dra::PodClaimRef>,
+    /// `metadata.uid` (a claim's `reservedFor` names it).
+    pub uid: String,
 }
 
 impl PodInfo {
@@ -113,7 +116,7 @@ impl Snapshot {
         let dynamic = DynamicSpec::from_pod(pod, spec, &labels)
             .map_err(|e| invalid(object.clone(), e.path, e.detail))?
             .map(Arc::new);
-        let resource_claims = spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty());
+        let claims = crate::core::dra::PodClaimRef::from_pod(pod);
         let class = self.classes.intern(static_spec, requests.clone());
         let group_name = spec.scheduling_group.as_ref().and_then(|g| g.pod_group_name.clone());
         let priority_class = spec.priority_class_name.clone().filter(|s| !s.is_empty());
@@ -170,7 +173,8 @@ impl Snapshot {
             seen,
             labels,
             dynamic,
-            resource_claims,
+            claims,
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
         };
         let id = self.pods.insert(key, info);
         self.attach_pod(id);

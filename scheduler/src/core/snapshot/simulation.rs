@@ -49,6 +49,7 @@ impl Snapshot {
                 1
             }
         };
+        let has_claims = !p.claims.is_empty();
         if let Some(n) = self.nodes.get_mut(node) {
             n.add(&p.requests, sign);
             match step {
@@ -60,6 +61,9 @@ impl Snapshot {
                 }
                 Sim::Remove | Sim::Restore => {}
             }
+        }
+        if has_claims && matches!(step, Sim::Remove | Sim::Restore) {
+            self.simulate_claims(pod, step == Sim::Remove);
         }
     }
 

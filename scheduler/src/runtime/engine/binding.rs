@@ -17,6 +17,7 @@ impl Engine {
         self.wall = now.wall;
         let now = now.instant;
         let unit = self.binding.remove(pod);
+        let allocated = self.claim_allocations.remove(pod).unwrap_or_default();
         let uid = self.pods.get(pod).and_then(|m| m.uid.clone());
         match result {
             BindResult::Bound => {
@@ -38,6 +39,11 @@ impl Engine {
                 warn!(pod = %pod, node, error = %e, "binding rejected");
                 if matches!(self.snap.pod_state(pod), Some((PodState::Assumed, _))) {
                     let _ = self.snap.forget(pod);
+                }
+                // Allocations this binding was to write are free again (unless the informer already
+                // shows them written by a gang mate).
+                for (ns, claim) in &allocated {
+                    self.snap.forget_claim_allocation(ns, claim);
                 }
                 let message = format!("Binding rejected: {e}");
                 self.pod_condition(pod, REASON_SCHEDULER_ERROR, &message, true, out);

@@ -104,7 +104,10 @@ impl Engine {
             | Kind::StorageClass
             | Kind::CSINode
             | Kind::PodDisruptionBudget
-            | Kind::Workload => {
+            | Kind::Workload
+            | Kind::DeviceClass
+            | Kind::ResourceSlice
+            | Kind::ResourceClaim => {
                 let gone: Vec<String> = self
                     .aux_keys
                     .get(&kind)
@@ -165,12 +168,22 @@ impl Engine {
             Object::PodGroup(pg) => {
                 let (ns, name) = ns_name(&pg.metadata);
                 let key = GroupKey::pod_group(ns, name);
-                self.upsert_group(key, &*pg, |snap| snap.upsert_pod_group(&pg), now);
+                let fp = super::hash_of(
+                    pg.status
+                        .as_ref()
+                        .and_then(|s| s.resource_claim_statuses.as_ref())
+                        .map(|v| {
+                            v.iter()
+                                .map(|c| (c.name.as_str(), c.resource_claim_name.as_deref()))
+                                .collect::<Vec<_>>()
+                        }),
+                );
+                self.upsert_group(key, &*pg, fp, |snap| snap.upsert_pod_group(&pg), now);
             }
             Object::CompositePodGroup(cpg) => {
                 let (ns, name) = ns_name(&cpg.metadata);
                 let key = GroupKey::composite(ns, name);
-                self.upsert_group(key, &*cpg, |snap| snap.upsert_composite_pod_group(&cpg), now);
+                self.upsert_group(key, &*cpg, 0, |snap| snap.upsert_composite_pod_group(&cpg), now);
             }
             aux => {
                 let (kind, key) = (aux.kind(), aux.key());
@@ -182,6 +195,9 @@ impl Engine {
                     Object::CSINode(o) => self.snap.upsert_csi_node(o),
                     Object::PodDisruptionBudget(o) => self.snap.upsert_pod_disruption_budget(o),
                     Object::Workload(o) => self.snap.upsert_workload(o),
+                    Object::DeviceClass(o) => self.snap.upsert_device_class(o),
+                    Object::ResourceSlice(o) => self.snap.upsert_resource_slice(o),
+                    Object::ResourceClaim(o) => self.snap.upsert_resource_claim(o),
                     _ => {}
                 }
                 self.aux_keys.entry(kind).or_default().insert(key);
@@ -202,6 +218,9 @@ impl Engine {
             Kind::CSINode => self.snap.remove_csi_node(name),
             Kind::PodDisruptionBudget => self.snap.remove_pod_disruption_budget(ns, name),
             Kind::Workload => self.snap.remove_workload(ns, name),
+            Kind::DeviceClass => self.snap.remove_device_class(name),
+            Kind::ResourceSlice => self.snap.remove_resource_slice(name),
+            Kind::ResourceClaim => self.snap.remove_resource_claim(ns, name),
             _ => {}
         }
         if let Some(keys) = self.aux_keys.get_mut(&kind) {
@@ -328,10 +347,11 @@ impl Engine {
     /// True when `meta` is the group already known with the same spec (a status write).
     pub(super) fn unchanged_group(&self, key: &GroupKey, meta: &GroupMeta) -> bool {
         meta.generation.is_some()
-            && self
-                .groups
-                .get(key)
-                .is_some_and(|m| m.generation == meta.generation && self.snap.has_group(key))
+            && self.groups.get(key).is_some_and(|m| {
+                m.generation == meta.generation
+                    && m.status_fingerprint == meta.status_fingerprint
+                    && self.snap.has_group(key)
+            })
     }
 
     pub(super) fn group_changed(&mut self, key: GroupKey, meta: GroupMeta, result: Result<(), String>, now: Instant) {
@@ -430,6 +450,7 @@ impl Engine {
         &mut self,
         key: GroupKey,
         g: &G,
+        status_fingerprint: u64,
         upsert: impl FnOnce(&mut Snapshot) -> Result<(), crate::core::SnapshotError>,
         now: Instant,
     ) {
@@ -439,6 +460,7 @@ impl Engine {
             parent: g.parent_name().map(str::to_string),
             conditions: g.conditions().to_vec(),
             generation: g.meta().generation,
+            status_fingerprint,
         };
         if self.unchanged_group(&key, &meta) {
             self.groups.insert(key, meta);

@@ -133,6 +133,11 @@ impl PodMeta {
                 spec.and_then(|s| s.scheduling_gates.as_ref()).map_or(0, Vec::len),
                 spec.and_then(|s| s.priority),
                 spec.and_then(|s| s.scheduler_name.as_deref()),
+                status.and_then(|s| s.resource_claim_statuses.as_ref()).map(|v| {
+                    v.iter()
+                        .map(|c| (c.name.as_str(), c.resource_claim_name.as_deref()))
+                        .collect::<Vec<_>>()
+                }),
             )),
         }
     }
@@ -169,6 +174,8 @@ pub struct GroupMeta {
     pub conditions: Vec<Condition>,
     /// `metadata.generation` (spec changes bump it; status writes do not).
     pub generation: Option<i64>,
+    /// What else scheduling reads from the status (a PodGroup's `resourceClaimStatuses`), hashed.
+    pub status_fingerprint: u64,
 }
 
 /// A preemption whose victims are terminating.
@@ -263,6 +270,8 @@ pub struct Engine {
     orphans: HashMap<String, BTreeSet<PodKey>>,
     /// Bindings in flight: pod -> its unit.
     binding: HashMap<PodKey, UnitKey>,
+    /// Claims whose allocation a binding in flight is to write: pod -> (namespace, claim).
+    claim_allocations: HashMap<PodKey, Vec<(String, String)>>,
     ongoing: HashMap<UnitKey, Ongoing>,
     victim_of: HashMap<PodKey, UnitKey>,
     /// Victims the cluster shows marked but not deleted, and when to evict them again.
@@ -324,6 +333,7 @@ impl Engine {
             nodes: HashMap::new(),
             orphans: HashMap::new(),
             binding: HashMap::new(),
+            claim_allocations: HashMap::new(),
             ongoing: HashMap::new(),
             victim_of: HashMap::new(),
             evict_due: HashMap::new(),
@@ -520,11 +530,26 @@ impl Engine {
                 continue;
             }
             self.binding.insert(a.pod.clone(), unit.clone());
+            let mut claims = self.snap.volume_prebind(&a.pod, &a.node);
+            if let Some((_, reservations)) = outcome.reservations.iter().find(|(p, _)| *p == a.pod) {
+                let mut allocated = Vec::new();
+                for r in reservations {
+                    if let Some(allocation) = &r.allocation {
+                        // Held until the informer shows the claim: no other cycle takes its devices.
+                        self.snap.assume_claim_allocation(&r.namespace, &r.claim, allocation);
+                        allocated.push((r.namespace.clone(), r.claim.clone()));
+                    }
+                    claims.push(crate::core::ClaimAction::ReserveDevices(Box::new(r.clone())));
+                }
+                if !allocated.is_empty() {
+                    self.claim_allocations.insert(a.pod.clone(), allocated);
+                }
+            }
             out.push(Action::Bind {
                 pod: a.pod.clone(),
                 uid: self.pods.get(&a.pod).and_then(|m| m.uid.clone()),
                 node: a.node.clone(),
-                claims: self.snap.volume_prebind(&a.pod, &a.node),
+                claims,
             });
         }
         // Preemption first: its PostFilter message belongs in the pods' messages, and a preemption

@@ -808,8 +808,16 @@ pub(super) fn failures_read_like_upstreams_and_record_the_generation() {
     });
     assert_eq!(written, Some(Some(3)), "observedGeneration is the pod's generation");
 
-    // Something the scheduler cannot honour: its own reason, never placed.
+    // Something the scheduler cannot honour (a claim asking for admin access): its own reason, never
+    // placed.
     h.node("n2", "8");
+    h.apply(Object::ResourceClaim(Box::new(
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": "ns", "name": "claim", "uid": "c1"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "adminAccess": true}}]}}
+        }))
+        .unwrap(),
+    )));
     let mut dra = pod("ns", "dra", "1", "1Gi");
     dra.spec.as_mut().unwrap().resource_claims = Some(vec![k8s_openapi::api::core::v1::PodResourceClaim {
         name: "gpu".into(),
@@ -822,7 +830,7 @@ pub(super) fn failures_read_like_upstreams_and_record_the_generation() {
     let r = pod_reasons(&out);
     let dra = r.iter().find(|(p, ..)| p == "dra").unwrap();
     assert_eq!(dra.1, kwas_api::names::conditions::REASON_UNSUPPORTED);
-    assert!(dra.2.contains("spec.resourceClaims"), "{}", dra.2);
+    assert!(dra.2.contains("adminAccess is not supported"), "{}", dra.2);
     assert!(
         dra.2
             .ends_with("preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."),

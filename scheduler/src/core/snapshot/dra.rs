@@ -1,0 +1,341 @@
+//! DeviceClasses, ResourceSlices and ResourceClaims in the snapshot, a pod's claims resolved, claim
+//! allocations assumed between the cycle that made them and the informer reporting them, and the
+//! simulated release of victims' devices during preemption (see [`crate::core::dra`]).
+
+use k8s_openapi::api::resource::v1::{
+    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceSlice,
+};
+
+use super::Snapshot;
+use crate::core::dra::allocator::{self, Failure};
+use crate::core::dra::{Allocated, ClaimProblem, ResolvedClaim};
+use crate::core::model::PodKey;
+
+/// Upstream's `ResourceClaimReservedForMaxSize`.
+pub(crate) const RESERVED_FOR_MAX: usize = 256;
+
+/// What binding a pod must write to one of its ResourceClaims first (upstream's DynamicResources
+/// PreBind): the allocation when the cycle made it, and the pod (or its PodGroup) in
+/// `status.reservedFor`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimReservation {
+    /// The claim's namespace.
+    pub namespace: String,
+    /// The claim.
+    pub claim: String,
+    /// Its uid (the write's precondition).
+    pub uid: String,
+    /// The allocation the cycle chose; `None` when the claim was allocated before.
+    pub allocation: Option<AllocationResult>,
+    /// The consumer to add to `status.reservedFor`.
+    pub consumer: ResourceClaimConsumerReference,
+}
+
+impl Snapshot {
+    /// Adds or updates a DeviceClass.
+    pub fn upsert_device_class(&mut self, c: &DeviceClass) {
+        self.dra.upsert_class(c);
+    }
+
+    /// Removes a DeviceClass.
+    pub fn remove_device_class(&mut self, name: &str) {
+        self.dra.remove_class(name);
+    }
+
+    /// Adds or updates a ResourceSlice.
+    pub fn upsert_resource_slice(&mut self, s: &ResourceSlice) {
+        self.dra.upsert_slice(s);
+    }
+
+    /// Removes a ResourceSlice.
+    pub fn remove_resource_slice(&mut self, name: &str) {
+        self.dra.remove_slice(name);
+    }
+
+    /// Adds or updates a ResourceClaim (its allocation replaces one the scheduler assumed).
+    pub fn upsert_resource_claim(&mut self, c: &ResourceClaim) {
+        self.dra.upsert_claim(c);
+    }
+
+    /// Removes a ResourceClaim.
+    pub fn remove_resource_claim(&mut self, namespace: &str, name: &str) {
+        self.dra.remove_claim(namespace, name);
+    }
+
+    /// Records an allocation a cycle made as if the claim's status said so, until the informer
+    /// reports the claim (its write may still be in flight): no other cycle takes its devices.
+    pub fn assume_claim_allocation(&mut self, namespace: &str, claim: &str, allocation: &AllocationResult) {
+        let Some(id) = self.dra.claim_id(namespace, claim) else {
+            return;
+        };
+        let Some(mut c) = self.dra.claim(id).cloned() else {
+            return;
+        };
+        if c.allocation.is_some() {
+            return;
+        }
+        c.allocation = Some(allocation.clone());
+        let api = to_api(&c);
+        self.dra.upsert_claim(&api);
+        if let Some(c) = self.dra.claim_mut(id) {
+            c.assumed = true;
+        }
+    }
+
+    /// Drops an allocation assumed with [`Snapshot::assume_claim_allocation`] that was not written.
+    pub fn forget_claim_allocation(&mut self, namespace: &str, claim: &str) {
+        let Some(id) = self.dra.claim_id(namespace, claim) else {
+            return;
+        };
+        let Some(mut c) = self.dra.claim(id).cloned() else {
+            return;
+        };
+        if !c.assumed {
+            return;
+        }
+        if let Some(x) = self.dra.claim_mut(id) {
+            x.assumed = false;
+        }
+        c.allocation = None;
+        let api = to_api(&c);
+        self.dra.upsert_claim(&api);
+    }
+
+    /// Resolves pod `pid`'s claims; a claim not created yet, missing or being deleted keeps the pod
+    /// waiting, one using what cannot be honoured makes it unsupported.
+    pub(crate) fn resolve_claims(&self, pid: u32) -> Result<Vec<ResolvedClaim>, ClaimProblem> {
+        let p = self.pod(pid);
+        let ns = &p.key.namespace;
+        let group = p
+            .group_name
+            .as_ref()
+            .and_then(|g| self.dra.groups.get(&(ns.clone(), g.clone())));
+        let mut out: Vec<ResolvedClaim> = Vec::new();
+        for c in &p.claims {
+            // KEP-5729: a pod claim equal to one of its PodGroup's is the group's claim.
+            let shared = group.and_then(|g| {
+                g.claims
+                    .iter()
+                    .find(|(n, name, template)| *n == c.name && *name == c.claim_name && *template == c.template)
+                    .map(|_| g)
+            });
+            let name = match (&c.claim_name, shared) {
+                (Some(n), _) => Some(n.clone()),
+                (None, Some(g)) => g
+                    .statuses
+                    .get(&c.name)
+                    .cloned()
+                    .flatten()
+                    .or_else(|| c.generated.clone()),
+                (None, None) => c.generated.clone(),
+            };
+            let Some(name) = name else {
+                return Err(ClaimProblem::Waiting(format!(
+                    "waiting for resource claim {:?} of pod {} to be created",
+                    c.name, p.key
+                )));
+            };
+            let Some(id) = self.dra.claim_id(ns, &name) else {
+                return Err(ClaimProblem::Waiting(format!("resourceclaim \"{name}\" not found")));
+            };
+            let Some(claim) = self.dra.claim(id) else {
+                return Err(ClaimProblem::Waiting(format!("resourceclaim \"{name}\" not found")));
+            };
+            if claim.deleting {
+                return Err(ClaimProblem::Waiting(format!(
+                    "resourceclaim \"{name}\" is being deleted"
+                )));
+            }
+            if let Some(m) = &claim.unsupported {
+                return Err(ClaimProblem::Unsupported(format!("resourceclaim \"{name}\": {m}")));
+            }
+            if let Some(m) = &claim.invalid {
+                return Err(ClaimProblem::Waiting(format!("resourceclaim \"{name}\": {m}")));
+            }
+            let consumer_uid = if shared.is_some() {
+                group.map(|g| g.uid.as_str()).unwrap_or("")
+            } else {
+                p.uid.as_str()
+            };
+            if claim.reserved_for.len() >= RESERVED_FOR_MAX && !claim.reserved_for.iter().any(|r| r.uid == consumer_uid)
+            {
+                return Err(ClaimProblem::Waiting(format!(
+                    "resourceclaim \"{name}\" is reserved for {RESERVED_FOR_MAX} consumers, the maximum"
+                )));
+            }
+            if !out.iter().any(|r| r.id == id) {
+                out.push(ResolvedClaim {
+                    id,
+                    group: shared.is_some(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether pod `pid` can use its allocated claims on `node`, and the allocations its unallocated
+    /// ones would get there.
+    pub(crate) fn dra_fit(&mut self, claims: &[ResolvedClaim], node: u32) -> Result<Vec<(u32, Allocated)>, DraReject> {
+        let Snapshot { nodes, dra, .. } = self;
+        let Some(n) = nodes.get(node) else {
+            return Err(DraReject::NotAvailable);
+        };
+        let view = n.view();
+        let mut pending = Vec::new();
+        for r in claims {
+            let Some(c) = dra.claim(r.id) else {
+                return Err(DraReject::NotAvailable);
+            };
+            if c.allocated() {
+                if let Some(t) = c.node_terms()
+                    && !t.matches(&view)
+                {
+                    return Err(DraReject::NotAvailable);
+                }
+            } else {
+                pending.push(r.id);
+            }
+        }
+        if pending.is_empty() {
+            return Ok(Vec::new());
+        }
+        match allocator::allocate(dra, &pending, &view) {
+            Ok(a) => Ok(pending.into_iter().zip(a).collect()),
+            Err(Failure::CannotAllocate) => Err(DraReject::CannotAllocate),
+            Err(Failure::ClassNotFound(c)) => Err(DraReject::ClassNotFound(c)),
+            Err(Failure::Cel(e)) => Err(DraReject::Cel(e)),
+        }
+    }
+
+    /// The reservations binding pod `key` needs (empty for a pod without claims). Call while the
+    /// cycle's simulated allocations are still in the snapshot.
+    pub(crate) fn claim_reservations(&self, pid: u32) -> Vec<ClaimReservation> {
+        let Ok(resolved) = self.resolve_claims(pid) else {
+            return Vec::new();
+        };
+        let p = self.pod(pid);
+        resolved
+            .iter()
+            .filter_map(|r| {
+                let c = self.dra.claim(r.id)?;
+                let consumer = if r.group {
+                    let group = p.group_name.clone().unwrap_or_default();
+                    let uid = self
+                        .dra
+                        .groups
+                        .get(&(p.key.namespace.clone(), group.clone()))
+                        .map(|g| g.uid.clone())
+                        .unwrap_or_default();
+                    ResourceClaimConsumerReference {
+                        api_group: Some("scheduling.k8s.io".into()),
+                        resource: "podgroups".into(),
+                        name: group,
+                        uid,
+                    }
+                } else {
+                    ResourceClaimConsumerReference {
+                        api_group: None,
+                        resource: "pods".into(),
+                        name: p.key.name.clone(),
+                        uid: p.uid.clone(),
+                    }
+                };
+                Some(ClaimReservation {
+                    namespace: c.namespace.clone(),
+                    claim: c.name.clone(),
+                    uid: c.uid.clone(),
+                    allocation: self.dra.allocation_result(r.id),
+                    consumer,
+                })
+            })
+            .collect()
+    }
+
+    /// What binding pod `key` must write to its ResourceClaims first (see [`ClaimReservation`]), while a
+    /// cycle's simulated allocations are still in the snapshot.
+    pub fn claim_reservations_of(&self, key: &PodKey) -> Vec<ClaimReservation> {
+        self.pod_id(key)
+            .map(|pid| self.claim_reservations(pid))
+            .unwrap_or_default()
+    }
+
+    /// During a preemption simulation: whether putting pod `pid` back would find the devices of the
+    /// claims its removal freed still free (the preemptor may have taken them).
+    pub(crate) fn claims_fit_back(&self, pid: u32) -> bool {
+        let p = self.pod(pid);
+        if p.claims.is_empty() {
+            return true;
+        }
+        let Ok(resolved) = self.resolve_claims(pid) else {
+            return true;
+        };
+        resolved.iter().all(|r| {
+            let Some(c) = self.dra.claim(r.id) else { return true };
+            let consumers = c.reserved_for.len() as u32;
+            let released = consumers > 0 && c.sim_released >= consumers;
+            !released
+                || c.held
+                    .iter()
+                    .all(|d| self.dra.in_use.get(*d as usize).copied().unwrap_or(0) == 0)
+        })
+    }
+
+    /// During a preemption simulation, pod `pid` was taken off (`removed`) or put back: the claims it
+    /// alone consumes (its own, or its group's once every placed pod of the group is off) free or hold
+    /// their devices again.
+    pub(crate) fn simulate_claims(&mut self, pid: u32, removed: bool) {
+        let Some(p) = self.pods.get(pid) else { return };
+        if p.claims.is_empty() {
+            return;
+        }
+        let Ok(resolved) = self.resolve_claims(pid) else { return };
+        let group = p.group_name.clone().map(|g| (p.key.namespace.clone(), g));
+        for r in resolved {
+            if r.group {
+                // The group's claim goes when the last placed member goes, comes back with the first.
+                let placed = group
+                    .as_ref()
+                    .and_then(|g| self.members_of.get(g))
+                    .into_iter()
+                    .flatten()
+                    .filter(|&&q| q != pid && self.pods.get(q).is_some_and(|x| x.placed_node().is_some()))
+                    .count();
+                if placed > 0 {
+                    continue;
+                }
+            }
+            self.dra.simulate_release(r.id, removed);
+        }
+    }
+}
+
+/// Why a node cannot serve a pod's claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DraReject {
+    /// An allocated claim's node selector excludes the node.
+    NotAvailable,
+    /// The unallocated claims do not fit the node's free devices.
+    CannotAllocate,
+    ClassNotFound(String),
+    Cel(String),
+}
+
+/// The API object form of a claim the snapshot holds (for re-ingesting it with a new allocation).
+fn to_api(c: &crate::core::dra::Claim) -> ResourceClaim {
+    use k8s_openapi::api::resource::v1::ResourceClaimStatus;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    let mut claim = c.source.clone();
+    claim.metadata = ObjectMeta {
+        namespace: Some(c.namespace.clone()),
+        name: Some(c.name.clone()),
+        uid: Some(c.uid.clone()),
+        deletion_timestamp: claim.metadata.deletion_timestamp.clone(),
+        ..Default::default()
+    };
+    claim.status = Some(ResourceClaimStatus {
+        allocation: c.allocation.clone(),
+        reserved_for: (!c.reserved_for.is_empty()).then(|| c.reserved_for.clone()),
+        devices: None,
+    });
+    claim
+}
