@@ -46,6 +46,11 @@ pub struct ControllersArgs {
     /// Do not run the JobSet controller.
     #[arg(long)]
     pub no_jobset_controller: bool,
+    /// Also run a ResourceClaim controller (claims from pods' and PodGroups' templates, reservations
+    /// released, claims deallocated): only for clusters whose kube-controller-manager does not run
+    /// one, such as devcluster.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub resource_claim_controller: bool,
     /// Elect a leader on a Lease before running.
     #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub leader_elect: bool,
@@ -84,6 +89,7 @@ impl ControllersArgs {
                 .leader_elect
                 .then(|| LeaseConfig::new(lease_namespace(), self.lease_name.clone(), unique_identity(&identity()))),
             admin_addr: admin,
+            resource_claims: self.resource_claim_controller,
         }
     }
 }

@@ -7,6 +7,8 @@
 //!   tracking finalizer, upstream's conditions and events;
 //! - [`jobset`]: a JobSet-style multi-level controller (both KEP-6089 API options, centralized and delegated
 //!   PodGroup management, the downward-mapping annotations);
+//! - [`claims`]: the ResourceClaim controller upstream runs in kube-controller-manager (pod and PodGroup
+//!   claims from templates, reservations released, claims deallocated), for clusters that have none;
 //! - [`sync`]: the scheduling-object sync shared by the controllers, [`index`] its discovery cache;
 //! - [`decode`]: watching a kind object by object, so one object that does not decode is reported on itself
 //!   and never stops a controller;
@@ -19,6 +21,7 @@
 //! [`jobset::plan`]) and unit-tested; the reconcile loops only read what the decision needs and apply it.
 #![warn(missing_docs)]
 
+pub mod claims;
 pub mod decode;
 pub mod error;
 pub mod index;

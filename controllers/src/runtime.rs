@@ -26,7 +26,7 @@ use crate::metrics::Metrics;
 pub const API_ACCESS: &[(&str, &str, &[&str])] = &[
     ("batch", "jobs", &["get", "list", "watch", "create", "patch", "delete"]),
     ("batch", "jobs/status", &["patch"]),
-    ("", "pods", &["list", "watch", "create", "patch", "delete"]),
+    ("", "pods", &["get", "list", "watch", "create", "patch", "delete"]),
     (
         "scheduling.k8s.io",
         "workloads",
@@ -45,6 +45,16 @@ pub const API_ACCESS: &[(&str, &str, &[&str])] = &[
     ("kwas.dev", "jobsets", &["get", "list", "watch"]),
     ("kwas.dev", "jobsets/status", &["patch"]),
     ("events.k8s.io", "events", &["create", "patch"]),
+    // The ResourceClaim controller (`--resource-claim-controller`).
+    ("", "pods/status", &["patch"]),
+    ("scheduling.k8s.io", "podgroups/status", &["patch"]),
+    (
+        "resource.k8s.io",
+        "resourceclaims",
+        &["get", "list", "watch", "create", "update", "delete"],
+    ),
+    ("resource.k8s.io", "resourceclaims/status", &["update"]),
+    ("resource.k8s.io", "resourceclaimtemplates", &["get"]),
 ];
 
 /// What to run.
@@ -54,6 +64,8 @@ pub struct ControllersConfig {
     pub job: Option<JobControllerConfig>,
     /// Run the JobSet controller with this configuration.
     pub jobset: Option<JobSetControllerConfig>,
+    /// Run the ResourceClaim controller (clusters without kube-controller-manager's).
+    pub resource_claims: bool,
     /// Elect a leader before running.
     pub leader_election: Option<LeaseConfig>,
     /// Serve `/healthz`, `/readyz` and `/metrics` here.
@@ -173,6 +185,14 @@ async fn run_controllers(
         let stopped = stop.wait();
         supervisor.spawn("jobset controller", async move {
             jobset::run(ctx, stopped).await;
+            Ok::<(), std::convert::Infallible>(())
+        });
+    }
+    if config.resource_claims {
+        let ctx = crate::claims::Context::new(client.clone());
+        let stopped = stop.wait();
+        supervisor.spawn("resourceclaim controller", async move {
+            crate::claims::run(ctx, stopped).await;
             Ok::<(), std::convert::Infallible>(())
         });
     }

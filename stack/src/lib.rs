@@ -201,6 +201,8 @@ impl Stack {
             jobset: Some(self.config.jobset.clone()),
             leader_election: None,
             admin_addr: None,
+            // devcluster has no kube-controller-manager: the stack runs the ResourceClaim controller.
+            resource_claims: true,
         };
         let client = self.client();
         let task = tokio::spawn(async move {

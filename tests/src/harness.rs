@@ -194,6 +194,8 @@ impl E2e {
             jobset: Some(self.config.jobset.clone()),
             leader_election,
             admin_addr: None,
+            // devcluster has no kube-controller-manager: the stack runs the ResourceClaim controller.
+            resource_claims: true,
         };
         Detached::start(self.cluster().base_url(), "controllers", move |client| async move {
             if let Err(e) = kwas_controllers::runtime::run(client, config, std::future::pending()).await {

@@ -415,9 +415,21 @@ async fn create_pods(
     pod_group: Option<&str>,
     events: &EventSink,
 ) -> std::result::Result<(), (i32, Error)> {
+    // KEP-5729: the PodGroup's claims are shared by its pods; each pod names them identically.
+    let group_claims = match pod_group {
+        Some(g) if !indexes.is_empty() => {
+            crate::sync::get_opt::<PodGroup>(&ctx.client, &job.namespace().unwrap_or_default(), g)
+                .await
+                .map_err(|e| (indexes.len() as i32, e))?
+                .and_then(|g| g.spec.resource_claims)
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
     let results: Vec<std::result::Result<String, kube::Error>> = futures::stream::iter(indexes.iter().copied())
         .map(|index| {
-            let pod = new_pod(job, index, pod_group);
+            let mut pod = new_pod(job, index, pod_group);
+            pods::share_group_claims(&mut pod, &group_claims);
             async move { api.create(&PostParams::default(), &pod).await.map(|p| p.name_any()) }
         })
         .buffer_unordered(ctx.config.create_concurrency.max(1))

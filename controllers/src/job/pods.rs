@@ -97,6 +97,29 @@ pub fn new_pod(job: &Job, index: Option<i32>, pod_group: Option<&str>) -> Pod {
     }
 }
 
+/// Adds to `pod` every claim of its PodGroup it does not name yet, equal in every field (KEP-5729: a pod
+/// claim equal to one of its PodGroup's resolves to the group's shared ResourceClaim). An entry the pod
+/// template already has under that name is left as the user wrote it.
+pub fn share_group_claims(
+    pod: &mut Pod,
+    group_claims: &[k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim],
+) {
+    if group_claims.is_empty() {
+        return;
+    }
+    let Some(spec) = pod.spec.as_mut() else { return };
+    let claims = spec.resource_claims.get_or_insert_with(Vec::new);
+    for g in group_claims {
+        if !claims.iter().any(|c| c.name == g.name) {
+            claims.push(k8s_openapi::api::core::v1::PodResourceClaim {
+                name: g.name.clone(),
+                resource_claim_name: g.resource_claim_name.clone(),
+                resource_claim_template_name: g.resource_claim_template_name.clone(),
+            });
+        }
+    }
+}
+
 /// The phase of a pod as the Job controller sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PodState {
