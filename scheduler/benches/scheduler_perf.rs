@@ -116,6 +116,14 @@ fn main() {
             "PreemptionPVs 500",
             Box::new(|| dynamic::preemption_pvs(500, 2000, 500)),
         ),
+        (
+            "ExtendedResourceGangScheduling 1000",
+            Box::new(|| dra::gpu_gangs(1000, 800, 8, false)),
+        ),
+        (
+            "DRAGangScheduling 1000",
+            Box::new(|| dra::gpu_gangs(1000, 800, 8, true)),
+        ),
     ];
     let mut results = Vec::new();
     for (name, run) in &scenarios {

@@ -25,6 +25,8 @@ fn every_benchmark_scenario_runs_at_small_scale() {
         dynamic::gang_anti_affinity(50, 10, 4),
         dynamic::gang_topology_spreading(60, 10, 6),
         dynamic::preemption_pvs(20, 80, 10),
+        dra::gpu_gangs(20, 16, 8, false),
+        dra::gpu_gangs(20, 16, 8, true),
     ];
     for m in &ms {
         assert_eq!(m.scheduled_units, m.attempts, "{}", m.name);

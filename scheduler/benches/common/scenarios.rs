@@ -18,6 +18,9 @@ use kwas_scheduler::core::{
 #[path = "dynamic.rs"]
 pub mod dynamic;
 
+#[path = "dra.rs"]
+pub mod dra;
+
 pub const NS: &str = "perf";
 pub const ZONE: &str = "topology.kubernetes.io/zone";
 pub const RACK: &str = "topology.kubernetes.io/rack";

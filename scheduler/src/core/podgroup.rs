@@ -210,8 +210,11 @@ impl Cycle<'_> {
                 candidates.push((n, self.class_score(class, n)));
             }
         }
-        // DynamicResources last: its allocation search is the costliest filter.
-        if !prepared.claims.is_empty() {
+        // DynamicResources last: its allocation search is the costliest filter. Scores normalized over
+        // the feasible nodes (inter-pod affinity, spread) need every node filtered first; otherwise the
+        // nodes are tried best first and the first that fits is the one a full filter would pick.
+        let has_claims = !prepared.claims.is_empty();
+        if has_claims && prepared.scores_anything() {
             candidates.retain(|(n, _)| self.snap.dra_fit(&prepared.claims, *n).is_ok());
         }
         if candidates.is_empty() {
@@ -229,21 +232,22 @@ impl Cycle<'_> {
                 c.1 += w.inter_pod_affinity * affinity[i] + w.pod_topology_spread * spread[i];
             }
         }
-        let best = candidates
-            .iter()
-            .max_by(|a, b| a.1.cmp(&b.1).then(snap.node(b.0).rank.cmp(&snap.node(a.0).rank)))
-            .map(|(n, _)| *n);
-        let Some(n) = best else {
-            return Err(self.diagnose(pid, dom, Some(&prepared)));
-        };
-        // DynamicResources Reserve: the claims not allocated yet get their devices on this node.
-        let allocations = if prepared.claims.is_empty() {
-            Vec::new()
-        } else {
-            match self.snap.dra_fit(&prepared.claims, n) {
-                Ok(a) => a,
-                Err(_) => return Err(self.diagnose(pid, dom, Some(&prepared))),
+        // Best first: highest score, then the node name that sorts first.
+        candidates.sort_by(|a, b| b.1.cmp(&a.1).then(snap.node(a.0).rank.cmp(&snap.node(b.0).rank)));
+        let mut chosen = None;
+        for &(n, _) in &candidates {
+            if !has_claims {
+                chosen = Some((n, Vec::new()));
+                break;
             }
+            // DynamicResources Reserve: the claims not allocated yet get their devices on this node.
+            if let Ok(a) = self.snap.dra_fit(&prepared.claims, n) {
+                chosen = Some((n, a));
+                break;
+            }
+        }
+        let Some((n, allocations)) = chosen else {
+            return Err(self.diagnose(pid, dom, Some(&prepared)));
         };
         self.journal.assume_id(self.snap, pid, n);
         for (claim, a) in allocations {

@@ -56,7 +56,15 @@ pub(crate) fn allocate(state: &mut DraState, claims: &[u32], node: &NodeView<'_>
                 };
                 let mut candidates = Vec::new();
                 let mut all_matching_free = true;
-                for d in 0..state.devices.len() as u32 {
+                let reachable: Vec<u32> = state
+                    .by_node
+                    .get(node.name)
+                    .into_iter()
+                    .flatten()
+                    .chain(state.shared.iter())
+                    .copied()
+                    .collect();
+                for d in reachable {
                     let dev = &state.devices[d as usize];
                     if dev.unsupported || !dev.reach.admits(node) || !tolerated(&dev.taints, &alt.tolerations) {
                         continue;

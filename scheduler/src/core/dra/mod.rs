@@ -240,6 +240,10 @@ pub(crate) struct DraState {
     dirty: bool,
     pub(crate) devices: Vec<Device>,
     index: HashMap<DeviceKey, u32>,
+    /// Node name -> its node-local devices; and the devices any node may reach by selector or
+    /// `allNodes` (so a node's candidates are found without scanning every device).
+    pub(crate) by_node: HashMap<String, Vec<u32>>,
+    pub(crate) shared: Vec<u32>,
     /// Claims holding each device (real or simulated), by device index.
     pub(crate) in_use: Vec<u32>,
     pub(crate) claims: Vec<Option<Claim>>,
@@ -482,6 +486,14 @@ impl DraState {
             .enumerate()
             .map(|(i, d)| (d.key.clone(), i as u32))
             .collect();
+        self.by_node.clear();
+        self.shared.clear();
+        for (i, d) in devices.iter().enumerate() {
+            match &d.reach {
+                Reach::Node(n) => self.by_node.entry(n.clone()).or_default().push(i as u32),
+                _ => self.shared.push(i as u32),
+            }
+        }
         self.devices = devices;
         self.in_use = vec![0; self.devices.len()];
         self.exprs.devices_changed();
