@@ -54,6 +54,9 @@ pub(crate) fn allocate(state: &mut DraState, claims: &[u32], node: &NodeView<'_>
                     }
                     continue;
                 };
+                for &e in class_selectors.iter().chain(alt.selectors.iter()) {
+                    state.exprs.ensure(e, &state.devices);
+                }
                 let mut candidates = Vec::new();
                 let mut all_matching_free = true;
                 let reachable: Vec<u32> = state

@@ -4,11 +4,13 @@
 //! `attributes` (domain -> name -> value), `capacity` (domain -> name -> quantity) and
 //! `allowMultipleAllocations`.
 //!
-//! Choices: an expression is compiled once and its result per device cached until the device set
-//! changes. Expressions longer than upstream's 10 KiB, nested deeper than 64 or with more than 256
-//! operators are refused before parsing (the parser and interpreter recurse, and a hostile expression
-//! must not exhaust the scheduler's stack). A runtime error (say a missing attribute) makes the device
-//! not match, and the first such error is reported in the pod's message; upstream fails the
+//! Choices: an expression is compiled once and evaluated for every device at once, its results cached
+//! until the device set changes. The parser and the interpreter recurse deeply (the generated parser
+//! takes megabytes of stack per nesting level in unoptimized builds), so both run on a stack of their
+//! own ([`stacker::grow`]: 256 MiB reserved, committed as used), and expressions longer than upstream's
+//! 10 KiB, nested deeper than 250 or with more than 1,000 operators are refused before parsing (the
+//! parser itself stops at 96 levels with an error). A runtime error (say a missing attribute) makes the
+//! device not match, and the first such error is reported in the pod's message; upstream fails the
 //! allocation attempt with it instead.
 
 use std::collections::{BTreeMap, HashMap};
@@ -20,8 +22,10 @@ use kube_cel::cel::{Context, Program, Value};
 
 /// Upstream's `CELSelectorExpressionMaxLength`.
 pub(crate) const MAX_EXPRESSION_LEN: usize = 10 * 1024;
-const MAX_NESTING: usize = 64;
-const MAX_OPERATORS: usize = 256;
+const MAX_NESTING: usize = 250;
+const MAX_OPERATORS: usize = 1_000;
+/// Stack reserved for parsing and evaluating.
+const CEL_STACK: usize = 256 * 1024 * 1024;
 
 /// Index of a compiled expression.
 pub(crate) type ExprId = u32;
@@ -55,6 +59,8 @@ pub(crate) struct Exprs {
     results: HashMap<(ExprId, u32), Result<bool, String>>,
     /// Device -> its CEL value (built on first use).
     values: HashMap<u32, Value>,
+    /// Expressions evaluated for every device since the devices last changed.
+    complete: std::collections::HashSet<ExprId>,
     quantities: HashMap<String, Value>,
 }
 
@@ -75,6 +81,7 @@ impl Default for Exprs {
             index: HashMap::new(),
             results: HashMap::new(),
             values: HashMap::new(),
+            complete: std::collections::HashSet::new(),
             quantities: HashMap::new(),
         }
     }
@@ -129,10 +136,12 @@ pub(crate) fn precheck(expr: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Compiles `expr` as a device selector: the precheck, then the parser.
+/// Compiles `expr` as a device selector: the precheck, then the parser (on its own stack).
 pub(crate) fn compile(expr: &str) -> Result<Program, String> {
     precheck(expr)?;
-    Program::compile(expr).map_err(|e| format!("compilation failed: {e}"))
+    stacker::grow(CEL_STACK, || {
+        Program::compile(expr).map_err(|e| format!("compilation failed: {e}"))
+    })
 }
 
 impl Exprs {
@@ -159,14 +168,39 @@ impl Exprs {
     pub(crate) fn devices_changed(&mut self) {
         self.results.clear();
         self.values.clear();
+        self.complete.clear();
     }
 
-    /// Whether device `device` (seen as `view`) matches expression `id`.
+    /// Evaluates expression `id` for every device of `devices` not evaluated yet, on one stack of its own.
+    pub(crate) fn ensure(&mut self, id: ExprId, devices: &[super::Device]) {
+        if !self.complete.insert(id) {
+            return;
+        }
+        stacker::grow(CEL_STACK, || {
+            for (d, dev) in devices.iter().enumerate() {
+                let key = (id, d as u32);
+                if self.results.contains_key(&key) {
+                    continue;
+                }
+                let view = DeviceView {
+                    driver: &dev.key.0,
+                    attributes: Some(&dev.attributes),
+                    capacity: Some(&dev.capacity),
+                    allow_multiple_allocations: false,
+                };
+                let r = self.evaluate(id, d as u32, &view);
+                self.results.insert(key, r);
+            }
+        });
+    }
+
+    /// Whether device `device` (seen as `view`) matches expression `id` (evaluated on its own stack
+    /// unless [`Exprs::ensure`] evaluated it already).
     pub(crate) fn matches(&mut self, id: ExprId, device: u32, view: &DeviceView<'_>) -> Result<bool, String> {
         if let Some(r) = self.results.get(&(id, device)) {
             return r.clone();
         }
-        let result = self.evaluate(id, device, view);
+        let result = stacker::grow(CEL_STACK, || self.evaluate(id, device, view));
         self.results.insert((id, device), result.clone());
         result
     }
