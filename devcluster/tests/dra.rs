@@ -1,4 +1,5 @@
-//! Dynamic resource allocation through kube-rs and raw HTTP: the simulated driver's DeviceClass and
+//! Dynamic resource allocation through kube-rs, raw HTTP and kubectl 1.37 (`get` with upstream's columns,
+//! `describe`, `apply` client- and server-side, `delete`, field selectors): the simulated driver's DeviceClass and
 //! ResourceSlices following nodes, the kubelet holding a pod (`ContainerCreating`,
 //! `FailedPrepareDynamicResources`) until its claim is allocated and reserved for it (directly, through a
 //! template, or for its PodGroup), a claim allocated elsewhere, and hostile claims and slices refused with
@@ -606,5 +607,209 @@ async fn hostile_claims_and_slices_are_refused_with_field_paths() {
     assert!(c.task_failures().is_empty());
     let classes: Api<DeviceClass> = Api::all(c.client());
     assert!(classes.get(DRA_DEVICE_CLASS).await.is_ok());
+    c.shutdown().await;
+}
+
+const KUBECTL_OBJECTS: &str = "apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: one-gpu
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.kwas.dev
+          selectors:
+          - cel:
+              expression: device.attributes[\"gpu.kwas.dev\"].model == \"KW100\"
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: gpus
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.kwas.dev
+        count: 2
+    constraints:
+    - matchAttribute: gpu.kwas.dev/interconnectDomain
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: big-gpus
+spec:
+  selectors:
+  - cel:
+      expression: device.driver == \"gpu.kwas.dev\" && device.capacity[\"gpu.kwas.dev\"].memory.compareTo(quantity(\"64Gi\")) >= 0
+";
+
+/// The rows of `kubectl get` output without its header, split into columns.
+fn rows(out: &str) -> Vec<Vec<String>> {
+    out.lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
+    let c = common::cluster().await;
+    let slices: Api<ResourceSlice> = Api::all(c.client());
+    common::eventually(T, "the driver's 4 slices", || async {
+        (slices.list(&ListParams::default()).await.unwrap().items.len() == 4).then_some(())
+    })
+    .await;
+
+    // The driver's objects, with upstream's columns.
+    let out = common::kubectl(&c, &["get", "resourceslices"]);
+    let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "NODE", "DRIVER", "POOL", "AGE"], "{out}");
+    let rows_ = rows(&out);
+    assert_eq!(rows_.len(), 4, "{out}");
+    assert!(
+        rows_.iter().any(|r| r[..4]
+            == [
+                "node-b0-r0-n0-gpu.kwas.dev".to_string(),
+                "node-b0-r0-n0".into(),
+                "gpu.kwas.dev".into(),
+                "node-b0-r0-n0".into()
+            ]),
+        "{out}"
+    );
+    let out = common::kubectl(
+        &c,
+        &[
+            "get",
+            "resourceslices",
+            "--field-selector",
+            "spec.nodeName=node-b0-r1-n0",
+            "-o",
+            "name",
+        ],
+    );
+    assert_eq!(out.trim(), "resourceslice.resource.k8s.io/node-b0-r1-n0-gpu.kwas.dev");
+    let out = common::kubectl(&c, &["get", "deviceclasses"]);
+    assert_eq!(
+        out.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "AGE"]
+    );
+    assert!(rows(&out).iter().any(|r| r[0] == "gpu.kwas.dev"), "{out}");
+
+    // Apply, get, describe.
+    let out = common::kubectl_ok(&c, &["apply", "-f", "-"], Some(KUBECTL_OBJECTS));
+    for want in [
+        "resourceclaimtemplate.resource.k8s.io/one-gpu created",
+        "resourceclaim.resource.k8s.io/gpus created",
+        "deviceclass.resource.k8s.io/big-gpus created",
+    ] {
+        assert!(out.contains(want), "{want} missing from {out}");
+    }
+    // Applying again changes nothing: kubectl sends the atomic request lists whole (the live ones carry
+    // the server's defaults, so it says `configured`, as against kube-apiserver), the server defaults them
+    // the same way and the immutable spec stays as it was.
+    let rv = |c: &DevCluster| {
+        common::kubectl(
+            c,
+            &[
+                "get",
+                "resourceclaim",
+                "gpus",
+                "-o",
+                "jsonpath={.metadata.resourceVersion}",
+            ],
+        )
+    };
+    let before = rv(&c);
+    let again = common::kubectl_ok(&c, &["apply", "-f", "-"], Some(KUBECTL_OBJECTS));
+    assert!(again.contains("resourceclaim.resource.k8s.io/gpus"), "{again}");
+    assert!(
+        again.contains("deviceclass.resource.k8s.io/big-gpus unchanged"),
+        "{again}"
+    );
+    assert_eq!(rv(&c), before);
+    let out = common::kubectl(&c, &["get", "resourceclaims"]);
+    assert_eq!(
+        out.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "STATE", "AGE"]
+    );
+    assert_eq!(rows(&out)[0][..2], ["gpus".to_string(), "pending".into()], "{out}");
+    let out = common::kubectl(&c, &["get", "resourceclaimtemplates"]);
+    assert_eq!(
+        out.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "AGE"]
+    );
+    assert_eq!(rows(&out)[0][0], "one-gpu");
+    let claim: Value =
+        serde_json::from_str(&common::kubectl(&c, &["get", "resourceclaim", "gpus", "-o", "json"])).unwrap();
+    assert_eq!(
+        claim["spec"]["devices"]["requests"][0]["exactly"]["allocationMode"], "ExactCount",
+        "defaulted: {claim}"
+    );
+    let out = common::kubectl(&c, &["describe", "resourceclaim", "gpus"]);
+    assert!(out.contains("gpus") && out.contains("gpu.kwas.dev"), "{out}");
+    let out = common::kubectl(&c, &["describe", "resourceslice", "node-b0-r0-n0-gpu.kwas.dev"]);
+    assert!(out.contains("Interconnect Domain:") && out.contains("KW100"), "{out}");
+
+    // Server-side apply of a claim's labels; then the spec is immutable.
+    let labelled = KUBECTL_OBJECTS
+        .split("---\n")
+        .nth(1)
+        .unwrap()
+        .replace("  name: gpus\n", "  name: gpus\n  labels: {team: ml}\n");
+    common::kubectl_ok(
+        &c,
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(&labelled),
+    );
+    let immutable = labelled.replace("count: 2", "count: 3");
+    let out = common::kubectl_in(
+        &c,
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(&immutable),
+    );
+    assert!(!out.ok);
+    assert!(out.stderr.contains("field is immutable"), "{}", out.stderr);
+
+    // A claim whose selector does not compile is refused with the field path.
+    let bad = KUBECTL_OBJECTS
+        .split("---\n")
+        .nth(1)
+        .unwrap()
+        .replace("name: gpus", "name: broken")
+        .replace(
+            "        count: 2\n",
+            "        count: 2\n        selectors:\n        - cel:\n            expression: device.attributes[\"gpu.kwas.dev\"].model ==\n",
+        );
+    let out = common::kubectl_in(&c, &["apply", "-f", "-"], Some(&bad));
+    assert!(!out.ok, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("The ResourceClaim \"broken\" is invalid")
+            && out.stderr.contains(
+                "spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: \"device.attributes[\\\"gpu.kwas.dev\\\"].model ==\": compilation failed: ERROR: <input>:1:"
+            ),
+        "{}",
+        out.stderr
+    );
+
+    // Delete them.
+    let out = common::kubectl(&c, &["delete", "resourceclaim/gpus", "resourceclaimtemplate/one-gpu"]);
+    assert!(out.contains("resourceclaim.resource.k8s.io \"gpus\" deleted"), "{out}");
+    assert!(
+        out.contains("resourceclaimtemplate.resource.k8s.io \"one-gpu\" deleted"),
+        "{out}"
+    );
+    let out = common::kubectl(&c, &["delete", "deviceclass", "big-gpus"]);
+    assert!(out.contains("deleted"), "{out}");
+    assert!(
+        common::kubectl(&c, &["get", "resourceclaims", "-o", "name"])
+            .trim()
+            .is_empty()
+    );
     c.shutdown().await;
 }
