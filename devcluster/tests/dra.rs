@@ -136,6 +136,21 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
     assert_eq!(attrs["interconnectDomain"].string.as_deref(), Some("b0-r0"));
     assert_eq!(devices[7].capacity.as_ref().unwrap()["memory"].value.0, "80Gi");
 
+    // client-go's typed clients read them in protobuf.
+    let (code, body) = common::raw_bytes(
+        &c,
+        "GET",
+        "/apis/resource.k8s.io/v1/resourceslices",
+        &[("Accept", "application/vnd.kubernetes.protobuf")],
+        b"",
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, 200);
+    assert!(body.starts_with(b"k8s\0"), "not a protobuf envelope");
+    assert!(body.windows(b"ResourceSliceList".len()).any(|w| w == b"ResourceSliceList"));
+    assert!(body.windows(b"interconnectDomain".len()).any(|w| w == b"interconnectDomain"));
+
     // Field selectors upstream supports on slices.
     let on_node = slices
         .list(&ListParams::default().fields("spec.nodeName=node-b0-r1-n1"))
