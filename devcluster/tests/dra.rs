@@ -148,8 +148,14 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
     .unwrap();
     assert_eq!(code, 200);
     assert!(body.starts_with(b"k8s\0"), "not a protobuf envelope");
-    assert!(body.windows(b"ResourceSliceList".len()).any(|w| w == b"ResourceSliceList"));
-    assert!(body.windows(b"interconnectDomain".len()).any(|w| w == b"interconnectDomain"));
+    assert!(
+        body.windows(b"ResourceSliceList".len())
+            .any(|w| w == b"ResourceSliceList")
+    );
+    assert!(
+        body.windows(b"interconnectDomain".len())
+            .any(|w| w == b"interconnectDomain")
+    );
 
     // Field selectors upstream supports on slices.
     let on_node = slices
@@ -365,13 +371,22 @@ async fn template_claims_and_claims_shared_with_a_pod_group_resolve_like_upstrea
         claim["metadata"]["ownerReferences"] = json!([owner]);
         obj(claim)
     };
+    // Generated for another pod (one that exists: the garbage collector removes claims whose owner does
+    // not).
+    let other = pods
+        .create(
+            &PostParams::default(),
+            &obj(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "other"},
+                "spec": {"containers": [{"name": "app", "image": "busybox"}]}})),
+        )
+        .await
+        .unwrap();
     claims
         .create(
             &PostParams::default(),
             &generated(
                 "solo-gpu-abc12",
-                json!({"apiVersion": "v1", "kind": "Pod",
-            "name": "other", "uid": "3f1b8a52-0000-4000-8000-000000000000", "controller": true}),
+                json!({"apiVersion": "v1", "kind": "Pod", "name": "other", "uid": other.uid().unwrap(), "controller": true}),
             ),
         )
         .await
@@ -618,6 +633,24 @@ async fn hostile_claims_and_slices_are_refused_with_field_paths() {
         ),
         "{text}"
     );
+    // The deepest chains that fit the length limit compile on the compiler's own stack: answered, never a
+    // crashed handler.
+    for (name, expression) in [
+        ("members", format!("device{}", ".a".repeat(5000))),
+        (
+            "sums",
+            vec!["device.attributes[\"gpu.kwas.dev\"].index"; 200].join(" + ") + " > 1",
+        ),
+        ("ternaries", format!("{}true", "true ? true : ".repeat(700))),
+        ("calls", format!("device{}", ".f()".repeat(2500))),
+    ] {
+        let body = claim(
+            name,
+            json!([{"name": "r", "exactly": {"deviceClassName": "c", "selectors": [{"cel": {"expression": expression}}]}}]),
+        );
+        let (code, text) = post(claims, body).await;
+        assert!(code == 201 || code == 422, "{name}: {code} {text}");
+    }
     // The server is fine afterwards.
     assert!(c.task_failures().is_empty());
     let classes: Api<DeviceClass> = Api::all(c.client());
