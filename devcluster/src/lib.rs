@@ -170,6 +170,7 @@ pub struct DevCluster {
     client: kube::Client,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     node_index: AtomicUsize,
+    dra_driver: bool,
     _tempdir: Option<tempfile::TempDir>,
 }
 
@@ -293,6 +294,7 @@ impl DevCluster {
             client,
             tasks,
             node_index: AtomicUsize::new(0),
+            dra_driver: config.dra_driver,
             _tempdir: tempdir,
         };
         for spec in config.topology.nodes() {
@@ -321,19 +323,23 @@ impl DevCluster {
         &self.shared.faults
     }
 
-    /// Adds a simulated node.
+    /// Adds a simulated node. When it returns, the node exists and so does its ResourceSlice of DRA GPUs
+    /// (if it has any and the DRA driver runs).
     pub fn add_node(&self, spec: NodeSpec) -> Result<()> {
         let index = self.node_index.fetch_add(1, Ordering::Relaxed) + 1;
         let node = sim::topology::node_object(&spec, index);
         self.shared.with(|s| {
             let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
-            s.create(&res, "", node, &mut RequestContext::manager(MANAGER))
-                .map(|_| ())
+            s.create(&res, "", node, &mut RequestContext::manager(MANAGER))?;
+            if self.dra_driver {
+                sim::dra::sync_node(s, &spec.name);
+            }
+            Ok::<(), ApiError>(())
         })?;
         Ok(())
     }
 
-    /// Removes a node; its pods fail (see [`kubelet`]).
+    /// Removes a node; its pods fail (see [`kubelet`]) and its ResourceSlice goes.
     pub fn remove_node(&self, name: &str) -> Result<()> {
         self.shared.with(|s| {
             let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
@@ -345,8 +351,11 @@ impl DevCluster {
                     grace_period_seconds: Some(0),
                     ..Default::default()
                 },
-            )
-            .map(|_| ())
+            )?;
+            if self.dra_driver {
+                sim::dra::sync_node(s, name);
+            }
+            Ok::<(), ApiError>(())
         })?;
         Ok(())
     }

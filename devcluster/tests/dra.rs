@@ -115,11 +115,9 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
         "device.driver == \"gpu.kwas.dev\""
     );
     let slices: Api<ResourceSlice> = Api::all(client.clone());
-    let all = common::eventually(T, "a slice for each of the 4 nodes", || async {
-        let list = slices.list(&ListParams::default()).await.unwrap().items;
-        (list.len() == 4).then_some(list)
-    })
-    .await;
+    // A cluster starts with its nodes' slices published.
+    let all = slices.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(all.len(), 4);
     let n0 = all
         .iter()
         .find(|s| s.spec.node_name.as_deref() == Some("node-b0-r0-n0"))
@@ -176,10 +174,7 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
         memory: "40Gi".into(),
     }))
     .unwrap();
-    let extra = common::eventually(T, "the new node's slice", || async {
-        slices.get_opt(&dra_slice_name("extra")).await.unwrap()
-    })
-    .await;
+    let extra = slices.get(&dra_slice_name("extra")).await.unwrap();
     let devices = extra.spec.devices.as_ref().unwrap();
     assert_eq!(devices.len(), 2);
     assert_eq!(
@@ -204,9 +199,27 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
     })
     .await;
     c.remove_node("extra").unwrap();
-    common::eventually(T, "the removed node's slice gone", || async {
+    assert!(slices.get_opt(&dra_slice_name("extra")).await.unwrap().is_none());
+    // A node created by a client (kubectl) with the annotation gets its slice from the driver's task.
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    nodes
+        .create(
+            &PostParams::default(),
+            &obj(
+                json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "byhand",
+                "annotations": {"kwas.dev/sim-dra-gpus": "1"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    common::eventually(T, "the slice of a node a client created", || async {
+        slices.get_opt(&dra_slice_name("byhand")).await.unwrap()
+    })
+    .await;
+    nodes.delete("byhand", &Default::default()).await.unwrap();
+    common::eventually(T, "the slice of a node a client deleted gone", || async {
         slices
-            .get_opt(&dra_slice_name("extra"))
+            .get_opt(&dra_slice_name("byhand"))
             .await
             .unwrap()
             .is_none()
@@ -214,7 +227,6 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
     })
     .await;
     // Changing a node's GPU count republishes its devices with the pool's generation bumped.
-    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
     nodes
         .patch(
             "node-b0-r0-n0",

@@ -17,8 +17,10 @@
 //!   whose GPUs go to 0) loses its slice; a slice of this driver a client changed or deleted is put back,
 //!   and one for no node is deleted.
 //!
-//! It runs as its own task, woken by node and slice changes, and looks at the nodes those changes name
-//! (all of them when it fell behind the watch history).
+//! Nodes `DevCluster` adds or removes get their slice in the same step ([`sync_node`]), so a cluster
+//! starts with every slice published. For the rest it runs as its own task, woken by node and slice changes, and looks at the nodes and slices those
+//! changes name (all of them when it fell behind the watch history): the work per change does not grow
+//! with the cluster.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -31,7 +33,7 @@ use crate::meta;
 use crate::request::RequestContext;
 use crate::server::Shared;
 use crate::sim::topology::{DraGpus, SIM_DRA_GPU_MEMORY, SIM_DRA_GPU_MODEL, SIM_DRA_GPUS};
-use crate::store::GroupResource;
+use crate::store::{EventType, GroupResource};
 
 /// The simulated DRA driver's name.
 pub const DRA_DRIVER: &str = "gpu.kwas.dev";
@@ -149,7 +151,8 @@ fn devices(node: &Value, gpus: &DraGpus) -> Value {
     )
 }
 
-/// Brings one node's slice in line with the node; `node` is its name.
+/// Brings one node's slice (`<node>-gpu.kwas.dev`) in line with the node; `node` is its name. Slices
+/// of this driver under other names are [`sync_slice`]'s.
 pub(crate) fn sync_node(state: &mut State, node: &str) {
     let Some(res) = state.builtin(GROUP, "resourceslices") else {
         return;
@@ -157,22 +160,13 @@ pub(crate) fn sync_node(state: &mut State, node: &str) {
     let name = dra_slice_name(node);
     let node_obj = state.store.get(&nodes_gr(), "", node).filter(|n| !meta::is_deleting(n));
     let gpus = node_obj.as_deref().map(node_gpus).unwrap_or_else(DraGpus::none);
-    // Slices of this driver for the node under another name are stale.
-    let stale: Vec<String> = state
-        .store
-        .list(&slices_gr(), None)
-        .iter()
-        .filter(|s| {
-            s.pointer("/spec/driver").and_then(Value::as_str) == Some(DRA_DRIVER)
-                && s.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node)
-                && (meta::name(s) != name || gpus.count == 0)
-        })
-        .map(|s| meta::name(s).to_string())
-        .collect();
-    for s in stale {
-        if let Err(e) = state.delete(&res, "", &s, &DeleteOptions::default()) {
-            tracing::debug!(slice = %s, error = %e, "deleting a stale ResourceSlice failed");
+    if gpus.count == 0 {
+        if state.store.get(&res.storage, "", &name).is_some()
+            && let Err(e) = state.delete(&res, "", &name, &DeleteOptions::default())
+        {
+            tracing::debug!(slice = %name, error = %e, "deleting a ResourceSlice failed");
         }
+        return;
     }
     let Some(node_obj) = node_obj.filter(|_| gpus.count > 0) else {
         return;
@@ -231,7 +225,29 @@ pub(crate) fn sync_node(state: &mut State, node: &str) {
     }
 }
 
-/// Every node's slice, and the driver's slices for nodes that do not exist.
+/// A slice of this driver that is not the one its node should have (another name, no node) is deleted;
+/// the node's own slice is brought in line. Other drivers' slices are left alone. Returns the node the
+/// slice is for, if any.
+pub(crate) fn sync_slice(state: &mut State, slice: &Value) -> Option<String> {
+    if slice.pointer("/spec/driver").and_then(Value::as_str) != Some(DRA_DRIVER) {
+        return None;
+    }
+    let node = slice
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let name = meta::name(slice);
+    if node.as_deref().is_none_or(|n| dra_slice_name(n) != name)
+        && let Some(res) = state.builtin(GROUP, "resourceslices")
+        && state.store.get(&res.storage, "", name).is_some()
+        && let Err(e) = state.delete(&res, "", name, &DeleteOptions::default())
+    {
+        tracing::debug!(slice = %name, error = %e, "deleting a stale ResourceSlice failed");
+    }
+    node
+}
+
+/// Every node's slice, and the driver's slices that no node should have.
 pub(crate) fn resync(state: &mut State) {
     let mut nodes: BTreeSet<String> = state
         .store
@@ -240,11 +256,7 @@ pub(crate) fn resync(state: &mut State) {
         .map(|n| meta::name(n).to_string())
         .collect();
     for s in state.store.list(&slices_gr(), None) {
-        if s.pointer("/spec/driver").and_then(Value::as_str) == Some(DRA_DRIVER)
-            && let Some(n) = s.pointer("/spec/nodeName").and_then(Value::as_str)
-        {
-            nodes.insert(n.to_string());
-        }
+        nodes.extend(sync_slice(state, &s));
     }
     for n in nodes {
         sync_node(state, &n);
@@ -284,12 +296,12 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 Ok(events) => {
                     for e in &events {
                         last_slice = e.rv;
-                        for obj in std::iter::once(&e.object).chain(e.prev.as_ref()) {
-                            if obj.pointer("/spec/driver").and_then(Value::as_str) == Some(DRA_DRIVER)
-                                && let Some(n) = obj.pointer("/spec/nodeName").and_then(Value::as_str)
-                            {
-                                touched.insert(n.to_string());
-                            }
+                        if e.kind != EventType::Deleted {
+                            touched.extend(sync_slice(s, &e.object));
+                        } else if e.object.pointer("/spec/driver").and_then(Value::as_str) == Some(DRA_DRIVER)
+                            && let Some(n) = e.object.pointer("/spec/nodeName").and_then(Value::as_str)
+                        {
+                            touched.insert(n.to_string());
                         }
                     }
                 }
@@ -363,6 +375,18 @@ mod tests {
             json!({"name": "gpu-3", "attributes": {"model": {"string": "KW100"}, "index": {"int": 3},
                 "interconnectDomain": {"string": "b0-r1"}}, "capacity": {"memory": {"value": "80Gi"}}})
         );
+        // This driver's slices under other names go; another driver's stay.
+        let slices = state.builtin(GROUP, "resourceslices").unwrap();
+        for (name, driver) in [("stale", DRA_DRIVER), ("theirs", "other.example.com")] {
+            let other = json!({"metadata": {"name": name}, "spec": {"driver": driver, "nodeName": "n1",
+                "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "d"}]}});
+            state
+                .create(&slices, "", other, &mut RequestContext::manager("t"))
+                .unwrap();
+        }
+        resync(&mut state);
+        assert!(state.store.get(&slices_gr(), "", "stale").is_none());
+        assert!(state.store.get(&slices_gr(), "", "theirs").is_some());
         // Nothing changed: no write.
         let rv = meta::resource_version(&s).to_string();
         sync_node(&mut state, "n1");
