@@ -18,9 +18,9 @@
 //!   and one for no node is deleted.
 //!
 //! Nodes `DevCluster` adds or removes get their slice in the same step ([`sync_node`]), so a cluster
-//! starts with every slice published. For the rest it runs as its own task, woken by node and slice changes, and looks at the nodes and slices those
-//! changes name (all of them when it fell behind the watch history): the work per change does not grow
-//! with the cluster.
+//! starts with every slice published. For the rest it runs as its own task, woken by node and slice
+//! changes, and looks at the nodes and slices those changes name (all of them when it fell behind the
+//! watch history): the work per change does not grow with the cluster.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -212,7 +212,8 @@ pub(crate) fn sync_node(state: &mut State, node: &str) {
             {
                 // Its identity is immutable: replace it.
                 let _ = state.delete(&res, "", &name, &DeleteOptions::default());
-                new["metadata"] = json!({"name": name, "ownerReferences": existing.pointer("/metadata/ownerReferences").cloned().unwrap_or(json!([]))});
+                let owners = existing.pointer("/metadata/ownerReferences").cloned();
+                new["metadata"] = json!({"name": name, "ownerReferences": owners.unwrap_or(json!([]))});
                 if let Err(e) = state.create(&res, "", new, &mut ctx) {
                     tracing::debug!(node, error = %e, "republishing a ResourceSlice failed");
                 }
