@@ -134,6 +134,36 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
     assert_eq!(attrs["interconnectDomain"].string.as_deref(), Some("b0-r0"));
     assert_eq!(devices[7].capacity.as_ref().unwrap()["memory"].value.0, "80Gi");
 
+    // Discovery and OpenAPI serve the group in its one version.
+    let (_, group) = common::raw(&c, "GET", "/apis/resource.k8s.io", &[], b"").await.unwrap();
+    let group: Value = serde_json::from_str(&group).unwrap();
+    assert_eq!(group["preferredVersion"]["groupVersion"], "resource.k8s.io/v1");
+    assert_eq!(group["versions"].as_array().unwrap().len(), 1);
+    let (_, list) = common::raw(&c, "GET", "/apis/resource.k8s.io/v1", &[], b"")
+        .await
+        .unwrap();
+    let list: Value = serde_json::from_str(&list).unwrap();
+    let names: Vec<&str> = list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "deviceclasses",
+            "resourceclaims",
+            "resourceclaims/status",
+            "resourceclaimtemplates",
+            "resourceslices"
+        ]
+    );
+    let (code, _) = common::raw(&c, "GET", "/openapi/v3/apis/resource.k8s.io/v1", &[], b"")
+        .await
+        .unwrap();
+    assert_eq!(code, 200);
+
     // client-go's typed clients read them in protobuf.
     let (code, body) = common::raw_bytes(
         &c,
