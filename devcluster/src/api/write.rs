@@ -494,16 +494,17 @@ mod tests {
     #[test]
     fn a_spec_that_differs_only_by_defaults_is_no_change() {
         let mut state = State::new(100, Default::default());
-        let res = state.builtin("resource.k8s.io", "resourceclaims").unwrap();
-        let claim = json!({"metadata": {"name": "c"}, "spec": {"devices": {"requests": [
-            {"name": "g", "exactly": {"deviceClassName": "gpu.kwas.dev"}}]}}});
+        let res = state.builtin("apps", "deployments").unwrap();
+        let deployment = json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
         let created = state
-            .create(&res, "default", claim.clone(), &mut RequestContext::manager("t"))
+            .create(&res, "default", deployment.clone(), &mut RequestContext::manager("t"))
             .unwrap();
-        let mut resent = claim;
+        assert_ne!(created["spec"], deployment["spec"], "the server defaulted the spec");
+        let mut resent = deployment;
         resent["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"].clone();
         let updated = state
-            .update(&res, "default", "c", resent, None, &mut RequestContext::manager("t"))
+            .update(&res, "default", "d", resent, None, &mut RequestContext::manager("t"))
             .unwrap();
         assert_eq!(updated["metadata"]["generation"], 1);
         assert_eq!(

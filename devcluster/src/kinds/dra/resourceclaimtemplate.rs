@@ -32,6 +32,11 @@ pub(crate) fn resource() -> ResourceInfo {
 struct ResourceClaimTemplateStrategy;
 
 impl Strategy for ResourceClaimTemplateStrategy {
+    /// As upstream's strategy, which sets no `metadata.generation` (the spec is immutable anyway).
+    fn has_generation(&self) -> bool {
+        false
+    }
+
     #[cfg(test)]
     fn json_schema(&self) -> Option<schemars::Schema> {
         Some(schemars::schema_for!(ResourceClaimTemplate))
