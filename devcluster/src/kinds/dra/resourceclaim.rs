@@ -8,7 +8,8 @@
 //! - update: the spec is immutable.
 //! - status: `ValidateResourceClaimStatusUpdate` (`reservedFor` bounded, unique, only with an allocation,
 //!   not growing while the claim is deleted; an allocation set once and never changed, cleared only
-//!   together with `reservedFor`; devices' status only for allocated devices).
+//!   together with `reservedFor`; devices' status only for allocated devices, dropped when they are
+//!   deallocated).
 //! - `kubectl get resourceclaims`: NAME, STATE (`pending`, `allocated,reserved`, `deleted`), AGE.
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
@@ -77,10 +78,13 @@ impl Strategy for ResourceClaimStrategy {
         &self,
         cx: &mut AdmitContext<'_>,
         _res: &ResourceInfo,
-        _old: Option<&Value>,
+        old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
         if cx.status() {
+            if let Some(old) = old {
+                drop_deallocated_devices(old, obj);
+            }
             return Ok(());
         }
         if cx.creating()
@@ -151,6 +155,38 @@ impl Strategy for ResourceClaimStrategy {
 
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
         vec![name(obj), s(state(obj)), age(obj)]
+    }
+}
+
+/// `dropDeallocatedStatusDevices`: a status update that takes devices out of the allocation drops their
+/// entries from `status.devices`.
+fn drop_deallocated_devices(old: &Value, obj: &mut Value) {
+    let ids = |c: &Value| -> Vec<(Value, Value, Value)> {
+        c.pointer("/status/allocation/devices/results")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                let f = |k: &str| r.get(k).cloned().unwrap_or(Value::Null);
+                (f("driver"), f("pool"), f("device"))
+            })
+            .collect()
+    };
+    let kept = ids(obj);
+    let gone: Vec<_> = ids(old).into_iter().filter(|d| !kept.contains(d)).collect();
+    if gone.is_empty() {
+        return;
+    }
+    if let Some(devices) = obj.pointer_mut("/status/devices").and_then(Value::as_array_mut) {
+        devices.retain(|d| {
+            let f = |k: &str| d.get(k).cloned().unwrap_or(Value::Null);
+            !gone.contains(&(f("driver"), f("pool"), f("device")))
+        });
+        if devices.is_empty()
+            && let Some(st) = obj.get_mut("status").and_then(Value::as_object_mut)
+        {
+            st.remove("devices");
+        }
     }
 }
 
@@ -347,7 +383,27 @@ mod tests {
             "{}",
             err.message()
         );
-        // Clearing the allocation while reserved is refused; clearing both is allowed.
+        // A driver reports a device's status; a status for a device not allocated is refused.
+        let mut reported = (*c).clone();
+        reported["status"]["devices"] = json!([{"driver": "gpu.kwas.dev", "pool": "n1", "device": "gpu-0",
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Prepared", "message": "", "lastTransitionTime": "2026-01-02T03:04:05Z"}]}]);
+        let c = state
+            .update(&res, "default", "gpu", reported.clone(), Some("status"), &mut ctx())
+            .unwrap();
+        reported["status"]["devices"][0]["device"] = json!("gpu-7");
+        reported["metadata"]["resourceVersion"] = c["metadata"]["resourceVersion"].clone();
+        let err = state
+            .update(&res, "default", "gpu", reported, Some("status"), &mut ctx())
+            .unwrap_err();
+        assert!(
+            err.message().contains(
+                "status.devices[0]: Invalid value: \"gpu.kwas.dev/n1/gpu-7\": must be an allocated device in the claim"
+            ),
+            "{}",
+            err.message()
+        );
+        // Clearing the allocation while reserved is refused; clearing both is allowed (and drops the
+        // deallocated devices' status).
         let mut cleared = (*c).clone();
         cleared["status"]["allocation"] = Value::Null;
         assert!(
@@ -360,6 +416,7 @@ mod tests {
             .update(&res, "default", "gpu", cleared, Some("status"), &mut ctx())
             .unwrap();
         assert_eq!(res.strategy.cells(&res, &c)[1], "pending");
+        assert!(c["status"].get("devices").is_none(), "{c}");
         let too_many: Vec<Value> = (0..257)
             .map(|i| json!({"resource": "pods", "name": format!("p{i}"), "uid": format!("u{i}")}))
             .collect();
