@@ -339,7 +339,7 @@ impl DevCluster {
         Ok(())
     }
 
-    /// Removes a node; its pods fail (see [`kubelet`]) and its ResourceSlice goes.
+    /// Removes a node; its pods fail (the simulated kubelet marks them `NodeLost`) and its ResourceSlice goes.
     pub fn remove_node(&self, name: &str) -> Result<()> {
         self.shared.with(|s| {
             let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
