@@ -8,6 +8,8 @@
 //! - be at most [`MAX_EXPRESSION_LENGTH`] bytes (`Too long`, checked by the caller);
 //! - parse (cel-go's grammar; the parser's errors rendered as cel-go renders them:
 //!   `ERROR: <input>:1:17: Syntax error: ...` with the source line and a caret);
+//! - nest at most 250 deep (brackets, unary operators, the expression tree, where `&&` and `||` chains
+//!   are balanced), cel-go's parser limit (`expression recursion limit exceeded: 250`);
 //! - reference no variable but `device`, the variables macros and `cel.bind` introduce, and type names
 //!   (`undeclared reference to 'x' (in container '')`);
 //! - not have a result whose type is known not to be `bool` (`must evaluate to bool or the unknown type,
@@ -27,11 +29,14 @@ pub(crate) const MAX_EXPRESSION_LENGTH: usize = 10 * 1024;
 /// The parser's nesting limit (cel-go's default).
 const PARSER_RECURSION: u16 = 250;
 
-/// The stack of the thread expressions are compiled on. The parser and the checks here recurse once per
-/// operator of a chain (`a + a + ...`, `x.a.b.c...`, nested conditionals); 10 KiB of the deepest such
-/// chain needs about 10 MiB in a debug build, far more than a request handler's stack, so compiling
-/// happens on a thread of its own whose stack is reserved, not committed, up front.
-const COMPILE_STACK: usize = 64 * 1024 * 1024;
+/// The stacks tried, largest first, for the thread expressions are compiled on. The parser and the
+/// checks here recurse once per operator of a chain (`a + a + ...`, `x.a.b.c...`, nested conditionals);
+/// 10 KiB of the deepest such chains inside the deepest nesting need about 64 MiB in a debug build, far
+/// more than a request handler's stack, so compiling happens on a thread of its own whose stack is
+/// reserved, not committed, up front (a smaller one when the system refuses the reservation). Past the
+/// parser, nothing recurses deeper than [`PARSER_RECURSION`]: a deeper expression is refused, as cel-go
+/// refuses it.
+const COMPILE_STACKS: [usize; 2] = [256 * 1024 * 1024, 64 * 1024 * 1024];
 
 /// Identifiers that are types, not variables (`type(x) == int`).
 const TYPE_NAMES: &[&str] = &[
@@ -56,33 +61,61 @@ const DEVICE: &str = "device";
 
 /// Compiles selector expressions, each to `Ok` or upstream's detail for a `field.Invalid` on the
 /// expression (`compilation failed: ...` or `must evaluate to bool ...`), on one thread with a large
-/// stack (see [`COMPILE_STACK`]).
+/// stack (see [`COMPILE_STACKS`]); an expression that appears more than once compiles once.
 pub(crate) fn compile_all(expressions: Vec<(String, bool)>) -> Vec<Result<(), String>> {
     if expressions.is_empty() {
         return Vec::new();
     }
-    let n = expressions.len();
-    let worker = std::thread::Builder::new()
-        .name("cel-compile".into())
-        .stack_size(COMPILE_STACK)
-        .spawn(move || {
-            expressions
-                .iter()
-                .map(|(e, boolean)| compile(e, *boolean))
-                .collect::<Vec<_>>()
-        });
-    let failed = |why: String| vec![Err(format!("compilation failed: {why}")); n];
-    match worker {
-        Ok(handle) => handle
-            .join()
-            .unwrap_or_else(|_| failed("the compiler stopped unexpectedly".into())),
-        Err(e) => failed(format!("no compiler thread: {e}")),
+    let mut distinct: Vec<(String, bool)> = Vec::new();
+    let mut index = Vec::with_capacity(expressions.len());
+    for e in expressions {
+        match distinct.iter().position(|d| *d == e) {
+            Some(i) => index.push(i),
+            None => {
+                index.push(distinct.len());
+                distinct.push(e);
+            }
+        }
     }
+    let n = distinct.len();
+    let failed = |why: String| vec![Err(format!("compilation failed: {why}")); n];
+    let mut results = failed("no compiler thread".into());
+    for stack in COMPILE_STACKS {
+        let work = distinct.clone();
+        let spawned = std::thread::Builder::new()
+            .name("cel-compile".into())
+            .stack_size(stack)
+            .spawn(move || work.iter().map(|(e, boolean)| compile(e, *boolean)).collect::<Vec<_>>());
+        match spawned {
+            Ok(handle) => {
+                results = handle
+                    .join()
+                    .unwrap_or_else(|_| failed("the compiler stopped unexpectedly".into()));
+                break;
+            }
+            Err(e) => {
+                tracing::warn!(stack, error = %e, "no thread to compile CEL expressions on");
+                results = failed(format!("no compiler thread: {e}"));
+            }
+        }
+    }
+    index.into_iter().map(|i| results[i].clone()).collect()
 }
 
 /// Compiles one expression on the current thread (see [`compile_all`] for why callers do not); `boolean`:
 /// a selector, whose result must be a boolean (a derived attribute's may be any value).
 fn compile(expression: &str, boolean: bool) -> Result<(), String> {
+    if let Some((line, col)) = too_deep(expression) {
+        return Err(format!(
+            "compilation failed: {}",
+            render(
+                expression,
+                line,
+                col,
+                &format!("expression recursion limit exceeded: {PARSER_RECURSION}")
+            )
+        ));
+    }
     let parsed = std::panic::catch_unwind(|| Parser::new().max_recursion_depth(PARSER_RECURSION).parse(expression));
     let ast = match parsed {
         Ok(Ok(ast)) => ast,
@@ -107,6 +140,17 @@ fn compile(expression: &str, boolean: bool) -> Result<(), String> {
             ));
         }
     };
+    if height(&ast) > usize::from(PARSER_RECURSION) {
+        return Err(format!(
+            "compilation failed: {}",
+            render(
+                expression,
+                1,
+                1,
+                &format!("expression recursion limit exceeded: {PARSER_RECURSION}")
+            )
+        ));
+    }
     let mut scope = Vec::new();
     if let Some(name) = undeclared(&ast, &mut scope) {
         let (line, col) = locate_identifier(expression, &name).unwrap_or((1, 1));
@@ -137,6 +181,48 @@ fn render(source: &str, line: usize, col: usize, message: &str) -> String {
         out.push_str(&format!("\n | {text}\n | {}^", ".".repeat(col.saturating_sub(1))));
     }
     out
+}
+
+/// Where brackets or unary operators first nest deeper than the parser's limit, outside string literals.
+/// cel-go refuses that nesting too; the parser here would first recurse through all of it.
+fn too_deep(source: &str) -> Option<(usize, usize)> {
+    let max = usize::from(PARSER_RECURSION);
+    let (mut depth, mut unary) = (0usize, 0usize);
+    let (mut quote, mut escaped) = (None::<char>, false);
+    let (mut line, mut col) = (1usize, 0usize);
+    for c in source.chars() {
+        if c == '\n' {
+            line += 1;
+            col = 0;
+        } else {
+            col += 1;
+        }
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' => quote = Some(c),
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if c == '!' || c == '-' {
+            unary += 1;
+        } else if !c.is_whitespace() {
+            unary = 0;
+        }
+        if depth > max || unary > max {
+            return Some((line, col));
+        }
+    }
+    None
 }
 
 /// The 1-based line and column of the first use of identifier `name` as a variable (not after a `.`),
@@ -195,6 +281,40 @@ fn locate_identifier(source: &str, name: &str) -> Option<(usize, usize)> {
         i += 1;
     }
     None
+}
+
+/// The height of an expression's tree (cel-go's recursion depth: `&&` and `||` chains are balanced by
+/// the parser), measured without recursing.
+fn height(root: &IdedExpr) -> usize {
+    let mut max = 0usize;
+    let mut stack = vec![(root, 1usize)];
+    while let Some((e, depth)) = stack.pop() {
+        max = max.max(depth);
+        let next = depth.saturating_add(1);
+        match &e.expr {
+            Expr::Call(c) => {
+                stack.extend(c.target.as_deref().map(|t| (t, next)));
+                stack.extend(c.args.iter().map(|a| (a, next)));
+            }
+            Expr::Select(sel) => stack.push((&sel.operand, next)),
+            Expr::Comprehension(c) => {
+                for x in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                    stack.push((x, next));
+                }
+            }
+            Expr::List(l) => stack.extend(l.elements.iter().map(|x| (x, next))),
+            Expr::Map(m) => stack.extend(m.entries.iter().flat_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(me) => vec![(&me.key, next), (&me.value, next)],
+                EntryExpr::StructField(f) => vec![(&f.value, next)],
+            })),
+            Expr::Struct(st) => stack.extend(st.entries.iter().flat_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(me) => vec![(&me.key, next), (&me.value, next)],
+                EntryExpr::StructField(f) => vec![(&f.value, next)],
+            })),
+            Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+        }
+    }
+    max
 }
 
 /// The first identifier used as a variable that is not in scope.
@@ -452,6 +572,16 @@ mod tests {
             compile("[1, 2]", true).unwrap_err(),
             "must evaluate to bool or the unknown type, not list(int)"
         );
+        // cel-go's recursion limit: chains deeper than 250 are refused, except `&&` and `||` chains,
+        // which the parser balances.
+        let sum = vec!["device.attributes[\"gpu.kwas.dev\"].index"; 300].join(" + ") + " > 0";
+        assert!(
+            compile(&sum, true)
+                .unwrap_err()
+                .contains("expression recursion limit exceeded: 250")
+        );
+        let all = vec!["device.attributes[\"gpu.kwas.dev\"].index > 0"; 300].join(" && ");
+        assert_eq!(compile(&all, true), Ok(()));
         assert_eq!(
             compile("device", true).unwrap_err(),
             "must evaluate to bool or the unknown type, not kubernetes.DRADevice"
@@ -475,6 +605,16 @@ mod tests {
                     format!("{}true", "true ? true : ".repeat(700)),
                     vec!["1"; 3400].join("=="),
                     format!("{}1{}", "size(".repeat(2000), ")".repeat(2000)),
+                    // Nesting just within the limit around the deepest chains that still fit.
+                    format!("{}device{}{}", "(".repeat(250), ".a".repeat(4500), ")".repeat(250)),
+                    format!("{}device{}{}", "size(".repeat(250), "[0]".repeat(2500), ")".repeat(250)),
+                    format!(
+                        "{}{}true{}",
+                        "[".repeat(250),
+                        "true ? true : ".repeat(450),
+                        "]".repeat(250)
+                    ),
+                    format!("{}true", "!".repeat(250)),
                     String::new(),
                     "\u{0}".into(),
                     "'unterminated".into(),
@@ -492,7 +632,11 @@ mod tests {
                     "{:?}",
                     results[0]
                 );
-                assert!(results[2].is_err(), "an int sum is not a boolean");
+                assert!(
+                    results[2].as_ref().is_err_and(|e| e.contains("recursion limit")),
+                    "{:?}",
+                    results[2]
+                );
                 assert!(results[9].is_err(), "an empty expression does not parse");
             })
             .unwrap();
