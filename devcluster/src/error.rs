@@ -119,6 +119,29 @@ impl FieldCause {
             message: format!("Too long: must have at most {max} bytes"),
         }
     }
+
+    /// `<field>: Too many: <actual>: must have at most <max> items` (`field.TooMany`).
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        FieldCause {
+            field: field.into(),
+            reason: "FieldValueTooMany",
+            message: format!("Too many: {actual}: must have at most {max} items"),
+        }
+    }
+
+    /// `<field>: Not found: <value>[: detail]` (`field.NotFound`, with the detail callers add).
+    pub fn not_found(field: impl Into<String>, value: &serde_json::Value, detail: &str) -> Self {
+        let mut message = format!("Not found: {}", render_value(value));
+        if !detail.is_empty() {
+            message.push_str(": ");
+            message.push_str(detail);
+        }
+        FieldCause {
+            field: field.into(),
+            reason: "FieldValueNotFound",
+            message,
+        }
+    }
 }
 
 /// Renders a value the way Go's `field.Error` does: strings quoted, numbers and booleans bare, objects as

@@ -29,7 +29,7 @@
 //!
 //! | module | role |
 //! | --- | --- |
-//! | `kinds/` | one file per built-in kind: its resource and `Strategy` (decoding, defaults, admission, validation, deletion, hooks, columns); `apps/` and `storage/` group related kinds, `validate` holds shared validation |
+//! | `kinds/` | one file per built-in kind: its resource and `Strategy` (decoding, defaults, admission, validation, deletion, hooks, columns); `apps/`, `storage/` and `dra/` (resource.k8s.io, with its CEL compiler) group related kinds, `validate` holds shared validation |
 //! | `resource/` | `ResourceInfo`, the `Strategy` trait, the registry of served resources |
 //! | `store` | JSON objects per resource, resourceVersions, owner and label indexes, watch history |
 //! | `api/` | get / list / create / update / patch / delete / deletecollection and subresources, generic over kinds |
@@ -41,7 +41,7 @@
 //! | `controllers/` | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry, the apps/v1 workload controllers, CronJobs, resource quotas, PodDisruptionBudgets (`disruption`), the PV controller and PVC / PV protection (`volume`) |
 //! | `recorder` | events written by the controllers and the kubelet, aggregated like client-go's recorder |
 //! | `cron`, `logs` | cron schedules; the simulated containers' logs (`pods/log`) |
-//! | `sim/` | the simulated kubelet, nodes and CSI driver ([`SIM_DISK_DRIVER`]: CSINodes, provisioning, expansion, deletion) |
+//! | `sim/` | the simulated kubelet (its volume and DRA checks), nodes, the CSI driver ([`SIM_DISK_DRIVER`]: CSINodes, provisioning, expansion, deletion) and the DRA driver ([`DRA_DRIVER`]: its DeviceClass, a ResourceSlice per node) |
 //! | `faults` | fault injection |
 //!
 //! See the crate README for what is emulated and what is not.
@@ -90,8 +90,15 @@ pub const KUBE_MINOR: &str = "37";
 pub use faults::{FaultConfig, FaultRule, Faults, Verb};
 pub use server::ServerSettings;
 pub use sim::csi::{CsiConfig, DEFAULT_STORAGE_CLASS, SIM_DISK_DRIVER};
+pub use sim::dra::{
+    DRA_ATTRIBUTE_INDEX, DRA_ATTRIBUTE_INTERCONNECT_DOMAIN, DRA_ATTRIBUTE_MODEL, DRA_CAPACITY_MEMORY, DRA_DEVICE_CLASS,
+    DRA_DRIVER, dra_slice_name,
+};
 pub use sim::kubelet::{KubeletConfig, SIM_SHUTDOWN_DURATION};
-pub use sim::topology::{Capacity, NodePool, NodePoolArgs, NodeSpec, Taint, Topology};
+pub use sim::topology::{
+    Capacity, DraGpus, NodePool, NodePoolArgs, NodeSpec, SIM_DRA_GPU_MEMORY, SIM_DRA_GPU_MODEL, SIM_DRA_GPUS, Taint,
+    Topology,
+};
 
 use api::{DeleteOptions, State};
 use request::RequestContext;
@@ -114,6 +121,9 @@ pub struct DevClusterConfig {
     pub kubelet: KubeletConfig,
     /// The simulated CSI driver ([`SIM_DISK_DRIVER`]).
     pub csi: CsiConfig,
+    /// Whether the simulated DRA driver [`DRA_DRIVER`] runs: its DeviceClass [`DRA_DEVICE_CLASS`] and a
+    /// ResourceSlice for every node with DRA GPUs (on by default).
+    pub dra_driver: bool,
     /// Fault injection (no rules by default).
     pub faults: FaultConfig,
     /// Watch, event and controller timing.
@@ -141,6 +151,7 @@ impl Default for DevClusterConfig {
             topology: Topology::default(),
             kubelet: KubeletConfig::default(),
             csi: CsiConfig::default(),
+            dra_driver: true,
             faults: FaultConfig::default(),
             server: ServerSettings::default(),
             watch_history: 10_000,
@@ -159,6 +170,7 @@ pub struct DevCluster {
     client: kube::Client,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     node_index: AtomicUsize,
+    dra_driver: bool,
     _tempdir: Option<tempfile::TempDir>,
 }
 
@@ -209,6 +221,9 @@ impl DevCluster {
             },
         );
         sim::csi::bootstrap(&mut state);
+        if config.dra_driver {
+            sim::dra::bootstrap(&mut state);
+        }
         let shared = Arc::new(Shared::new(
             state,
             Faults::new(config.faults.clone()),
@@ -232,6 +247,15 @@ impl DevCluster {
             "controllers",
             move || controllers::run(s.clone()),
         )));
+        if config.dra_driver {
+            let s = shared.clone();
+            tasks.push(tokio::spawn(supervise::supervise(
+                shared.restarts.clone(),
+                shared.shutdown_signal(),
+                "dra-driver",
+                move || sim::dra::run(s.clone()),
+            )));
+        }
         if config.kubelet.enabled {
             let (s, kubelet) = (shared.clone(), config.kubelet.clone());
             tasks.push(tokio::spawn(supervise::supervise(
@@ -270,6 +294,7 @@ impl DevCluster {
             client,
             tasks,
             node_index: AtomicUsize::new(0),
+            dra_driver: config.dra_driver,
             _tempdir: tempdir,
         };
         for spec in config.topology.nodes() {
@@ -298,19 +323,23 @@ impl DevCluster {
         &self.shared.faults
     }
 
-    /// Adds a simulated node.
+    /// Adds a simulated node. When it returns, the node exists and so does its ResourceSlice of DRA GPUs
+    /// (if it has any and the DRA driver runs).
     pub fn add_node(&self, spec: NodeSpec) -> Result<()> {
         let index = self.node_index.fetch_add(1, Ordering::Relaxed) + 1;
         let node = sim::topology::node_object(&spec, index);
         self.shared.with(|s| {
             let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
-            s.create(&res, "", node, &mut RequestContext::manager(MANAGER))
-                .map(|_| ())
+            s.create(&res, "", node, &mut RequestContext::manager(MANAGER))?;
+            if self.dra_driver {
+                sim::dra::sync_node(s, &spec.name);
+            }
+            Ok::<(), ApiError>(())
         })?;
         Ok(())
     }
 
-    /// Removes a node; its pods fail (see [`kubelet`]).
+    /// Removes a node; its pods fail (the simulated kubelet marks them `NodeLost`) and its ResourceSlice goes.
     pub fn remove_node(&self, name: &str) -> Result<()> {
         self.shared.with(|s| {
             let res = s.builtin("", "nodes").ok_or_else(ApiError::path_not_found)?;
@@ -322,8 +351,11 @@ impl DevCluster {
                     grace_period_seconds: Some(0),
                     ..Default::default()
                 },
-            )
-            .map(|_| ())
+            )?;
+            if self.dra_driver {
+                sim::dra::sync_node(s, name);
+            }
+            Ok::<(), ApiError>(())
         })?;
         Ok(())
     }

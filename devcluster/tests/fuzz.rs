@@ -55,6 +55,19 @@ fn valid(kind: &str, name: &str) -> Value {
         "StorageClass" => json!({"provisioner": "sim-disk.kwas.dev", "volumeBindingMode": "Immediate"}),
         "CSIDriver" => json!({"spec": {"attachRequired": false}}),
         "CSINode" => json!({"spec": {"drivers": [{"name": "fuzz.example.com", "nodeID": name}]}}),
+        "DeviceClass" => {
+            json!({"spec": {"selectors": [{"cel": {"expression": "device.driver == \"fuzz.example.com\""}}]}})
+        }
+        "ResourceClaim" => {
+            json!({"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu.kwas.dev",
+            "selectors": [{"cel": {"expression": "device.attributes[\"gpu.kwas.dev\"].index < 4"}}]}}]}}})
+        }
+        "ResourceClaimTemplate" => json!({"spec": {"spec": {"devices": {"requests": [{"name": "r",
+            "firstAvailable": [{"name": "s", "deviceClassName": "gpu.kwas.dev", "count": 2}]}]}}}}),
+        // Another driver's slices: the simulated driver keeps its own and leaves these alone.
+        "ResourceSlice" => json!({"spec": {"driver": "fuzz.example.com", "allNodes": true,
+            "pool": {"name": name, "generation": 0, "resourceSliceCount": 1},
+            "devices": [{"name": "d", "attributes": {"model": {"string": "x"}}, "capacity": {"memory": {"value": "1Gi"}}}]}}),
         // Each budget selects its own label, which no generated pod has: two budgets over one pod make an
         // eviction a 500, as upstream answers it, and this run checks that nothing else does.
         "PodDisruptionBudget" => {
@@ -584,6 +597,10 @@ async fn check_invariants(c: &DevCluster, served: &[Served]) {
     decodes!(api::storage::v1::CSIDriver);
     decodes!(api::storage::v1::CSINode);
     decodes!(api::policy::v1::PodDisruptionBudget);
+    decodes!(api::resource::v1::DeviceClass);
+    decodes!(api::resource::v1::ResourceClaim);
+    decodes!(api::resource::v1::ResourceClaimTemplate);
+    decodes!(api::resource::v1::ResourceSlice);
     // Every served resource still lists.
     for r in served.iter().filter(|r| r.verbs.iter().any(|v| v == "list")) {
         let (code, text) = common::raw(c, "GET", &format!("{}/{}", r.base, r.plural), &[], b"")

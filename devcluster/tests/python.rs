@@ -1,7 +1,8 @@
 //! The official Python client (`pip install 'kubernetes==37.*'`) against devcluster: Workload, PodGroup
 //! and CompositePodGroup through its typed scheduling.k8s.io/v1alpha3 API, a Job with `spec.scheduling`
-//! through its batch API, and the apps/v1, RBAC, authorization, Service and pod-log APIs. The checks live in `tests/python/client_test.py`; a missing client fails the
-//! test with instructions.
+//! through its batch API, the apps/v1, RBAC, authorization, Service and pod-log APIs, and the
+//! resource.k8s.io/v1 kinds through `ResourceV1Api`. The checks live in `tests/python/client_test.py`; a
+//! missing client fails the test with instructions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -20,6 +21,6 @@ async fn python_client_drives_scheduling_objects_and_jobs() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "python client checks failed:\n{stdout}\n{stderr}");
-    assert!(stdout.lines().any(|l| l == "7 passed, 0 failed"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "8 passed, 0 failed"), "{stdout}");
     c.shutdown().await;
 }

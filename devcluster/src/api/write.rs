@@ -339,13 +339,6 @@ impl State {
                 ));
             }
         }
-        if res.strategy.has_generation() && subresource.is_none() && spec_changed(&old, &new) {
-            let g = meta::metadata(&old)
-                .and_then(|m| m.get("generation"))
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
-            meta::metadata_mut(&mut new).insert("generation".into(), json!(g.saturating_add(1)));
-        }
         admission::admit(
             &mut AdmitContext {
                 request: ctx,
@@ -358,6 +351,15 @@ impl State {
             Some(&old),
             &mut new,
         )?;
+        // The spec as admitted (defaults applied, as kube-apiserver defaults while decoding) decides
+        // whether the generation moves: a client resending a spec without the defaults changes nothing.
+        if res.strategy.has_generation() && subresource.is_none() && spec_changed(&old, &new) {
+            let g = meta::metadata(&old)
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            meta::metadata_mut(&mut new).insert("generation".into(), json!(g.saturating_add(1)));
+        }
         normalize_metadata(&mut new);
         check_size(&new)?;
         // No-op writes do not take a new resourceVersion.
@@ -477,5 +479,54 @@ impl State {
             ));
         }
         self.write_update(res, old, new, subresource, ctx, "Update")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::api::State;
+    use crate::request::RequestContext;
+
+    /// kube-apiserver defaults while decoding, so a client resending a spec without the server's defaults
+    /// (what `kubectl apply` does with atomic lists) neither moves the generation nor writes anything.
+    #[test]
+    fn a_spec_that_differs_only_by_defaults_is_no_change() {
+        let mut state = State::new(100, Default::default());
+        let res = state.builtin("apps", "deployments").unwrap();
+        let deployment = json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        let created = state
+            .create(&res, "default", deployment.clone(), &mut RequestContext::manager("t"))
+            .unwrap();
+        assert_ne!(created["spec"], deployment["spec"], "the server defaulted the spec");
+        let mut resent = deployment;
+        resent["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"].clone();
+        let updated = state
+            .update(&res, "default", "d", resent, None, &mut RequestContext::manager("t"))
+            .unwrap();
+        assert_eq!(updated["metadata"]["generation"], 1);
+        assert_eq!(
+            updated["metadata"]["resourceVersion"],
+            created["metadata"]["resourceVersion"]
+        );
+        let slices = state.builtin("resource.k8s.io", "resourceslices").unwrap();
+        let spec = json!({"driver": "d.example.com", "allNodes": true,
+            "pool": {"name": "p", "generation": 0, "resourceSliceCount": 1}, "devices": [{"name": "a"}]});
+        let s = state
+            .create(
+                &slices,
+                "",
+                json!({"metadata": {"name": "s"}, "spec": spec}),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap();
+        let mut changed = (*s).clone();
+        changed["spec"]["devices"][0]["name"] = json!("b");
+        let s = state
+            .update(&slices, "", "s", changed, None, &mut RequestContext::manager("t"))
+            .unwrap();
+        assert_eq!(s["metadata"]["generation"], 2, "a real spec change still counts");
     }
 }

@@ -9,6 +9,7 @@ mod configmap;
 mod cronjob;
 pub(crate) mod custom;
 pub(crate) mod customresourcedefinition;
+pub(crate) mod dra;
 mod event;
 mod job;
 mod lease;
@@ -61,6 +62,10 @@ pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
         storage::storageclass::resource(),
         storage::csidriver::resource(),
         storage::csinode::resource(),
+        dra::deviceclass::resource(),
+        dra::resourceclaim::resource(),
+        dra::resourceclaimtemplate::resource(),
+        dra::resourceslice::resource(),
         customresourcedefinition::resource(),
     ];
     all.extend(rbac::resources());

@@ -147,7 +147,12 @@ impl Strategy for PodStrategy {
         obj: &Value,
     ) -> Result<(), ApiError> {
         if cx.status() {
-            return Ok(());
+            let mut causes = Vec::new();
+            validate_resource_claim_statuses(obj, &mut causes);
+            if causes.is_empty() {
+                return Ok(());
+            }
+            return Err(ApiError::invalid("", "Pod", meta::name(obj), causes));
         }
         check_pod_spec_update(meta::name(obj), &old["spec"], &obj["spec"])
     }
@@ -375,6 +380,23 @@ pub(crate) fn validate_pod_spec(spec: &Value, path: &str, causes: &mut Vec<Field
             }
         }
     }
+    let claim_names = validate_pod_resource_claims(spec, path, causes);
+    for list in ["initContainers", "containers"] {
+        for (i, c) in spec
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            validate_container_claims(
+                c.pointer("/resources/claims"),
+                &format!("{path}.{list}[{i}].resources.claims"),
+                &claim_names,
+                causes,
+            );
+        }
+    }
     if let Some(rp) = spec.get("restartPolicy").and_then(Value::as_str)
         && !restart.contains(&rp)
     {
@@ -383,6 +405,134 @@ pub(crate) fn validate_pod_spec(spec: &Value, path: &str, causes: &mut Vec<Field
             &json!(rp),
             restart,
         ));
+    }
+}
+
+/// `validatePodResourceClaims`: each entry of `spec.resourceClaims` has a unique DNS-label name and
+/// exactly one of `resourceClaimName` / `resourceClaimTemplateName`, each a valid object name. Returns the
+/// names, which containers' `resources.claims` must use.
+fn validate_pod_resource_claims(
+    spec: &Value,
+    path: &str,
+    causes: &mut Vec<FieldCause>,
+) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for (i, claim) in spec
+        .get("resourceClaims")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let p = format!("{path}.resourceClaims[{i}]");
+        let name = claim.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.is_empty() {
+            causes.push(FieldCause::required(format!("{p}.name"), ""));
+        } else if names.contains(name) {
+            causes.push(FieldCause::duplicate(format!("{p}.name"), &json!(name)));
+        } else {
+            for msg in strings::is_dns1123_label(name) {
+                causes.push(FieldCause::invalid(format!("{p}.name"), &json!(name), &msg));
+            }
+            names.insert(name.to_string());
+        }
+        let field = |f: &str| claim.get(f).and_then(Value::as_str);
+        let (direct, template) = (field("resourceClaimName"), field("resourceClaimTemplateName"));
+        match (direct, template) {
+            (Some(_), Some(_)) => causes.push(FieldCause::forbidden(
+                p.clone(),
+                "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified",
+            )),
+            (None, None) => causes.push(FieldCause::required(
+                p.clone(),
+                "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`",
+            )),
+            _ => {}
+        }
+        for (f, v) in [("resourceClaimName", direct), ("resourceClaimTemplateName", template)] {
+            for msg in v.map(strings::is_dns1123_subdomain).unwrap_or_default() {
+                causes.push(FieldCause::invalid(format!("{p}.{f}"), &json!(v), &msg));
+            }
+        }
+    }
+    names
+}
+
+/// `validateResourceClaimNames`: a container's `resources.claims` name claims of the pod, each (with its
+/// optional `request`) once.
+fn validate_container_claims(
+    claims: Option<&Value>,
+    path: &str,
+    pod_claims: &std::collections::BTreeSet<String>,
+    causes: &mut Vec<FieldCause>,
+) {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, c) in claims.and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let p = format!("{path}[{i}]");
+        let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.is_empty() {
+            causes.push(FieldCause::required(p, ""));
+            continue;
+        }
+        let mut key = name.to_string();
+        if let Some(request) = c.get("request").and_then(Value::as_str).filter(|r| !r.is_empty()) {
+            for msg in strings::is_dns1123_label(request) {
+                causes.push(FieldCause::invalid(format!("{p}.request"), &json!(request), &msg));
+            }
+            key = format!("{name}/{request}");
+        }
+        if !seen.insert(key.clone()) {
+            causes.push(FieldCause::duplicate(p.clone(), &json!(key)));
+        }
+        if !pod_claims.contains(name) {
+            let detail = if pod_claims.is_empty() {
+                "must be one of the names in pod.spec.resourceClaims which is empty".to_string()
+            } else {
+                format!(
+                    "must be one of the names in pod.spec.resourceClaims: {}",
+                    pod_claims.iter().cloned().collect::<Vec<_>>().join(", ")
+                )
+            };
+            causes.push(FieldCause::not_found(p, &json!(name), &detail));
+        }
+    }
+}
+
+/// `validatePodResourceClaimStatuses`: each status names an entry of `spec.resourceClaims`, once, and a
+/// generated claim's name is a valid object name.
+fn validate_resource_claim_statuses(pod: &Value, causes: &mut Vec<FieldCause>) {
+    let claims: Vec<&str> = pod
+        .pointer("/spec/resourceClaims")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, st) in pod
+        .pointer("/status/resourceClaimStatuses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let p = format!("status.resourceClaimStatuses[{i}]");
+        let name = st.get("name").and_then(Value::as_str).unwrap_or("");
+        if !claims.contains(&name) {
+            causes.push(FieldCause::invalid(
+                format!("{p}.name"),
+                &json!(name),
+                "must match the name of an entry in `spec.resourceClaims`",
+            ));
+        }
+        if !seen.insert(name) {
+            causes.push(FieldCause::duplicate(format!("{p}.name"), &json!(name)));
+        }
+        if let Some(claim) = st.get("resourceClaimName").and_then(Value::as_str) {
+            for msg in strings::is_dns1123_subdomain(claim) {
+                causes.push(FieldCause::invalid(format!("{p}.name"), &json!(claim), &msg));
+            }
+        }
     }
 }
 
@@ -527,6 +677,88 @@ mod tests {
         assert!(
             err.message()
                 .starts_with("Pod \"p\" is invalid: spec: Forbidden: pod updates may not change fields")
+        );
+    }
+
+    #[test]
+    fn resource_claims_are_validated_and_their_statuses_written_through_pods_status() {
+        use crate::api::State;
+        use crate::request::RequestContext;
+        let mut state = State::new(100, Default::default());
+        let res = state.builtin("", "pods").unwrap();
+        let pod = |name: &str, claims: Value, container_claims: Value| {
+            json!({"metadata": {"name": name}, "spec": {"resourceClaims": claims,
+                "containers": [{"name": "c", "image": "i", "resources": {"claims": container_claims}}]}})
+        };
+        let err = state
+            .create(
+                &res,
+                "default",
+                pod(
+                    "bad",
+                    json!([{"name": "gpu", "resourceClaimName": "a", "resourceClaimTemplateName": "b"},
+                        {"name": "gpu", "resourceClaimName": "a"}, {"name": "Bad_Name"},
+                        {"name": "ok", "resourceClaimTemplateName": "Not/Valid"}]),
+                    json!([{"name": "gpu"}, {"name": "gpu"}, {"name": "other"}]),
+                ),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap_err();
+        for want in [
+            "spec.resourceClaims[0]: Forbidden: at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified",
+            "spec.resourceClaims[1].name: Duplicate value: \"gpu\"",
+            "spec.resourceClaims[2].name: Invalid value: \"Bad_Name\"",
+            "spec.resourceClaims[2]: Required value: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`",
+            "spec.resourceClaims[3].resourceClaimTemplateName: Invalid value: \"Not/Valid\"",
+            "spec.containers[0].resources.claims[1]: Duplicate value: \"gpu\"",
+            "spec.containers[0].resources.claims[2]: Not found: \"other\": must be one of the names in pod.spec.resourceClaims: Bad_Name, gpu, ok",
+        ] {
+            assert!(err.message().contains(want), "{want}\nmissing from\n{}", err.message());
+        }
+        let p = state
+            .create(
+                &res,
+                "default",
+                pod(
+                    "good",
+                    json!([{"name": "gpu", "resourceClaimTemplateName": "gpus"}]),
+                    json!([{"name": "gpu"}]),
+                ),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap();
+        let mut st = (*p).clone();
+        st["status"]["resourceClaimStatuses"] = json!([{"name": "gpu", "resourceClaimName": "good-gpu-x7k2"}]);
+        let p = state
+            .update(
+                &res,
+                "default",
+                "good",
+                st,
+                Some("status"),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap();
+        assert_eq!(
+            p["status"]["resourceClaimStatuses"][0]["resourceClaimName"],
+            "good-gpu-x7k2"
+        );
+        let mut st = (*p).clone();
+        st["status"]["resourceClaimStatuses"] = json!([{"name": "other", "resourceClaimName": "x"}]);
+        let err = state
+            .update(
+                &res,
+                "default",
+                "good",
+                st,
+                Some("status"),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap_err();
+        assert!(
+            err.message().contains("status.resourceClaimStatuses[0].name: Invalid value: \"other\": must match the name of an entry in `spec.resourceClaims`"),
+            "{}",
+            err.message()
         );
     }
 }

@@ -177,3 +177,93 @@ fn policy(obj: &Value) -> &'static str {
         "<none>"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::api::State;
+    use crate::request::RequestContext;
+
+    /// KEP-5729: a PodGroup's `spec.resourceClaims` (exactly one source each, unique DNS-label names,
+    /// immutable) and its `status.resourceClaimStatuses`, written through the status subresource.
+    #[test]
+    fn resource_claims_are_validated_immutable_and_their_statuses_writable() {
+        let mut state = State::new(100, Default::default());
+        let res = state.builtin("scheduling.k8s.io", "podgroups").unwrap();
+        let group = |name: &str, claims: serde_json::Value| {
+            json!({"metadata": {"name": name}, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                "resourceClaims": claims}})
+        };
+        let err = state
+            .create(
+                &res,
+                "default",
+                group(
+                    "bad",
+                    json!([{"name": "gpu", "resourceClaimName": "a", "resourceClaimTemplateName": "b"},
+                        {"name": "gpu", "resourceClaimName": "a"}, {"name": "none"}]),
+                ),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap_err();
+        for want in [
+            "spec.resourceClaims[0]: Invalid value",
+            "spec.resourceClaims[1].name: Duplicate value: \"gpu\"",
+            "spec.resourceClaims[2]: Invalid value: \"\": must specify exactly one of: `resourceClaimName`, `resourceClaimTemplateName`",
+        ] {
+            assert!(err.message().contains(want), "{want} missing from {}", err.message());
+        }
+        let g = state
+            .create(
+                &res,
+                "default",
+                group("g", json!([{"name": "gpu", "resourceClaimTemplateName": "gpus"}])),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap();
+        let mut changed = (*g).clone();
+        changed["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = json!("other");
+        let err = state
+            .update(&res, "default", "g", changed, None, &mut RequestContext::manager("t"))
+            .unwrap_err();
+        assert!(
+            err.message().contains("spec.resourceClaims: ") && err.message().contains("field is immutable"),
+            "{}",
+            err.message()
+        );
+        let mut st = (*g).clone();
+        st["status"] = json!({"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "g-gpu-abcde"}]});
+        let g = state
+            .update(
+                &res,
+                "default",
+                "g",
+                st,
+                Some("status"),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap();
+        assert_eq!(
+            g["status"]["resourceClaimStatuses"][0]["resourceClaimName"],
+            "g-gpu-abcde"
+        );
+        let mut st = (*g).clone();
+        st["status"]["resourceClaimStatuses"][0]["name"] = json!("nope");
+        let err = state
+            .update(
+                &res,
+                "default",
+                "g",
+                st,
+                Some("status"),
+                &mut RequestContext::manager("t"),
+            )
+            .unwrap_err();
+        assert!(
+            err.message().contains("status.resourceClaimStatuses[0].name: Invalid value: \"nope\": must match the name of an entry in `spec.resourceClaims`"),
+            "{}",
+            err.message()
+        );
+    }
+}

@@ -159,7 +159,34 @@ fn builtin_kinds() -> Vec<ResourceInfo> {
 /// Whether `path` of a `res` object is one of the documented [`SCHEMA_GAPS`].
 fn known_gap(res: &ResourceInfo, path: &str) -> bool {
     // The gaps name `<message>.<field>`; the test knows which path reaches each.
-    let by_path = [("Node", "status.nodeInfo.runningInUserNamespace", SCHEMA_GAPS[0])];
+    let by_path = [
+        ("Node", "status.nodeInfo.runningInUserNamespace", SCHEMA_GAPS[0]),
+        (
+            "ResourceClaim",
+            "spec.devices.requests[0].exactly.derivedAttributes",
+            SCHEMA_GAPS[1],
+        ),
+        (
+            "ResourceClaim",
+            "spec.devices.requests[0].firstAvailable[0].derivedAttributes",
+            SCHEMA_GAPS[2],
+        ),
+        (
+            "ResourceClaimTemplate",
+            "spec.spec.devices.requests[0].exactly.derivedAttributes",
+            SCHEMA_GAPS[1],
+        ),
+        (
+            "ResourceClaimTemplate",
+            "spec.spec.devices.requests[0].firstAvailable[0].derivedAttributes",
+            SCHEMA_GAPS[2],
+        ),
+        (
+            "ResourceSlice",
+            "spec.devices[0].consumesCounters[0].compatibilityGroups",
+            SCHEMA_GAPS[3],
+        ),
+    ];
     by_path
         .iter()
         .any(|(kind, p, gap)| res.kind == *kind && path == *p && SCHEMA_GAPS.contains(gap))

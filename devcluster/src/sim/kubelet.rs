@@ -17,6 +17,13 @@
 //!   `ContainerCreating`, with a `FailedMount` event saying why (the kubelet volume manager's reasons:
 //!   claim not found, being deleted, not bound, volume not found, node affinity). It looks again whenever a
 //!   claim or a volume changes.
+//! - A pod with `spec.resourceClaims` (dynamic resource allocation) starts only once every claim it
+//!   references resolves (`resourceClaimName`; for a template, the pod's `status.resourceClaimStatuses`, or
+//!   for an entry it shares with its PodGroup, the PodGroup's), exists, was generated for the pod (or the
+//!   PodGroup), is reserved for the pod (or, for a claim shared with the PodGroup, for the PodGroup) and
+//!   is allocated with a node selector that admits the node; until then it stays `Pending`,
+//!   `ContainerCreating`, with a `FailedPrepareDynamicResources` event giving the kubelet DRA manager's
+//!   reason. It looks again whenever a ResourceClaim or a PodGroup changes.
 //! - When a Node is removed, its non-terminal pods fail (`reason: NodeLost`, a `DisruptionTarget`
 //!   condition with reason `DeletionByPodGC`); pods already being deleted there are removed, like the pod
 //!   garbage collector does for pods on nodes that no longer exist.
@@ -68,38 +75,44 @@ impl Default for KubeletConfig {
 struct Track {
     started: bool,
     terminating: bool,
-    /// Why the pod's volumes keep it from starting, as last reported.
-    blocked: Option<String>,
+    /// Why the pod's volumes or resource claims keep it from starting, as last reported.
+    blocked: Option<Waiting>,
 }
 
 /// Runs the kubelet until the cluster shuts down.
 pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
     let pods = GroupResource::new("", "pods");
     let nodes = GroupResource::new("", "nodes");
-    let claims = GroupResource::new("", "persistentvolumeclaims");
-    let volumes = GroupResource::new("", "persistentvolumes");
+    // What a pending pod may wait for: its volumes (claims and volumes) and its resource claims (the
+    // claims, and the PodGroups that share theirs with the pod).
+    let dependencies = [
+        GroupResource::new("", "persistentvolumeclaims"),
+        GroupResource::new("", "persistentvolumes"),
+        GroupResource::new(crate::kinds::dra::GROUP, "resourceclaims"),
+        GroupResource::new("scheduling.k8s.io", "podgroups"),
+    ];
     let mut shutdown = shared.shutdown_signal();
-    let (mut pod_sub, mut node_sub, mut claim_sub, mut volume_sub) = shared.with(|s| {
+    let (mut pod_sub, mut node_sub, mut dep_subs) = shared.with(|s| {
         (
             s.store.subscribe(&pods),
             s.store.subscribe(&nodes),
-            s.store.subscribe(&claims),
-            s.store.subscribe(&volumes),
+            dependencies.iter().map(|gr| s.store.subscribe(gr)).collect::<Vec<_>>(),
         )
     });
     let mut tracked: HashMap<String, Track> = HashMap::new();
     let mut ips: u32 = 0;
     let (mut last_pod, mut last_node, initial) =
         shared.with(|s| (s.store.current_rv(), s.store.current_rv(), s.store.list(&pods, None)));
-    let (mut last_claim, mut last_volume) = (last_pod, last_pod);
+    let mut last_dep = vec![last_pod; dependencies.len()];
     for p in initial {
         handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
     }
     loop {
         pod_sub.borrow_and_update();
         node_sub.borrow_and_update();
-        claim_sub.borrow_and_update();
-        volume_sub.borrow_and_update();
+        for sub in &mut dep_subs {
+            sub.borrow_and_update();
+        }
         let batch = shared.with(|s| {
             let n = s.store.events_since(&nodes, last_node, 512);
             let p = s.store.events_since(&pods, last_pod, 512);
@@ -107,36 +120,27 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
         });
         let (node_events, pod_events, now_rv) = batch;
         let mut idle = true;
-        // Claims and volumes changed: pods waiting for their volumes look again.
-        let (claim_events, volume_events) = shared.with(|s| {
-            (
-                s.store.events_since(&claims, last_claim, 512),
-                s.store.events_since(&volumes, last_volume, 512),
-            )
+        // A dependency changed: pods waiting for their volumes or resource claims look again.
+        let dep_events: Vec<_> = shared.with(|s| {
+            dependencies
+                .iter()
+                .zip(&last_dep)
+                .map(|(gr, since)| s.store.events_since(gr, *since, 512))
+                .collect()
         });
         let mut recheck = false;
-        match claim_events {
-            Ok(events) => {
-                if let Some(e) = events.last() {
-                    last_claim = e.rv;
+        for (events, last) in dep_events.into_iter().zip(last_dep.iter_mut()) {
+            match events {
+                Ok(events) => {
+                    if let Some(e) = events.last() {
+                        *last = e.rv;
+                        recheck = true;
+                    }
+                }
+                Err(_) => {
+                    *last = now_rv;
                     recheck = true;
                 }
-            }
-            Err(_) => {
-                last_claim = now_rv;
-                recheck = true;
-            }
-        }
-        match volume_events {
-            Ok(events) => {
-                if let Some(e) = events.last() {
-                    last_volume = e.rv;
-                    recheck = true;
-                }
-            }
-            Err(_) => {
-                last_volume = now_rv;
-                recheck = true;
             }
         }
         if recheck {
@@ -148,14 +152,14 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                     .filter(|p| {
                         !meta::is_deleting(p)
                             && p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending") == "Pending"
-                            && !crate::kinds::pod::claims(p).is_empty()
+                            && (!crate::kinds::pod::claims(p).is_empty() || !resource_claims(p).is_empty())
                     })
                     .collect()
             });
             for p in waiting {
                 if let Some(t) = tracked.get_mut(meta::uid(&p)) {
-                    // A start that found its volumes missing may try again (a start in flight is harmless:
-                    // only one finds the pod still pending).
+                    // A start that found its volumes or claims missing may try again (a start in flight is
+                    // harmless: only one finds the pod still pending).
                     t.started = false;
                 }
                 handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
@@ -220,12 +224,21 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
             tokio::select! {
                 r = pod_sub.changed() => if r.is_err() { return },
                 r = node_sub.changed() => if r.is_err() { return },
-                r = claim_sub.changed() => if r.is_err() { return },
-                r = volume_sub.changed() => if r.is_err() { return },
+                r = changed(&mut dep_subs) => if r.is_err() { return },
                 _ = crate::server::stopped(&mut shutdown) => return,
             }
         }
     }
+}
+
+/// Resolves once any of the receivers sees a change (or its sender is gone).
+async fn changed(subs: &mut [tokio::sync::watch::Receiver<u64>]) -> Result<(), tokio::sync::watch::error::RecvError> {
+    if subs.is_empty() {
+        return std::future::pending().await;
+    }
+    futures::future::select_all(subs.iter_mut().map(|s| Box::pin(s.changed())))
+        .await
+        .0
 }
 
 fn handle_pod(
@@ -318,10 +331,12 @@ fn handle_pod(
     if phase == "Pending" && !track.started && node_exists {
         // Volumes first: a pod whose claims are not bound (or whose volumes cannot reach this node) waits,
         // `ContainerCreating`, with a `FailedMount` event.
-        if let Some(why) = shared.with(|s| volumes_not_ready(s, pod, &node)) {
-            if track.blocked.as_deref() != Some(why.as_str()) {
-                shared.with(|s| report_waiting_for_volumes(s, &ns, &name, &uid, &node, &why));
-                track.blocked = Some(why);
+        // Then the resource claims: each resolved, reserved for the pod (or its PodGroup) and allocated
+        // where the node is, else `FailedPrepareDynamicResources`.
+        if let Some(wait) = shared.with(|s| not_ready(s, pod, &node)) {
+            if track.blocked.as_ref() != Some(&wait) {
+                shared.with(|s| report_waiting(s, &ns, &name, &uid, &node, &wait));
+                track.blocked = Some(wait);
             }
             return;
         }
@@ -466,8 +481,8 @@ fn start(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, pod_ip: &st
     {
         return false;
     }
-    if let Some(why) = volumes_not_ready(s, &pod, node) {
-        report_waiting_for_volumes(s, ns, name, uid, node, &why);
+    if let Some(wait) = not_ready(s, &pod, node) {
+        report_waiting(s, ns, name, uid, node, &wait);
         return false;
     }
     let Some(node_obj) = s.store.get(&GroupResource::new("", "nodes"), "", node) else {
@@ -560,9 +575,165 @@ fn volumes_not_ready(s: &State, pod: &Value, node: &str) -> Option<String> {
     None
 }
 
-/// A pod waiting for its volumes: `Pending` with its containers `ContainerCreating` (not ready), and a
-/// `FailedMount` event saying why.
-fn report_waiting_for_volumes(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, why: &str) {
+/// Why a bound pod cannot start yet: the event reason and message the kubelet reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Waiting {
+    /// `FailedMount` or `FailedPrepareDynamicResources`.
+    reason: &'static str,
+    /// The event's message.
+    message: String,
+}
+
+/// What keeps a pod from starting on `node`: its volumes first (the volume manager waits before the
+/// runtime's sync), then its resource claims (the runtime prepares them before the pod sandbox).
+fn not_ready(s: &State, pod: &Value, node: &str) -> Option<Waiting> {
+    if let Some(why) = volumes_not_ready(s, pod, node) {
+        return Some(Waiting {
+            reason: "FailedMount",
+            message: why,
+        });
+    }
+    resource_claims_not_ready(s, pod, node).map(|why| Waiting {
+        reason: "FailedPrepareDynamicResources",
+        message: format!("Failed to prepare dynamic resources: {why}"),
+    })
+}
+
+/// A pod's `spec.resourceClaims`.
+fn resource_claims(pod: &Value) -> Vec<Value> {
+    pod.pointer("/spec/resourceClaims")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The `resourceClaimName` of the entry named `name` in a `resourceClaimStatuses` list: `None` without
+/// the entry, `Some(None)` when the entry says no claim was needed.
+fn claim_status(statuses: Option<&Value>, name: &str) -> Option<Option<String>> {
+    statuses
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|st| st.get("name").and_then(Value::as_str) == Some(name))
+        .map(|st| st.get("resourceClaimName").and_then(Value::as_str).map(str::to_string))
+}
+
+/// Why the pod's resource claims keep it from starting on `node`, as the kubelet's DRA manager
+/// (`pkg/kubelet/cm/dra`, `PrepareResources`) reports it; `None` when every claim is ready.
+///
+/// Each `spec.resourceClaims` entry resolves to a claim name (`resourceClaimName`; for a template, the
+/// pod's `status.resourceClaimStatuses`, or, for an entry the pod shares with its PodGroup, the PodGroup's
+/// `status.resourceClaimStatuses`); the claim must exist, a generated one be controlled by the pod (or by
+/// the PodGroup it was generated for), `status.reservedFor` must name the pod, or the PodGroup for a
+/// claim the pod shares with it (KEP-5729: an entry equal in all fields to one of the PodGroup's
+/// `spec.resourceClaims`), and the allocation's node selector must admit the node (what the driver's
+/// `NodePrepareResources` needs: the devices are on that node).
+fn resource_claims_not_ready(s: &State, pod: &Value, node: &str) -> Option<String> {
+    let claims = resource_claims(pod);
+    if claims.is_empty() {
+        return None;
+    }
+    let (ns, pod_name, pod_uid) = (meta::namespace(pod), meta::name(pod), meta::uid(pod));
+    let group = pod
+        .pointer("/spec/schedulingGroup/podGroupName")
+        .and_then(Value::as_str)
+        .and_then(|g| {
+            s.store
+                .get(&GroupResource::new("scheduling.k8s.io", "podgroups"), ns, g)
+        });
+    let node_obj = s.store.get(&GroupResource::new("", "nodes"), "", node);
+    for pc in &claims {
+        let name = pc.get("name").and_then(Value::as_str).unwrap_or("");
+        let direct = pc.get("resourceClaimName").and_then(Value::as_str);
+        let template = pc.get("resourceClaimTemplateName").and_then(Value::as_str);
+        // Shared with the PodGroup when the group lists an equal entry.
+        let shared_with = group.as_deref().filter(|g| {
+            g.pointer("/spec/resourceClaims")
+                .and_then(Value::as_array)
+                .is_some_and(|list| {
+                    list.iter().any(|e| {
+                        e.get("name").and_then(Value::as_str) == Some(name)
+                            && e.get("resourceClaimName").and_then(Value::as_str) == direct
+                            && e.get("resourceClaimTemplateName").and_then(Value::as_str) == template
+                    })
+                })
+        });
+        let (claim_name, generated) = match (direct, template) {
+            (Some(d), _) => (d.to_string(), false),
+            (None, Some(_)) => {
+                let from_group =
+                    || shared_with.and_then(|g| claim_status(g.pointer("/status/resourceClaimStatuses"), name));
+                match claim_status(pod.pointer("/status/resourceClaimStatuses"), name).or_else(from_group) {
+                    Some(Some(n)) => (n, true),
+                    // No claim was needed for this entry.
+                    Some(None) => continue,
+                    None => return Some(format!("pod \"{ns}/{pod_name}\": ResourceClaim not created yet")),
+                }
+            }
+            (None, None) => {
+                return Some(format!(
+                    "pod \"{ns}/{pod_name}\", spec.resourceClaim {name:?}: none of the supported fields are set"
+                ));
+            }
+        };
+        let Some(claim) = s.store.get(
+            &GroupResource::new(crate::kinds::dra::GROUP, "resourceclaims"),
+            ns,
+            &claim_name,
+        ) else {
+            return Some(format!(
+                "fetch ResourceClaim {claim_name}: resourceclaims.resource.k8s.io {claim_name:?} not found"
+            ));
+        };
+        let claim_uid = meta::uid(&claim);
+        if generated {
+            let controller = meta::owner_refs(&claim).into_iter().find(|o| o.controller);
+            let owned = controller.is_some_and(|o| {
+                o.uid == pod_uid || shared_with.is_some_and(|g| o.kind == "PodGroup" && o.uid == meta::uid(g))
+            });
+            if !owned {
+                return Some(format!(
+                    "ResourceClaim {ns}/{claim_name} was not created for pod {ns}/{pod_name} (pod is not owner)"
+                ));
+            }
+        }
+        let reserved = claim
+            .pointer("/status/reservedFor")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|r| {
+                let field = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or("");
+                field("uid") == pod_uid
+                    || shared_with.is_some_and(|g| {
+                        field("apiGroup") == "scheduling.k8s.io"
+                            && field("resource") == "podgroups"
+                            && field("name") == meta::name(g)
+                            && field("uid") == meta::uid(g)
+                    })
+            });
+        if !reserved {
+            return Some(format!(
+                "pod {pod_name} ({pod_uid}) is not allowed to use ResourceClaim {claim_name} ({claim_uid})"
+            ));
+        }
+        if let (Some(selector), Some(n)) = (
+            claim
+                .pointer("/status/allocation/nodeSelector")
+                .filter(|v| !v.is_null()),
+            node_obj.as_deref(),
+        ) && !crate::selectors::node_selector_matches(selector, n)
+        {
+            return Some(format!(
+                "prepare dynamic resources: NodePrepareResources: ResourceClaim {ns}/{claim_name} ({claim_uid}): its allocation's node selector does not admit node {node:?}"
+            ));
+        }
+    }
+    None
+}
+
+/// A pod waiting for its volumes or resource claims: `Pending` with its containers `ContainerCreating`
+/// (not ready), and an event saying why (`FailedMount`, `FailedPrepareDynamicResources`).
+fn report_waiting(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, wait: &Waiting) {
     let Some(mut pod) = current(s, ns, name, uid) else {
         return;
     };
@@ -605,8 +776,8 @@ fn report_waiting_for_volumes(s: &mut State, ns: &str, name: &str, uid: &str, no
         s,
         &pod,
         recorder::EventType::Warning,
-        "FailedMount",
-        why,
+        wait.reason,
+        &wait.message,
         MANAGER,
         Some(node),
     );

@@ -1,6 +1,7 @@
-//! The simulation: nodes from a topology ([`topology`]), a kubelet that runs bound pods ([`kubelet`]) and a
-//! CSI driver with its provisioner and resizer ([`csi`]).
+//! The simulation: nodes from a topology ([`topology`]), a kubelet that runs bound pods ([`kubelet`]), a
+//! CSI driver with its provisioner and resizer ([`csi`]) and a DRA driver publishing GPUs ([`dra`]).
 
 pub(crate) mod csi;
+pub(crate) mod dra;
 pub(crate) mod kubelet;
 pub(crate) mod topology;

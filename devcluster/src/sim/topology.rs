@@ -1,5 +1,6 @@
 //! Simulated nodes from a topology description: pools of `blocks x racks x nodes`, each node with cpu,
-//! memory, pods and `nvidia.com/gpu` capacity, the well-known topology labels and optional taints.
+//! memory, pods and `nvidia.com/gpu` capacity, DRA GPUs (published by the simulated DRA driver
+//! `gpu.kwas.dev` as a ResourceSlice, see `sim::dra`), the well-known topology labels and optional taints.
 //!
 //! Node names are `<prefix>-b<block>-r<rack>-n<node>`; labels are `kubernetes.io/hostname` (the name),
 //! `topology.kubernetes.io/zone` (`zone-<block>` unless the pool names zones), `kwas.dev/block`
@@ -16,6 +17,7 @@
 //!   racksPerBlock: 4
 //!   nodesPerRack: 8
 //!   capacity: {cpu: "64", memory: 512Gi, pods: "110", gpus: 8}
+//!   draGpus: {count: 8, model: KW100, memory: 80Gi}
 //!   labels: {node.kubernetes.io/instance-type: a3}
 //!   taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
 //! ```
@@ -51,6 +53,79 @@ impl Default for Capacity {
             pods: "110".into(),
             gpus: 0,
         }
+    }
+}
+
+/// The node annotation that tells the simulated DRA driver how many DRA GPUs a node has (`gpu-0` ..
+/// `gpu-<n-1>`); a node without it has none. Topology nodes get it from [`DraGpus::count`].
+pub const SIM_DRA_GPUS: &str = "kwas.dev/sim-dra-gpus";
+/// The node annotation with the DRA GPUs' `model` attribute ([`DraGpus::model`], default `KW100`).
+pub const SIM_DRA_GPU_MODEL: &str = "kwas.dev/sim-dra-gpu-model";
+/// The node annotation with the DRA GPUs' `memory` capacity ([`DraGpus::memory`], default `80Gi`).
+pub const SIM_DRA_GPU_MEMORY: &str = "kwas.dev/sim-dra-gpu-memory";
+
+/// The DRA GPUs of each node of a pool: devices of the simulated DRA driver `gpu.kwas.dev`, separate from
+/// the `nvidia.com/gpu` extended resource ([`Capacity::gpus`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DraGpus {
+    /// How many (`gpu-0` .. `gpu-<count-1>`); 0 publishes none. At most 128, the devices one
+    /// ResourceSlice may hold. 8 by default.
+    pub count: u32,
+    /// Their `model` attribute (at most 64 bytes). `KW100` by default.
+    pub model: String,
+    /// Their `memory` capacity (a quantity). `80Gi` by default.
+    pub memory: String,
+}
+
+impl Default for DraGpus {
+    fn default() -> Self {
+        DraGpus {
+            count: 8,
+            model: "KW100".into(),
+            memory: "80Gi".into(),
+        }
+    }
+}
+
+impl DraGpus {
+    /// No DRA GPUs.
+    pub fn none() -> Self {
+        DraGpus {
+            count: 0,
+            ..Default::default()
+        }
+    }
+
+    /// `count` DRA GPUs of the default model and memory.
+    pub fn with_count(count: u32) -> Self {
+        DraGpus {
+            count,
+            ..Default::default()
+        }
+    }
+
+    fn validate(&self, pool: &str) -> Result<()> {
+        let max = crate::kinds::dra::MAX_DEVICES;
+        if usize::try_from(self.count).map_or(true, |c| c > max) {
+            return Err(Error::Config(format!(
+                "pool {pool}: at most {max} DRA GPUs per node (the devices one ResourceSlice may hold), not {}",
+                self.count
+            )));
+        }
+        if self.model.is_empty() || self.model.len() > crate::kinds::dra::MAX_ATTRIBUTE_VALUE_LENGTH {
+            return Err(Error::Config(format!(
+                "pool {pool}: the DRA GPU model must have 1 to {} bytes",
+                crate::kinds::dra::MAX_ATTRIBUTE_VALUE_LENGTH
+            )));
+        }
+        if !matches!(kwas_api::quantity::parse_units(&self.memory), Ok(n) if n > 0) {
+            return Err(Error::Config(format!(
+                "pool {pool}: DRA GPU memory {:?} is not a positive quantity",
+                self.memory
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -112,6 +187,8 @@ pub struct NodePool {
     pub zones: Vec<String>,
     /// Capacity of each node.
     pub capacity: Capacity,
+    /// DRA GPUs of each node (8 `KW100` with `80Gi` by default).
+    pub dra_gpus: DraGpus,
     /// Extra labels.
     pub labels: BTreeMap<String, String>,
     /// Taints.
@@ -127,6 +204,7 @@ impl Default for NodePool {
             nodes_per_rack: 3,
             zones: Vec::new(),
             capacity: Capacity::default(),
+            dra_gpus: DraGpus::default(),
             labels: BTreeMap::new(),
             taints: Vec::new(),
         }
@@ -150,12 +228,14 @@ pub struct NodeSpec {
     pub labels: BTreeMap<String, String>,
     /// Capacity.
     pub capacity: Capacity,
+    /// DRA GPUs.
+    pub dra_gpus: DraGpus,
     /// Taints.
     pub taints: Vec<Taint>,
 }
 
 impl NodeSpec {
-    /// A node with default capacity and only the hostname label.
+    /// A node with default capacity (and the default 8 DRA GPUs) and only the hostname label.
     pub fn new(name: &str) -> Self {
         let mut labels = BTreeMap::new();
         labels.insert(kwas_api::names::labels::HOSTNAME.to_string(), name.to_string());
@@ -163,8 +243,15 @@ impl NodeSpec {
             name: name.to_string(),
             labels,
             capacity: Capacity::default(),
+            dra_gpus: DraGpus::default(),
             taints: Vec::new(),
         }
+    }
+
+    /// With these DRA GPUs.
+    pub fn with_dra_gpus(mut self, dra_gpus: DraGpus) -> Self {
+        self.dra_gpus = dra_gpus;
+        self
     }
 }
 
@@ -198,6 +285,7 @@ impl Topology {
             for t in &p.taints {
                 t.validate()?;
             }
+            p.dra_gpus.validate(&p.prefix)?;
             for (q, what) in [
                 (&p.capacity.cpu, "cpu"),
                 (&p.capacity.memory, "memory"),
@@ -242,6 +330,7 @@ impl Topology {
                             name,
                             labels: l,
                             capacity: p.capacity.clone(),
+                            dra_gpus: p.dra_gpus.clone(),
                             taints: p.taints.clone(),
                         });
                     }
@@ -276,6 +365,10 @@ pub struct NodePoolArgs {
     /// `nvidia.com/gpu` devices per node (8 by default, so the bundled GPU examples run; 0 for none).
     #[arg(long, default_value_t = 8)]
     pub gpus: u32,
+    /// DRA GPUs per node, published by the simulated DRA driver `gpu.kwas.dev` (model `KW100`, `80Gi`;
+    /// separate from `--gpus`; 0 for none, at most 128).
+    #[arg(long, default_value_t = 8)]
+    pub dra_gpus: u32,
     /// A taint for every node, `key[=value]:Effect` (repeatable).
     #[arg(long = "taint")]
     pub taints: Vec<String>,
@@ -310,6 +403,7 @@ impl NodePoolArgs {
                     pods: self.pods.clone(),
                     gpus: self.gpus,
                 },
+                dra_gpus: DraGpus::with_count(self.dra_gpus),
                 labels,
                 taints,
                 ..Default::default()
@@ -388,6 +482,13 @@ pub fn node_object(spec: &NodeSpec, index: usize) -> Value {
     if !taints.is_empty() {
         node["spec"]["taints"] = json!(taints);
     }
+    if spec.dra_gpus.count > 0 {
+        node["metadata"]["annotations"] = json!({
+            SIM_DRA_GPUS: spec.dra_gpus.count.to_string(),
+            SIM_DRA_GPU_MODEL: spec.dra_gpus.model,
+            SIM_DRA_GPU_MEMORY: spec.dra_gpus.memory,
+        });
+    }
     node
 }
 
@@ -416,6 +517,11 @@ mod tests {
         assert_eq!(n.labels["kwas.dev/rack"], "b1-r1");
         let obj = node_object(n, 7);
         assert_eq!(obj["status"]["capacity"]["nvidia.com/gpu"], "8");
+        assert_eq!(obj["metadata"]["annotations"][SIM_DRA_GPUS], "8");
+        assert_eq!(obj["metadata"]["annotations"][SIM_DRA_GPU_MODEL], "KW100");
+        assert_eq!(obj["metadata"]["annotations"][SIM_DRA_GPU_MEMORY], "80Gi");
+        let none = node_object(&NodeSpec::new("x").with_dra_gpus(DraGpus::none()), 1);
+        assert!(none["metadata"].get("annotations").is_none());
     }
 
     #[test]
@@ -431,6 +537,7 @@ mod tests {
             "--blocks=2",
             "--nodes-per-rack=1",
             "--gpus=8",
+            "--dra-gpus=2",
             "--taint=dedicated=gpu:NoSchedule",
             "--node-label=pool=a",
         ])
@@ -438,6 +545,7 @@ mod tests {
         let nodes = cli.pool.topology().unwrap().nodes();
         assert_eq!(nodes.len(), 4, "2 blocks x 2 racks (default) x 1 node");
         assert_eq!(nodes[0].capacity.gpus, 8);
+        assert_eq!(nodes[0].dra_gpus, DraGpus::with_count(2));
         assert_eq!(nodes[0].labels["pool"], "a");
         assert_eq!(
             nodes[0].taints[0],
@@ -449,6 +557,8 @@ mod tests {
         );
         let bad = Cli::try_parse_from(["devcluster", "--taint=oops"]).unwrap();
         assert!(bad.pool.topology().is_err());
+        let too_many = Cli::try_parse_from(["devcluster", "--dra-gpus=129"]).unwrap();
+        assert!(too_many.pool.topology().is_err());
     }
 
     #[test]
@@ -467,6 +577,20 @@ mod tests {
         );
         assert_eq!(nodes[0].taints[0].effect, "NoSchedule");
         assert!(Topology::from_yaml("pools:\n- taints: [{key: k, effect: Sometimes}]\n").is_err());
+        let dra = Topology::from_yaml("pools:\n- draGpus: {count: 4, model: KW200, memory: 40Gi}\n").unwrap();
+        assert_eq!(
+            dra.nodes()[0].dra_gpus,
+            DraGpus {
+                count: 4,
+                model: "KW200".into(),
+                memory: "40Gi".into()
+            }
+        );
+        assert_eq!(
+            Topology::from_yaml("pools:\n- {}\n").unwrap().nodes()[0].dra_gpus,
+            DraGpus::default()
+        );
+        assert!(Topology::from_yaml("pools:\n- draGpus: {memory: lots}\n").is_err());
         assert!(Taint::parse("dedicated=gpu:NoSchedule").is_ok());
         assert!(Taint::parse("nokey").is_err());
     }

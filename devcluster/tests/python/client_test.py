@@ -2,7 +2,9 @@
 
 Creates, lists, watches, patches and deletes Workloads, PodGroups and CompositePodGroups through the typed
 scheduling.k8s.io/v1alpha3 API, a Job with spec.scheduling through the batch API, a Deployment scaled
-through its scale subresource, a Role, an access review, a Service and a pod's log. The Python client
+through its scale subresource, a Role, an access review, a Service and a pod's log, and the
+resource.k8s.io/v1 kinds (the simulated DRA driver's DeviceClass and ResourceSlices, claims, templates)
+through ResourceV1Api. The Python client
 speaks JSON only (it has no protobuf codec).
 
 Usage: client_test.py KUBECONFIG. Prints one line per check and a closing "N passed, N failed" line; exits
@@ -271,6 +273,68 @@ def _log(core, name):
         raise
 
 
+def test_resource_v1(res):
+    cls = res.read_device_class("gpu.kwas.dev")
+    assert cls.spec.selectors[0].cel.expression == 'device.driver == "gpu.kwas.dev"', cls.spec.selectors
+    slices = wait_until(
+        "the driver's slices",
+        lambda: (lambda items: items if len(items) == 4 else None)(res.list_resource_slice().items),
+    )
+    mine = res.list_resource_slice(field_selector="spec.nodeName=node-b0-r0-n0").items
+    assert len(mine) == 1 and mine[0].spec.driver == "gpu.kwas.dev", mine
+    device = mine[0].spec.devices[0]
+    assert device.name == "gpu-0" and device.attributes["model"].string == "KW100", device
+    assert device.attributes["index"].int == 0 and device.capacity["memory"].value == "80Gi", device
+    assert {s.spec.pool.name for s in slices} == {s.spec.node_name for s in slices}
+
+    request = client.V1DeviceRequest(
+        name="gpu",
+        exactly=client.V1ExactDeviceRequest(
+            device_class_name="gpu.kwas.dev",
+            selectors=[client.V1DeviceSelector(cel=client.V1CELDeviceSelector(
+                expression='device.attributes["gpu.kwas.dev"].model == "KW100"'))],
+        ),
+    )
+    claim = client.ResourceV1ResourceClaim(
+        metadata=client.V1ObjectMeta(name="py-gpus"),
+        spec=client.V1ResourceClaimSpec(devices=client.V1DeviceClaim(requests=[request])),
+    )
+    created = res.create_namespaced_resource_claim(NS, claim)
+    assert created.spec.devices.requests[0].exactly.allocation_mode == "ExactCount"
+    assert created.spec.devices.requests[0].exactly.count == 1
+    template = client.V1ResourceClaimTemplate(
+        metadata=client.V1ObjectMeta(name="py-one-gpu"),
+        spec=client.V1ResourceClaimTemplateSpec(spec=client.V1ResourceClaimSpec(
+            devices=client.V1DeviceClaim(requests=[request]))),
+    )
+    res.create_namespaced_resource_claim_template(NS, template)
+    assert [c.metadata.name for c in res.list_namespaced_resource_claim(NS).items] == ["py-gpus"]
+    assert res.read_namespaced_resource_claim_template("py-one-gpu", NS).spec.spec.devices.requests[0].name == "gpu"
+    read = res.read_namespaced_resource_claim("py-gpus", NS)
+    assert read.status is None or read.status.allocation is None, read.status
+
+    bad = client.ResourceV1ResourceClaim(
+        metadata=client.V1ObjectMeta(name="py-bad"),
+        spec=client.V1ResourceClaimSpec(devices=client.V1DeviceClaim(requests=[client.V1DeviceRequest(
+            name="gpu",
+            exactly=client.V1ExactDeviceRequest(
+                device_class_name="gpu.kwas.dev",
+                selectors=[client.V1DeviceSelector(cel=client.V1CELDeviceSelector(expression="device.driver =="))],
+            ),
+        )])),
+    )
+    try:
+        res.create_namespaced_resource_claim(NS, bad)
+        raise AssertionError("a claim whose selector does not compile was accepted")
+    except ApiException as e:
+        assert e.status == 422, e.status
+        assert "spec.devices.requests[0].exactly.selectors[0].cel.expression" in e.body and "compilation failed" in e.body, e.body
+
+    res.delete_namespaced_resource_claim("py-gpus", NS)
+    res.delete_namespaced_resource_claim_template("py-one-gpu", NS)
+    assert gone(res.read_namespaced_resource_claim, "py-gpus")
+
+
 def main():
     config.load_kube_config(config_file=sys.argv[1])
     api = client.SchedulingV1alpha3Api()
@@ -283,6 +347,7 @@ def main():
         (test_job_with_scheduling, batch),
         (test_deployment_scale_and_rollout, client.AppsV1Api()),
         (test_rbac_reviews_services_and_logs, client.CoreV1Api()),
+        (test_resource_v1, client.ResourceV1Api()),
     ]
     passed = failed = 0
     for fn, arg in tests:
