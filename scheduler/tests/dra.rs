@@ -464,3 +464,56 @@ fn preemption_counts_the_devices_victims_free() {
     // Nothing left changed by the simulation.
     assert!(!sched.schedule(&mut snap, &pod_unit("high")).is_scheduled());
 }
+
+#[test]
+fn a_topology_constrained_gang_allocates_in_the_placement_it_chooses() {
+    // Two racks of two nodes with four GPUs; a gang of four pods needing two GPUs each, in one rack:
+    // the placement search tries both racks and replays the chosen one, allocations included.
+    let mut snap = cluster(&[
+        ("a1", "r1", 4, "KW100"),
+        ("a2", "r1", 4, "KW100"),
+        ("b1", "r2", 4, "KW100"),
+        ("b2", "r2", 4, "KW100"),
+    ]);
+    snap.upsert_pod_group(&GroupBuilder::gang("ns", "g", 4).topology("kwas.dev/rack").pod_group())
+        .unwrap();
+    for i in 0..4 {
+        let c = format!("c{i}");
+        snap.upsert_resource_claim(&claim("ns", &c, gpus(2)));
+        snap.upsert_pod(&pod_with_claim("ns", &format!("p{i}"), Some("g"), &c))
+            .unwrap();
+    }
+    let out = schedule(&mut snap, &UnitKey::Group(GroupKey::pod_group("ns", "g")));
+    assert!(out.is_scheduled(), "{out:?}");
+    let racks: std::collections::BTreeSet<char> =
+        out.assignments.iter().map(|a| a.node.chars().next().unwrap()).collect();
+    assert_eq!(racks.len(), 1, "{:?}", out.assignments);
+    let mut devices = Vec::new();
+    for i in 0..4 {
+        let d = devices_of(&out, &format!("p{i}"));
+        assert_eq!(d.len(), 2, "p{i} has its allocation: {:?}", out.reservations);
+        devices.extend(d);
+    }
+    devices.sort();
+    devices.dedup();
+    assert_eq!(devices.len(), 8, "no device given twice");
+    // Committed, the next gang of the same shape takes the other rack.
+    commit(&mut snap, &out);
+    snap.upsert_pod_group(&GroupBuilder::gang("ns", "h", 4).topology("kwas.dev/rack").pod_group())
+        .unwrap();
+    for i in 0..4 {
+        let c = format!("d{i}");
+        snap.upsert_resource_claim(&claim("ns", &c, gpus(2)));
+        snap.upsert_pod(&pod_with_claim("ns", &format!("q{i}"), Some("h"), &c))
+            .unwrap();
+    }
+    let next = schedule(&mut snap, &UnitKey::Group(GroupKey::pod_group("ns", "h")));
+    assert!(next.is_scheduled(), "{next:?}");
+    let other: std::collections::BTreeSet<char> = next
+        .assignments
+        .iter()
+        .map(|a| a.node.chars().next().unwrap())
+        .collect();
+    assert_eq!(other.len(), 1);
+    assert_ne!(other, racks);
+}

@@ -31,9 +31,17 @@ use super::status::Code;
 #[derive(Debug, Clone)]
 pub(crate) struct Alt {
     pub value: String,
-    pub ops: Vec<(u32, u32)>,
+    /// The placement's changes, to replay: pods assumed on nodes and the claims allocated for them.
+    pub ops: Vec<Replay>,
     pub outcome: Outcome,
     pub score: (u32, i64),
+}
+
+/// One change of a recorded placement.
+#[derive(Debug, Clone)]
+pub(crate) enum Replay {
+    Assume(u32, u32),
+    Allocate(u32, super::dra::Allocated),
 }
 
 /// A candidate domain: label value and its nodes in name order.
@@ -179,16 +187,23 @@ impl Cycle<'_> {
             let mut outcome = self.schedule_inner(g, &sub);
             if outcome.code == Code::Success {
                 self.stats.placements_feasible += 1;
-                let ops: Vec<(u32, u32)> = self
+                let ops: Vec<Replay> = self
                     .journal
                     .ops_since(mark)
                     .iter()
                     .filter_map(|op| match op {
-                        Op::Assume { pod, node } => Some((*pod, *node)),
+                        Op::Assume { pod, node } => Some(Replay::Assume(*pod, *node)),
+                        Op::Allocate { claim } => self
+                            .snap
+                            .dra
+                            .claim(*claim)
+                            .and_then(|c| c.sim.clone())
+                            .map(|a| Replay::Allocate(*claim, a)),
                         _ => None,
                     })
                     .collect();
-                let score = (ops.len() as u32, packing(self.cfg.scoring, self.snap, &nodes));
+                let pods = ops.iter().filter(|o| matches!(o, Replay::Assume(..))).count() as u32;
+                let score = (pods, packing(self.cfg.scoring, self.snap, &nodes));
                 outcome.domain = Some(value.clone());
                 feasible.push(Alt {
                     value,
@@ -233,8 +248,11 @@ impl Cycle<'_> {
 
     /// Replays a recorded placement into the snapshot.
     pub(crate) fn apply_alt(&mut self, alt: &Alt) {
-        for &(pod, node) in &alt.ops {
-            self.journal.assume_id(self.snap, pod, node);
+        for op in &alt.ops {
+            match op {
+                Replay::Assume(pod, node) => self.journal.assume_id(self.snap, *pod, *node),
+                Replay::Allocate(claim, a) => self.journal.allocate(self.snap, *claim, a.clone()),
+            }
         }
     }
 }

@@ -74,6 +74,7 @@ pub mod config;
 pub(crate) mod dra_writes;
 pub mod engine;
 pub mod error;
+pub(crate) mod events;
 pub mod informers;
 pub mod metrics;
 pub mod profile;

@@ -10,9 +10,9 @@
 //!   before its API call once that term has ended ([`Writers::set_leader`] on step-down): an instance
 //!   that lost the lease sends no binding or eviction it had queued, so two schedulers never act at once
 //!   (the lease's renew deadline makes a leader step down before another can acquire it).
-//! - **Events** are buffered (bounded) and published by a few workers through kube-runtime's
-//!   [`Recorder`]; when the buffer is full, events are dropped and counted, as upstream's broadcaster
-//!   does.
+//! - **Events** are buffered (bounded) and published by a few workers through the runtime's event
+//!   recorder (`events`: client-go's series semantics, the note part of an event's identity); when the
+//!   buffer is full, events are dropped and counted, as upstream's broadcaster does.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -24,7 +24,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kwas_api::names::conditions::POD_SCHEDULED;
 use kwas_api::v1alpha3::{CompositePodGroup, PodGroup};
 use tokio::sync::{Semaphore, mpsc};
@@ -138,13 +137,7 @@ impl Writers {
     ) -> (Self, WriterTasks) {
         let (writes, writes_rx) = mpsc::unbounded_channel();
         let (events, events_rx) = mpsc::channel(event_buffer.max(1));
-        let recorder = Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: scheduler_name.to_string(),
-                instance: std::env::var("POD_NAME").ok(),
-            },
-        );
+        let recorder = super::events::EventRecorder::new(client.clone(), scheduler_name);
         let events_rx = Arc::new(tokio::sync::Mutex::new(events_rx));
         let mut tasks = Vec::new();
         for _ in 0..4 {
@@ -528,24 +521,16 @@ async fn run_writes(writers: Io, mut rx: mpsc::UnboundedReceiver<(Action, u64)>,
     }
 }
 
-async fn publish_events(recorder: Recorder, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<EventRecord>>>) {
+async fn publish_events(
+    recorder: super::events::EventRecorder,
+    rx: Arc<tokio::sync::Mutex<mpsc::Receiver<EventRecord>>>,
+) {
     loop {
         let next = rx.lock().await.recv().await;
         let Some(e) = next else {
             return;
         };
-        let event = Event {
-            type_: if e.warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: e.reason.clone(),
-            note: Some(e.note.chars().take(1024).collect()),
-            action: e.action.clone(),
-            secondary: e.related.clone(),
-        };
-        if let Err(err) = recorder.publish(&event, &e.regarding).await {
+        if let Err(err) = recorder.publish(&e).await {
             debug!(error = %err, reason = %e.reason, "event not recorded");
         }
     }
