@@ -87,6 +87,18 @@ pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compile
             &serde_json::from_value(doc).context("decoding the JobSet")?,
             options.management,
         )?,
+        // What a workload's manifest carries along (its claim templates, priority classes, budgets) is
+        // not compiled: the controllers create nothing from it.
+        (v, _) if v.starts_with("resource.k8s.io/") || v == "scheduling.k8s.io/v1" || v == "policy/v1" => {
+            let name = doc
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            return Ok(Compiled {
+                objects: Vec::new(),
+                notes: vec![format!("{api_version} {kind} {name}: not a workload, skipped")],
+            });
+        }
         _ => bail!("kwas compile handles batch/v1 Jobs and kwas.dev/v1alpha1 JobSets, not {api_version} {kind}"),
     };
     if placeholder && !out.objects.is_empty() {

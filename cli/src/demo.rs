@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -19,7 +20,7 @@ use crate::placement::ClusterView;
 use kwas_stack::{Stack, StackConfig};
 
 /// The bundled examples, applied in this order.
-pub const EXAMPLES: [(&str, &str); 4] = [
+pub const EXAMPLES: [(&str, &str); 6] = [
     (
         "examples/jobs/gang-job.yaml",
         include_str!("../../examples/jobs/gang-job.yaml"),
@@ -35,6 +36,14 @@ pub const EXAMPLES: [(&str, &str); 4] = [
     (
         "examples/jobsets/option-b.yaml",
         include_str!("../../examples/jobsets/option-b.yaml"),
+    ),
+    (
+        "examples/dra/gang-job.yaml",
+        include_str!("../../examples/dra/gang-job.yaml"),
+    ),
+    (
+        "examples/dra/jobset.yaml",
+        include_str!("../../examples/dra/jobset.yaml"),
     ),
 ];
 
@@ -132,7 +141,14 @@ async fn apply_examples(client: &Client, pod_duration: Option<&str>) -> Result<V
                         .await?;
                     applied.push(Workload::JobSet(created.name_any()));
                 }
-                other => bail!("{file}: the demo applies Jobs and JobSets, not {other}"),
+                "ResourceClaimTemplate" => {
+                    let t: ResourceClaimTemplate = serde_json::from_value(doc)
+                        .with_context(|| format!("{file}: decoding the ResourceClaimTemplate"))?;
+                    Api::<ResourceClaimTemplate>::namespaced(client.clone(), NAMESPACE)
+                        .create(&PostParams::default(), &t)
+                        .await?;
+                }
+                other => bail!("{file}: the demo applies Jobs, JobSets and ResourceClaimTemplates, not {other}"),
             }
         }
     }
@@ -141,7 +157,7 @@ async fn apply_examples(client: &Client, pod_duration: Option<&str>) -> Result<V
 
 async fn view(client: &Client) -> Result<ClusterView> {
     let lp = ListParams::default();
-    Ok(ClusterView {
+    let mut v = ClusterView {
         pods: Api::<Pod>::namespaced(client.clone(), NAMESPACE).list(&lp).await?.items,
         groups: Api::<PodGroup>::namespaced(client.clone(), NAMESPACE)
             .list(&lp)
@@ -152,7 +168,14 @@ async fn view(client: &Client) -> Result<ClusterView> {
             .await?
             .items,
         nodes: Api::<Node>::all(client.clone()).list(&lp).await?.items,
-    })
+        devices: BTreeMap::new(),
+    };
+    let claims = Api::<ResourceClaim>::namespaced(client.clone(), NAMESPACE)
+        .list(&lp)
+        .await?
+        .items;
+    v.record_devices(&claims);
+    Ok(v)
 }
 
 fn job_done(job: &Job) -> Option<&'static str> {
@@ -237,8 +260,11 @@ async fn demo(stack: &Stack, options: &DemoOptions, out: &mut (impl Write + Send
     let start = Instant::now();
     let mut last = String::new();
     let mut states: BTreeMap<String, &'static str> = BTreeMap::new();
+    // Devices are released as pods finish: what each consumer held is remembered for the tree.
+    let mut devices = BTreeMap::new();
     loop {
         let v = view(&client).await?;
+        devices.extend(v.devices.clone());
         for w in &workloads {
             let state = match w {
                 Workload::Job(n) => Api::<Job>::namespaced(client.clone(), NAMESPACE)
@@ -274,8 +300,13 @@ async fn demo(stack: &Stack, options: &DemoOptions, out: &mut (impl Write + Send
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    writeln!(out, "\nPlacements (group -> topology domain -> nodes):\n")?;
-    let v = view(&client).await?;
+    writeln!(
+        out,
+        "\nPlacements (group -> topology domain -> nodes, with their DRA devices):\n"
+    )?;
+    let mut v = view(&client).await?;
+    devices.extend(std::mem::take(&mut v.devices));
+    v.devices = devices;
     for w in &workloads {
         let state = states.get(w.name()).copied().unwrap_or("");
         match w {

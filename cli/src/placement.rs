@@ -18,6 +18,9 @@ pub struct ClusterView {
     pub composites: Vec<CompositePodGroup>,
     /// Nodes.
     pub nodes: Vec<Node>,
+    /// The DRA devices each consumer held (`pod/<name>` or `podgroup/<name>` -> devices), as
+    /// [`ClusterView::record_devices`] saw them.
+    pub devices: BTreeMap<String, Vec<String>>,
 }
 
 fn pod_group(p: &Pod) -> Option<&str> {
@@ -29,6 +32,36 @@ fn node_of(p: &Pod) -> Option<&str> {
 }
 
 impl ClusterView {
+    /// Records the devices allocated to `claims` for the consumers they are reserved for: a device of a
+    /// node's own pool by name (`gpu-3`), any other as `pool/device`.
+    pub fn record_devices(&mut self, claims: &[k8s_openapi::api::resource::v1::ResourceClaim]) {
+        for c in claims {
+            let Some(status) = c.status.as_ref() else { continue };
+            let Some(results) = status
+                .allocation
+                .as_ref()
+                .and_then(|a| a.devices.as_ref())
+                .and_then(|d| d.results.as_ref())
+            else {
+                continue;
+            };
+            for r in status.reserved_for.iter().flatten() {
+                let key = format!("{}/{}", r.resource.trim_end_matches('s'), r.name);
+                let held = self.devices.entry(key).or_default();
+                for d in results {
+                    let name = if self.nodes.iter().any(|n| n.name_any() == d.pool) {
+                        d.device.clone()
+                    } else {
+                        format!("{}/{}", d.pool, d.device)
+                    };
+                    if !held.contains(&name) {
+                        held.push(name);
+                    }
+                }
+            }
+        }
+    }
+
     fn label(&self, node: &str, key: &str) -> Option<&str> {
         self.nodes
             .iter()
@@ -77,24 +110,39 @@ impl ClusterView {
             .map(|k| format!("  ->  {}", self.domain(&k, &pods)))
             .unwrap_or_default();
         let plural = if pods.len() == 1 { "" } else { "s" };
+        let shared = self
+            .devices
+            .get(&format!("podgroup/{}", g.name_any()))
+            .map(|d| format!("  [shared: {}]", d.join(", ")))
+            .unwrap_or_default();
         format!(
-            "PodGroup {} ({policy}, {} pod{plural}){domain}",
+            "PodGroup {} ({policy}, {} pod{plural}){domain}{shared}",
             g.name_any(),
             pods.len()
         )
     }
 
     fn nodes_lines(&self, pods: &[&Pod], prefix: &str, out: &mut String) {
-        let mut by_node: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut by_node: BTreeMap<&str, (usize, Vec<String>)> = BTreeMap::new();
         for p in pods {
-            *by_node.entry(node_of(p).unwrap_or("(pending)")).or_default() += 1;
+            let e = by_node.entry(node_of(p).unwrap_or("(pending)")).or_default();
+            e.0 += 1;
+            if let Some(d) = self.devices.get(&format!("pod/{}", p.name_any())) {
+                e.1.extend(d.iter().cloned());
+            }
         }
         let n = by_node.len();
-        for (i, (node, count)) in by_node.into_iter().enumerate() {
+        for (i, (node, (count, mut devices))) in by_node.into_iter().enumerate() {
             let branch = if i + 1 == n { "└── " } else { "├── " };
+            devices.sort();
+            let devices = if devices.is_empty() {
+                String::new()
+            } else {
+                format!("; devices {}", devices.join(", "))
+            };
             let _ = writeln!(
                 out,
-                "{prefix}{branch}{node} ({count} pod{})",
+                "{prefix}{branch}{node} ({count} pod{}{devices})",
                 if count == 1 { "" } else { "s" }
             );
         }
@@ -189,10 +237,54 @@ mod tests {
             groups: vec![group],
             composites: vec![],
             nodes: vec![node("n1", "r1"), node("n2", "r1")],
+            devices: Default::default(),
         };
         assert_eq!(
             view.pod_group_tree("Job default/train", "pg"),
             "Job default/train\n└── PodGroup pg (gang minCount=3, 3 pods)  ->  kwas.dev/rack=r1\n    ├── n1 (2 pods)\n    └── n2 (1 pod)\n"
+        );
+    }
+
+    #[test]
+    fn devices_held_are_shown_on_nodes_and_groups() {
+        let group: PodGroup = serde_json::from_value(json!({
+            "metadata": {"name": "pg"}, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}
+        }))
+        .unwrap();
+        let mut view = ClusterView {
+            pods: vec![pod("a", "pg", "n1"), pod("b", "pg", "n1")],
+            groups: vec![group],
+            composites: vec![],
+            nodes: vec![node("n1", "r1")],
+            devices: Default::default(),
+        };
+        let claim = |name: &str, consumer: serde_json::Value, results: serde_json::Value| {
+            serde_json::from_value::<k8s_openapi::api::resource::v1::ResourceClaim>(json!({
+                "metadata": {"name": name}, "spec": {},
+                "status": {"allocation": {"devices": {"results": results}}, "reservedFor": [consumer]}
+            }))
+            .unwrap()
+        };
+        view.record_devices(&[
+            claim(
+                "a-gpu",
+                json!({"resource": "pods", "name": "a", "uid": "1"}),
+                json!([{"request": "gpu", "driver": "gpu.kwas.dev", "pool": "n1", "device": "gpu-1"}]),
+            ),
+            claim(
+                "b-gpu",
+                json!({"resource": "pods", "name": "b", "uid": "2"}),
+                json!([{"request": "gpu", "driver": "gpu.kwas.dev", "pool": "n1", "device": "gpu-0"}]),
+            ),
+            claim(
+                "net",
+                json!({"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "pg", "uid": "3"}),
+                json!([{"request": "c", "driver": "interconnect.kwas.dev", "pool": "r1", "device": "channel-0"}]),
+            ),
+        ]);
+        assert_eq!(
+            view.pod_group_tree("Job default/train", "pg"),
+            "Job default/train\n└── PodGroup pg (gang minCount=2, 2 pods)  [shared: r1/channel-0]\n    └── n1 (2 pods; devices gpu-0, gpu-1)\n"
         );
     }
 }

@@ -94,6 +94,7 @@ pub use sim::dra::{
     DRA_ATTRIBUTE_INDEX, DRA_ATTRIBUTE_INTERCONNECT_DOMAIN, DRA_ATTRIBUTE_MODEL, DRA_CAPACITY_MEMORY, DRA_DEVICE_CLASS,
     DRA_DRIVER, dra_slice_name,
 };
+pub use sim::interconnect::{CHANNELS_PER_DOMAIN, INTERCONNECT_DEVICE_CLASS, INTERCONNECT_DRIVER, channel_slice_name};
 pub use sim::kubelet::{KubeletConfig, SIM_SHUTDOWN_DURATION};
 pub use sim::topology::{
     Capacity, DraGpus, NodePool, NodePoolArgs, NodeSpec, SIM_DRA_GPU_MEMORY, SIM_DRA_GPU_MODEL, SIM_DRA_GPUS, Taint,
@@ -223,6 +224,7 @@ impl DevCluster {
         sim::csi::bootstrap(&mut state);
         if config.dra_driver {
             sim::dra::bootstrap(&mut state);
+            sim::interconnect::bootstrap(&mut state);
         }
         let shared = Arc::new(Shared::new(
             state,
@@ -333,6 +335,7 @@ impl DevCluster {
             s.create(&res, "", node, &mut RequestContext::manager(MANAGER))?;
             if self.dra_driver {
                 sim::dra::sync_node(s, &spec.name);
+                sim::interconnect::ensure_for_node(s, &spec.name);
             }
             Ok::<(), ApiError>(())
         })?;
@@ -354,6 +357,7 @@ impl DevCluster {
             )?;
             if self.dra_driver {
                 sim::dra::sync_node(s, name);
+                sim::interconnect::sync(s);
             }
             Ok::<(), ApiError>(())
         })?;

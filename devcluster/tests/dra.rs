@@ -115,8 +115,15 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
         "device.driver == \"gpu.kwas.dev\""
     );
     let slices: Api<ResourceSlice> = Api::all(client.clone());
-    // A cluster starts with its nodes' slices published.
-    let all = slices.list(&ListParams::default()).await.unwrap().items;
+    // A cluster starts with its nodes' slices published (and a channel slice per rack).
+    let all: Vec<ResourceSlice> = slices
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|s| s.spec.driver == DRA_DRIVER)
+        .collect();
     assert_eq!(all.len(), 4);
     let n0 = all
         .iter()
@@ -276,6 +283,47 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
     assert_eq!(n0.spec.pool.generation, 2);
     assert!(c.task_failures().is_empty(), "{:?}", c.task_failures());
     c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racks_get_interconnect_channels_that_reach_the_rack() {
+    use kwas_devcluster::{CHANNELS_PER_DOMAIN, INTERCONNECT_DEVICE_CLASS, INTERCONNECT_DRIVER, channel_slice_name};
+    let c = common::cluster().await;
+    let client = c.client();
+    let classes: Api<DeviceClass> = Api::all(client.clone());
+    assert!(classes.get(INTERCONNECT_DEVICE_CLASS).await.is_ok());
+    let slices: Api<ResourceSlice> = Api::all(client.clone());
+    let channels = |all: Vec<ResourceSlice>| -> Vec<ResourceSlice> {
+        all.into_iter()
+            .filter(|s| s.spec.driver == INTERCONNECT_DRIVER)
+            .collect()
+    };
+    let found = channels(slices.list(&ListParams::default()).await.unwrap().items);
+    let mut names: Vec<String> = found.iter().map(|s| s.name_any()).collect();
+    names.sort();
+    assert_eq!(names, vec![channel_slice_name("b0-r0"), channel_slice_name("b0-r1")]);
+    let r0 = found.iter().find(|s| s.spec.pool.name == "b0-r0").unwrap();
+    assert_eq!(r0.spec.node_name, None);
+    let term = &r0.spec.node_selector.as_ref().unwrap().node_selector_terms[0];
+    let expr = &term.match_expressions.as_ref().unwrap()[0];
+    assert_eq!(
+        (expr.key.as_str(), expr.values.clone().unwrap()),
+        ("kwas.dev/rack", vec!["b0-r0".to_string()])
+    );
+    let devices = r0.spec.devices.as_ref().unwrap();
+    assert_eq!(devices.len(), CHANNELS_PER_DOMAIN as usize);
+    assert_eq!(
+        devices[0].attributes.as_ref().unwrap()["interconnectDomain"]
+            .string
+            .as_deref(),
+        Some("b0-r0")
+    );
+    // A rack's last node gone: its channels go too.
+    c.remove_node("node-b0-r1-n0").unwrap();
+    c.remove_node("node-b0-r1-n1").unwrap();
+    let left = channels(slices.list(&ListParams::default()).await.unwrap().items);
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].spec.pool.name, "b0-r0");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -751,8 +799,9 @@ fn rows(out: &str) -> Vec<Vec<String>> {
 async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
     let c = common::cluster().await;
     let slices: Api<ResourceSlice> = Api::all(c.client());
-    common::eventually(T, "the driver's 4 slices", || async {
-        (slices.list(&ListParams::default()).await.unwrap().items.len() == 4).then_some(())
+    // Four GPU slices (one per node) and two channel slices (one per rack).
+    common::eventually(T, "the drivers' 6 slices", || async {
+        (slices.list(&ListParams::default()).await.unwrap().items.len() == 6).then_some(())
     })
     .await;
 
@@ -761,7 +810,17 @@ async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
     let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(header, ["NAME", "NODE", "DRIVER", "POOL", "AGE"], "{out}");
     let rows_ = rows(&out);
-    assert_eq!(rows_.len(), 4, "{out}");
+    assert_eq!(rows_.len(), 6, "{out}");
+    // A slice for a node selector has an empty NODE cell.
+    assert!(
+        rows_.iter().any(|r| r[..3]
+            == [
+                "b0-r0-interconnect.kwas.dev".to_string(),
+                "interconnect.kwas.dev".into(),
+                "b0-r0".into()
+            ]),
+        "{out}"
+    );
     assert!(
         rows_.iter().any(|r| r[..4]
             == [

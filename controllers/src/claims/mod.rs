@@ -15,9 +15,11 @@
 //!   restarted controller finds what it created by owner and annotation.
 //! - **ResourceClaims**: a `status.reservedFor` consumer that is gone is removed (a pod deleted,
 //!   replaced, terminal, or deleted before being scheduled; a PodGroup deleted, replaced, or with no
-//!   pod naming it that still needs claims); an unreserved claim is deallocated, then loses the
-//!   scheduler's `resource.kubernetes.io/delete-protection` finalizer; a pod's generated claim is deleted
-//!   once the pod is done. A consumer missing from the cache is looked up on the API server before its
+//!   pod naming it that still needs claims); a claim whose last reservation goes is deallocated in the
+//!   same write and then loses the scheduler's `resource.kubernetes.io/delete-protection` finalizer (only
+//!   on that transition, as upstream: the scheduler writes the finalizer before the allocation); a claim
+//!   being deleted that nothing uses is unblocked; a pod's generated claim is deleted once the pod is
+//!   done or replaced. A consumer missing from the cache is looked up on the API server before its
 //!   reservation is removed.
 //!
 //! Choice (KEP-5729 removes a PodGroup's reservation only once the PodGroup is deleted, and leaves its
@@ -147,18 +149,14 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
         .graceful_shutdown_on(stopped())
         .run(reconcile_pod, error_policy, ctx.clone())
         .for_each(|r| async move {
-            if let Err(e) = r {
-                warn!(error = %e, "resource claim pod reconcile failed");
-            }
+            report(r.map(drop), "resource claim pod reconcile failed");
         });
     let group_run = group_ctl
         .owns(claims.clone(), cfg.clone())
         .graceful_shutdown_on(stopped())
         .run(reconcile_group, error_policy, ctx.clone())
         .for_each(|r| async move {
-            if let Err(e) = r {
-                warn!(error = %e, "resource claim group reconcile failed");
-            }
+            report(r.map(drop), "resource claim group reconcile failed");
         });
     let claims_of_pod = |p: Pod| {
         claim_refs_of(
@@ -192,11 +190,26 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
         .graceful_shutdown_on(stopped())
         .run(reconcile_claim, error_policy, ctx)
         .for_each(|r| async move {
-            if let Err(e) = r {
-                warn!(error = %e, "resource claim reconcile failed");
-            }
+            report(r.map(drop), "resource claim reconcile failed");
         });
     futures::join!(pod_run, group_run, claim_run);
+}
+
+/// Logs a reconcile's failure: conflicts (a newer version is on its way) and objects already gone at
+/// debug level, the rest as warnings.
+fn report(
+    r: std::result::Result<(), kube::runtime::controller::Error<Error, kube::runtime::watcher::Error>>,
+    what: &str,
+) {
+    use kube::runtime::controller::Error as E;
+    match r {
+        Ok(()) => {}
+        Err(E::ObjectNotFound(o)) => tracing::debug!(object = %o, "{what}: gone meanwhile"),
+        Err(E::ReconcilerFailed(Error::Kube(e), o)) if crate::error::is_conflict(&e) => {
+            tracing::debug!(object = %o, error = %e, "{what}: conflict, retried");
+        }
+        Err(e) => warn!(error = %e, "{what}"),
+    }
 }
 
 fn claim_refs_of(namespace: Option<String>, a: Vec<String>, b: Vec<String>) -> Vec<ObjectRef<ResourceClaim>> {
@@ -418,10 +431,21 @@ async fn reconcile_claim(claim: Arc<ResourceClaim>, ctx: Arc<Context>) -> Result
             field_manager: Some(CONTROLLER_NAME.into()),
             ..Default::default()
         };
+        let drop_finalizer = |mut c: ResourceClaim| {
+            let api = api.clone();
+            let (name, pp) = (name.clone(), pp.clone());
+            async move {
+                if let Some(f) = c.metadata.finalizers.as_mut() {
+                    f.retain(|x| x != plan::DELETE_PROTECTION);
+                }
+                api.replace(&name, &pp, &c).await.map(drop)
+            }
+        };
         match step {
             ClaimStep::Status {
                 reserved_for,
                 deallocate,
+                drop_finalizer: then_drop,
             } => {
                 let mut c = (*claim).clone();
                 let status = c.status.get_or_insert_default();
@@ -431,14 +455,20 @@ async fn reconcile_claim(claim: Arc<ResourceClaim>, ctx: Arc<Context>) -> Result
                     status.devices = None;
                 }
                 // Conditional on the version read: a conflict re-reads through the watch.
-                api.replace_status(&name, &pp, &c).await?;
-            }
-            ClaimStep::RemoveFinalizer => {
-                let mut c = (*claim).clone();
-                if let Some(f) = c.metadata.finalizers.as_mut() {
-                    f.retain(|x| x != plan::DELETE_PROTECTION);
+                let updated = api.replace_status(&name, &pp, &c).await?;
+                if then_drop && updated.status.as_ref().is_none_or(|s| s.allocation.is_none()) {
+                    drop_finalizer(updated).await?;
                 }
-                api.replace(&name, &pp, &c).await?;
+            }
+            ClaimStep::Unblock { deallocate } => {
+                let mut c = (*claim).clone();
+                if deallocate {
+                    let status = c.status.get_or_insert_default();
+                    status.allocation = None;
+                    status.devices = None;
+                    c = api.replace_status(&name, &pp, &c).await?;
+                }
+                drop_finalizer(c).await?;
             }
             ClaimStep::Delete => {
                 let dp = DeleteParams {
@@ -513,7 +543,8 @@ async fn consumer_state(ctx: &Context, ns: &str, r: &ResourceClaimConsumerRefere
     }
 }
 
-/// For a claim generated for a pod: whether that pod is gone or done.
+/// For a claim generated for a pod: whether that pod was found done or replaced (one not found is left
+/// to the garbage collector, as upstream).
 async fn owner_pod_done(ctx: &Context, ns: &str, claim: &ResourceClaim) -> Result<bool> {
     let Some(owner) = claim
         .metadata
@@ -527,6 +558,7 @@ async fn owner_pod_done(ctx: &Context, ns: &str, claim: &ResourceClaim) -> Resul
     let pod = crate::sync::get_opt::<Pod>(&ctx.client, ns, &owner.name).await?;
     Ok(match pod {
         Some(p) if p.metadata.uid.as_deref() == Some(owner.uid.as_str()) => !plan::pod_needs_claims(&p),
-        _ => true,
+        Some(_) => true,
+        None => false,
     })
 }

@@ -255,26 +255,38 @@ pub enum Consumer {
     Gone,
 }
 
-/// What a claim reconcile writes next.
+/// What a claim reconcile writes next (upstream's `syncClaim`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClaimStep {
-    /// Write the status: these reservations, and no allocation when `deallocate`.
+    /// Write the status with these reservations (the allocation cleared when `deallocate`), then drop
+    /// the scheduler's finalizer when `drop_finalizer` and the claim holds no allocation any more.
     Status {
         /// The reservations to keep.
         reserved_for: Vec<ResourceClaimConsumerReference>,
         /// Clear `status.allocation` (and `status.devices`).
         deallocate: bool,
+        /// Remove the `delete-protection` finalizer afterwards.
+        drop_finalizer: bool,
     },
-    /// Remove the scheduler's `delete-protection` finalizer (the claim holds no devices).
-    RemoveFinalizer,
-    /// Delete the claim (generated for a pod that is done).
+    /// The claim is being deleted and nothing uses it: clear its allocation (when `deallocate`), then
+    /// remove the finalizer so the deletion completes.
+    Unblock {
+        /// Clear `status.allocation` first.
+        deallocate: bool,
+    },
+    /// Delete the claim (generated for a pod that is done or replaced).
     Delete,
     /// Nothing to do.
     Nothing,
 }
 
 /// The next step for `claim`, given each consumer's state and, for a claim generated for a pod,
-/// whether that pod is done (`owner_pod_done`).
+/// whether that pod was found done or replaced (`owner_pod_done`; a pod not found is left to the
+/// garbage collector, as upstream).
+///
+/// As upstream, a claim is deallocated only on the transition from used to unused (its last
+/// reservation removed), never merely for being unreserved: the scheduler writes the finalizer, then
+/// the allocation and reservation, and a claim between the two writes must be left alone.
 pub fn plan_claim(
     claim: &ResourceClaim,
     consumer: impl Fn(&ResourceClaimConsumerReference) -> Consumer,
@@ -283,44 +295,34 @@ pub fn plan_claim(
     let status = claim.status.as_ref();
     let reserved = status.and_then(|s| s.reserved_for.clone()).unwrap_or_default();
     let allocated = status.is_some_and(|s| s.allocation.is_some());
+    let has_finalizer = claim
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == DELETE_PROTECTION);
     let keep: Vec<_> = reserved
         .iter()
         .filter(|r| consumer(r) == Consumer::Active)
         .cloned()
         .collect();
-    if keep.len() != reserved.len() {
+    if keep.len() < reserved.len() {
+        let unused = keep.is_empty() && has_finalizer;
         return ClaimStep::Status {
-            deallocate: keep.is_empty() && allocated,
             reserved_for: keep,
+            deallocate: unused && allocated,
+            drop_finalizer: unused,
         };
     }
-    if keep.is_empty() && allocated {
-        return ClaimStep::Status {
-            reserved_for: Vec::new(),
-            deallocate: true,
-        };
-    }
-    if !allocated
-        && claim
-            .metadata
-            .finalizers
-            .iter()
-            .flatten()
-            .any(|f| f == DELETE_PROTECTION)
-    {
-        return ClaimStep::RemoveFinalizer;
+    if has_finalizer && claim.metadata.deletion_timestamp.is_some() && keep.is_empty() {
+        return ClaimStep::Unblock { deallocate: allocated };
     }
     let generated_for_pod = claim
         .metadata
         .annotations
         .as_ref()
         .is_some_and(|a| a.contains_key(POD_CLAIM_ANNOTATION));
-    if keep.is_empty()
-        && !allocated
-        && generated_for_pod
-        && owner_pod_done
-        && claim.metadata.deletion_timestamp.is_none()
-    {
+    if keep.is_empty() && generated_for_pod && owner_pod_done && claim.metadata.deletion_timestamp.is_none() {
         return ClaimStep::Delete;
     }
     ClaimStep::Nothing

@@ -262,6 +262,7 @@ pub(crate) fn resync(state: &mut State) {
     for n in nodes {
         sync_node(state, &n);
     }
+    super::interconnect::sync(state);
 }
 
 /// Runs the driver until the cluster shuts down.
@@ -317,6 +318,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             }
             for n in &touched {
                 sync_node(s, n);
+            }
+            if !touched.is_empty() {
+                super::interconnect::sync(s);
             }
             !touched.is_empty()
         });

@@ -3,5 +3,6 @@
 
 pub(crate) mod csi;
 pub(crate) mod dra;
+pub(crate) mod interconnect;
 pub(crate) mod kubelet;
 pub(crate) mod topology;

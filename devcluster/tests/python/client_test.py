@@ -278,8 +278,11 @@ def test_resource_v1(res):
     assert cls.spec.selectors[0].cel.expression == 'device.driver == "gpu.kwas.dev"', cls.spec.selectors
     slices = wait_until(
         "the driver's slices",
-        lambda: (lambda items: items if len(items) == 4 else None)(res.list_resource_slice().items),
+        lambda: (lambda items: items if len(items) == 4 else None)(
+            res.list_resource_slice(field_selector="spec.driver=gpu.kwas.dev").items),
     )
+    channels = res.list_resource_slice(field_selector="spec.driver=interconnect.kwas.dev").items
+    assert sorted(s.spec.pool.name for s in channels) == ["b0-r0", "b0-r1"], channels
     mine = res.list_resource_slice(field_selector="spec.nodeName=node-b0-r0-n0").items
     assert len(mine) == 1 and mine[0].spec.driver == "gpu.kwas.dev", mine
     device = mine[0].spec.devices[0]

@@ -150,35 +150,40 @@ fn reservations_follow_consumers_then_the_claim_is_released() {
     let ClaimStep::Status {
         reserved_for,
         deallocate,
+        drop_finalizer,
     } = plan_claim(&c, gone_b, false)
     else {
         panic!()
     };
     assert_eq!(reserved_for.len(), 1);
-    assert!(!deallocate);
-    // The last consumer gone: reservation and allocation go in one write.
-    let ClaimStep::Status {
-        reserved_for,
-        deallocate,
-    } = plan_claim(&c, |_| Consumer::Gone, false)
-    else {
-        panic!()
-    };
-    assert!(reserved_for.is_empty() && deallocate);
-    // Unreserved but still allocated (a scheduler's write interrupted): deallocated.
-    let c = allocated(json!([]), json!([DELETE_PROTECTION]), json!({}));
+    assert!(!deallocate && !drop_finalizer);
+    // The last consumer gone: reservation and allocation go in one write, then the finalizer.
     assert_eq!(
-        plan_claim(&c, |_| Consumer::Active, false),
+        plan_claim(&c, |_| Consumer::Gone, false),
         ClaimStep::Status {
             reserved_for: vec![],
-            deallocate: true
+            deallocate: true,
+            drop_finalizer: true
         }
     );
-    // Deallocated: the finalizer goes, then a pod's generated claim is deleted once the pod is done.
+    // Unreserved but allocated, or holding the finalizer without an allocation: the scheduler may be
+    // between its writes; left alone (upstream's rule).
+    let c = allocated(json!([]), json!([DELETE_PROTECTION]), json!({}));
+    assert_eq!(plan_claim(&c, |_| Consumer::Active, false), ClaimStep::Nothing);
     let c: ResourceClaim = serde_json::from_value(json!({"metadata": {"namespace": "ns", "name": "c",
-        "finalizers": [DELETE_PROTECTION], "annotations": {POD_CLAIM_ANNOTATION: "gpu"}}, "spec": {}}))
+        "finalizers": [DELETE_PROTECTION]}, "spec": {}}))
     .unwrap();
-    assert_eq!(plan_claim(&c, |_| Consumer::Active, true), ClaimStep::RemoveFinalizer);
+    assert_eq!(plan_claim(&c, |_| Consumer::Active, false), ClaimStep::Nothing);
+    // Being deleted and unused: unblocked.
+    let c: ResourceClaim = serde_json::from_value(json!({"metadata": {"namespace": "ns", "name": "c",
+        "finalizers": [DELETE_PROTECTION], "deletionTimestamp": "2026-01-01T00:00:00Z"}, "spec": {},
+        "status": {"allocation": {"devices": {"results": []}}}}))
+    .unwrap();
+    assert_eq!(
+        plan_claim(&c, |_| Consumer::Active, false),
+        ClaimStep::Unblock { deallocate: true }
+    );
+    // A pod's generated claim, unreserved, is deleted once its pod is done or replaced.
     let c: ResourceClaim = serde_json::from_value(json!({"metadata": {"namespace": "ns", "name": "c",
         "annotations": {POD_CLAIM_ANNOTATION: "gpu"}}, "spec": {}}))
     .unwrap();
