@@ -41,7 +41,7 @@
 //! | `controllers/` | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry, the apps/v1 workload controllers, CronJobs, resource quotas, PodDisruptionBudgets (`disruption`), the PV controller and PVC / PV protection (`volume`) |
 //! | `recorder` | events written by the controllers and the kubelet, aggregated like client-go's recorder |
 //! | `cron`, `logs` | cron schedules; the simulated containers' logs (`pods/log`) |
-//! | `sim/` | the simulated kubelet (its volume and DRA checks), nodes, the CSI driver ([`SIM_DISK_DRIVER`]: CSINodes, provisioning, expansion, deletion) and the DRA driver ([`DRA_DRIVER`]: its DeviceClass, a ResourceSlice per node) |
+//! | `sim/` | the simulated kubelet (its volume and DRA checks), nodes, the CSI driver ([`SIM_DISK_DRIVER`]: CSINodes, provisioning, expansion, deletion), the DRA driver ([`DRA_DRIVER`]: its DeviceClass, a ResourceSlice per node) and the interconnect driver ([`INTERCONNECT_DRIVER`]: a channel slice per rack) |
 //! | `faults` | fault injection |
 //!
 //! See the crate README for what is emulated and what is not.
