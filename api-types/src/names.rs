@@ -159,6 +159,15 @@ pub mod events {
     pub const RECONCILE_ERROR: &str = "ReconcileError";
     /// A controller cannot decode the object into its type; it leaves the object out until it changes.
     pub const DECODE_ERROR: &str = "DecodeError";
+    /// KEP-5547: a delegated Job's external Workload or PodGroupTemplate does not exist yet (the
+    /// `SchedulingBlocked` condition carries `WorkloadNotFound` or `PodGroupTemplateNotFound`).
+    pub const SCHEDULING_DEPENDENCY_NOT_FOUND: &str = "SchedulingDependencyNotFound";
+    /// KEP-5547: the Job has active pods without a `schedulingGroup`, so new pods are created without one.
+    pub const MIXED_SCHEDULING_GROUP: &str = "MixedSchedulingGroup";
+    /// KEP-5547: a suspended Job's controller deleted its runtime PodGroup.
+    pub const POD_GROUP_DELETED: &str = "PodGroupDeleted";
+    /// A JobSet's edit changes scheduling fields that cannot change on a running JobSet; it is not applied.
+    pub const SCHEDULING_UPDATE_REJECTED: &str = "SchedulingUpdateRejected";
 }
 
 /// The `spec.managedBy` value of Jobs the kwas Job controller manages.

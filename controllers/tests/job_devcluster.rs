@@ -15,7 +15,7 @@ use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Worklo
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use workloadbuilder::job::{delegated_pod_group_name, job_pod_group_name, job_workload_name};
+use workloadbuilder::job::{job_owned_pod_group_name, job_workload_name};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -193,7 +193,7 @@ async fn root_gang_job_creates_workload_then_pod_group_then_pods_and_completes()
     assert_eq!(template.scheduling_policy.gang.as_ref().unwrap().min_count, 4);
     let g = groups(&client).await;
     assert_eq!(g.len(), 1);
-    assert_eq!(g[0].name_any(), job_pod_group_name(&w[0].name_any(), "train-pgt-0"));
+    assert_eq!(g[0].name_any(), job_owned_pod_group_name(&j, &w[0].name_any(), "train-pgt-0"));
     let owners: Vec<(String, Option<bool>)> = g[0]
         .owner_references()
         .iter()
@@ -545,6 +545,15 @@ async fn delegated_job_waits_for_the_parent_workload_then_creates_only_its_pod_g
         Some("WorkloadNotFound")
     );
     assert!(pods_of(&client, "trainer-workers-0").await.is_empty());
+    let events = eventually(T, "the SchedulingDependencyNotFound event", || async {
+        let events = event_reasons(&client, "trainer-workers-0").await;
+        events
+            .iter()
+            .any(|e| e.0 == "Warning" && e.1 == "SchedulingDependencyNotFound")
+            .then_some(events)
+    })
+    .await;
+    assert!(events.iter().all(|e| e.1 != "WorkloadNotFound"), "{events:?}");
     // The parent shows up: its Workload and root CompositePodGroup.
     let parent = delegated_parent_workload();
     Api::<Workload>::namespaced(client.clone(), "default")
@@ -560,8 +569,9 @@ async fn delegated_job_waits_for_the_parent_workload_then_creates_only_its_pod_g
     for name in ["trainer-workers-0", "trainer-workers-1"] {
         let done = wait_condition(&client, name, "Complete").await;
         assert!(condition(&done, "SchedulingBlocked").is_none(), "the block is cleared");
+        // KEP-5547's name: the parent's Workload, the template and the Job's uid.
         let pg: PodGroup = Api::namespaced(client.clone(), "default")
-            .get(&delegated_pod_group_name(name, "workers"))
+            .get(&job_owned_pod_group_name(&done, "trainer-wl", "workers"))
             .await
             .unwrap();
         assert_eq!(pg.spec.parent_composite_pod_group_name.as_deref(), Some("trainer-root"));
@@ -577,6 +587,114 @@ async fn delegated_job_waits_for_the_parent_workload_then_creates_only_its_pod_g
         );
     }
     assert_eq!(workloads(&client).await.len(), 1, "a delegated Job creates no Workload");
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_job_that_already_has_pods_gets_no_new_scheduling_objects() {
+    // KEP-5547 "Controller Workflow": objects are created only for a Job with no pods. A Job whose pod
+    // exists before the controller manages it (created while the feature was off, say) keeps running
+    // without a group, and its next pods are created without one.
+    let c = cluster().await;
+    let client = c.client();
+    let j = create(
+        &client,
+        &job(
+            "legacy",
+            json!({"parallelism": 2, "completions": 2, "scheduling": {"schedulingPolicy": {"gang": {}}}, "template": pod_template(None, None)}),
+        ),
+    )
+    .await;
+    let uid = j.metadata.uid.clone().unwrap();
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": "legacy-old", "namespace": "default",
+            "labels": {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": "legacy",
+                       "controller-uid": uid, "job-name": "legacy"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "legacy", "uid": uid,
+                                 "controller": true, "blockOwnerDeletion": true}]
+        },
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+    }))
+    .unwrap();
+    Api::<Pod>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap();
+    let _ctl = start_job_controller(client.clone(), job_config());
+    let pods = eventually(T, "the Job's second pod", || async {
+        let pods = pods_of(&client, "legacy").await;
+        (pods.len() == 2).then_some(pods)
+    })
+    .await;
+    assert!(pods.iter().all(|p| pod_group_of(p).is_none()), "{pods:?}");
+    assert!(workloads(&client).await.is_empty(), "no Workload for a Job that had pods");
+    assert!(groups(&client).await.is_empty());
+    // A Job without pods still gets its objects, from the same controller.
+    create(&client, &job("fresh", json!({"parallelism": 1, "completions": 1, "template": pod_template(None, None)}))).await;
+    eventually(T, "the fresh Job's PodGroup", || async { (groups(&client).await.len() == 1).then_some(()) }).await;
+    assert_eq!(workloads(&client).await.len(), 1);
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unrelated_pod_group_at_the_jobs_name_blocks_until_removed() {
+    // KEP-5547: the PodGroup is discovered by name; an object there that references another Workload or
+    // template blocks the Job (UnsupportedWorkloadStructure) until it is removed.
+    let c = cluster().await;
+    let client = c.client();
+    let _binder = start_binder(client.clone(), c.node_names());
+    let _ctl = start_job_controller(client.clone(), job_config());
+    let j = create(
+        &client,
+        &job(
+            "squat",
+            json!({"suspend": true, "parallelism": 1, "completions": 1, "template": pod_template(Some("20ms"), None)}),
+        ),
+    )
+    .await;
+    let own = eventually(T, "the suspended Job's Workload", || async { workloads(&client).await.pop() }).await;
+    // Someone else's Workload and a PodGroup of it, at the name the Job's group will have.
+    let other: Workload = serde_json::from_value(json!({
+        "apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "Workload",
+        "metadata": {"name": "other", "namespace": "default"},
+        "spec": {"controllerRef": {"apiGroup": "example.com", "kind": "Thing", "name": "x"},
+                 "podGroupTemplates": [{"name": "t", "schedulingPolicy": {"basic": {}}}]}
+    }))
+    .unwrap();
+    Api::<Workload>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &other)
+        .await
+        .unwrap();
+    let squatter_name = job_owned_pod_group_name(&j, &own.name_any(), "squat-pgt-0");
+    let squatter = workloadbuilder::new_pod_group(&other, "t", &squatter_name, None, vec![]).unwrap();
+    let groups_api = Api::<PodGroup>::namespaced(client.clone(), "default");
+    groups_api.create(&PostParams::default(), &squatter).await.unwrap();
+    Api::<Job>::namespaced(client.clone(), "default")
+        .patch("squat", &PatchParams::default(), &Patch::Merge(json!({"spec": {"suspend": false}})))
+        .await
+        .unwrap();
+    let blocked = wait_condition(&client, "squat", "SchedulingBlocked").await;
+    assert_eq!(
+        condition(&blocked, "SchedulingBlocked").unwrap().reason.as_deref(),
+        Some("UnsupportedWorkloadStructure")
+    );
+    assert!(pods_of(&client, "squat").await.is_empty());
+    eventually(T, "the UnsupportedWorkloadStructure event", || async {
+        event_reasons(&client, "squat")
+            .await
+            .iter()
+            .any(|e| e.0 == "Warning" && e.1 == "UnsupportedWorkloadStructure")
+            .then_some(())
+    })
+    .await;
+    // Removing the squatter unblocks the Job: its own group, then its pods.
+    groups_api.delete(&squatter_name, &Default::default()).await.unwrap();
+    let done = wait_condition(&client, "squat", "Complete").await;
+    assert!(condition(&done, "SchedulingBlocked").is_none());
+    let mine = groups_api.get(&squatter_name).await.unwrap();
+    assert_eq!(mine.spec.workload_ref.as_ref().unwrap().workload_name, own.name_any());
     c.shutdown().await;
 }
 

@@ -31,7 +31,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use crate::field::{FieldError, FieldErrors, FieldPath};
 use crate::mapconfig::map_pod_group_config;
-use crate::names::generate_workload_name;
+use crate::names::{generate_pod_group_name_for_owner, generate_workload_name};
 use crate::types::{AllowList, DisruptionModeOption, PolicyOption, SchedulingConfig, WorkloadItem};
 use crate::validation::blocks::{
     validate_disruption_mode, validate_resource_claims, validate_scheduling_constraints, validate_scheduling_policy,
@@ -63,14 +63,24 @@ pub fn job_workload_name(job: &Job) -> String {
     )
 }
 
-/// The name of a root Job's PodGroup: upstream's `generate_pod_group_name(workload, template)`.
+/// The name of the PodGroup a Job creates from `template` of `workload` (its own or its parent's): KEP-5547's
+/// `GeneratePodGroupName(workloadName, templateName, job.UID)` ([`generate_pod_group_name_for_owner`]), how
+/// the Job controller finds its PodGroup in every management mode.
+pub fn job_owned_pod_group_name(job: &Job, workload_name: &str, template_name: &str) -> String {
+    generate_pod_group_name_for_owner(workload_name, template_name, job.metadata.uid.as_deref().unwrap_or_default())
+}
+
+/// The name kwas gave a root Job's PodGroup before KEP-5547 added the Job's uid:
+/// `generate_pod_group_name(workload, template)`; still discovered so Jobs created then keep their group.
 pub fn job_pod_group_name(workload_name: &str, template_name: &str) -> String {
     generate_pod_group_name(workload_name, template_name)
 }
 
-/// The name of the PodGroup a delegated Job creates from its parent's template: unique per Job, so sibling
-/// Jobs that map to the same template (replicas of a replicated job) get distinct groups, and deterministic,
-/// so a restarted controller finds it again. A parent that manages PodGroups itself uses the same name.
+/// The name of the PodGroup a parent that manages its children's PodGroups itself (centralized management)
+/// gives the group of its child Job `job_name`: unique per child, so sibling Jobs that map to the same
+/// template (replicas of a replicated job) get distinct groups, and known before the Job exists (the parent
+/// creates the group first). Delegated Jobs created their groups under this name before KEP-5547 added the
+/// Job's uid ([`job_owned_pod_group_name`]); the Job controller still finds them.
 pub fn delegated_pod_group_name(job_name: &str, template_name: &str) -> String {
     generate_pod_group_name(job_name, template_name)
 }

@@ -76,6 +76,29 @@ pub fn generate_workload_name(owner_name: &str, owner_uid: &str) -> String {
 /// name keeps the larger half).
 pub fn generate_pod_group_name(workload: &str, template: &str) -> String {
     let hash = hash_string(&[workload.as_bytes(), template.as_bytes()]);
+    compose_pod_group_name(workload, template, &hash)
+}
+
+/// The name of the runtime PodGroup a Job (or another controller object with uid `owner_uid`) instantiates
+/// from `template` of `workload`: KEP-5547's `GeneratePodGroupName(workloadName, templateName, job.UID)`,
+/// `<workload>-<template>-<hash(workload + template + uid)>`, truncated as [`generate_pod_group_name`].
+/// Sibling Jobs that select the same template (the replicas of a replicated job) get one PodGroup each, and a
+/// Job recreated under the same name never finds its predecessor's group.
+///
+/// ```
+/// use workloadbuilder::names::generate_pod_group_name_for_owner;
+/// let a = generate_pod_group_name_for_owner("train-647cf7d9", "workers", "uid-a");
+/// let b = generate_pod_group_name_for_owner("train-647cf7d9", "workers", "uid-b");
+/// assert!(a.starts_with("train-647cf7d9-workers-"));
+/// assert_ne!(a, b);
+/// ```
+pub fn generate_pod_group_name_for_owner(workload: &str, template: &str, owner_uid: &str) -> String {
+    let hash = hash_string(&[workload.as_bytes(), template.as_bytes(), owner_uid.as_bytes()]);
+    compose_pod_group_name(workload, template, &hash)
+}
+
+fn compose_pod_group_name(workload: &str, template: &str, hash: &str) -> String {
+    let hash = hash.to_string();
     match (workload.is_empty(), template.is_empty()) {
         (true, true) => hash,
         (false, true) => format!("{}-{}", truncate(workload, MAX_NAME_LENGTH - hash.len() - 1), hash),
@@ -158,5 +181,20 @@ mod tests {
         assert_eq!(generate_pod_group_name("w", "a"), generate_pod_group_name("w", "a"));
         assert_ne!(generate_pod_group_name("w", "a"), generate_pod_group_name("w", "b"));
         assert_ne!(generate_workload_name("j", "u1"), generate_workload_name("j", "u2"));
+        let owner = |uid: &str| generate_pod_group_name_for_owner("w", "a", uid);
+        assert_eq!(owner("u1"), owner("u1"));
+        assert_ne!(owner("u1"), owner("u2"));
+        // No uid adds nothing to the hash: the two-argument name.
+        assert_eq!(owner(""), generate_pod_group_name("w", "a"));
+    }
+
+    #[test]
+    fn owner_names_fit() {
+        let long = "a".repeat(300);
+        for (wl, tpl) in [(long.as_str(), "t"), ("w", long.as_str()), (long.as_str(), long.as_str())] {
+            let n = generate_pod_group_name_for_owner(wl, tpl, &long);
+            assert!(n.len() <= MAX_NAME_LENGTH, "{}", n.len());
+            assert!(crate::validation::strings::is_dns1123_subdomain(&n).is_empty());
+        }
     }
 }

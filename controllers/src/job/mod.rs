@@ -45,7 +45,7 @@ use crate::sync::EventSink;
 use mode::{ManagementMode, management_mode};
 use plan::{JobConfig, PlannedEvent, SchedulingDecision, flush, plan, track};
 use pods::{PodView, job_pod_selector, new_pod};
-use scheduling::{SchedulingContext, sync_scheduling};
+use scheduling::{PodPresence, SchedulingContext, sync_scheduling};
 
 /// Configuration of the Job controller.
 #[derive(Clone, Debug)]
@@ -318,7 +318,8 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
                     events: &events,
                     index: &ctx.index,
                 };
-                let result = sync_scheduling(cx, job, &mode).await;
+                let presence = PodPresence::of(&pods, |p| PodView::of(p).is_terminal());
+                let result = sync_scheduling(cx, job, &mode, presence).await;
                 if !matches!(mode, ManagementMode::None(_)) {
                     ctx.metrics.scheduling_sync("job", result.is_ok());
                 }

@@ -1,18 +1,29 @@
 //! The Job's scheduling objects: discover, create and re-sync the Workload and PodGroup for each management
-//! mode, in upstream's order (Workload, then PodGroup, then pods).
+//! mode, in upstream's order (Workload, then PodGroup, then pods), as KEP-5547 describes.
 //!
-//! - Root Job: the Workload whose `spec.controllerRef` names the Job is used (created from
-//!   `spec.scheduling` when there is none); exactly one PodGroupTemplate is expected. Its PodGroup is found by
-//!   `spec.workloadRef` (created as `generate_pod_group_name(workload, template)` when missing), owned by
-//!   the Job (controller) and the Workload.
+//! - Root Job: the Workload whose `spec.controllerRef` names the Job is used; it must be the one this
+//!   controller creates for the Job (its name is the Job's Workload name) and have exactly one
+//!   PodGroupTemplate. It is created from `spec.scheduling` when there is none.
 //! - Delegated Job: the parent's Workload (`spec.controllerRef` == the Job's controller owner, or the Job
-//!   itself for a user-provided Workload) and the named template; the PodGroup is found by its deterministic
-//!   name ([`delegated_pod_group_name`]) and created under the parent CompositePodGroup, owned by the Job.
+//!   itself for a user-provided Workload) and the template the downward-mapping annotation names; a missing
+//!   Workload or template blocks the Job (`SchedulingBlocked`, reasons `WorkloadNotFound` /
+//!   `PodGroupTemplateNotFound`, event `SchedulingDependencyNotFound`) until it appears.
+//! - In both modes the PodGroup is found by its name, KEP-5547's
+//!   `GeneratePodGroupName(workloadName, templateName, job.UID)`
+//!   ([`job_owned_pod_group_name`]); an object at that name that references another Workload or template
+//!   blocks the Job (`UnsupportedWorkloadStructure`). Groups kwas named before the Job's uid was part of the
+//!   name are still found (root: by reference to the Job's own Workload; delegated: by the old name).
 //! - Unmanaged: nothing; pods keep the template's `schedulingGroup`.
+//!
+//! Objects are created only for a Job that has no pods yet (KEP-5547 "Controller Workflow"): a Job that
+//! already has pods (created before the controller managed it, or by an earlier controller) only discovers
+//! existing objects, and its pods keep being created without a `schedulingGroup` when there are none. The
+//! choice kwas makes where the KEP is silent: a PodGroup may also be (re)created when all the Job's pods are
+//! terminal (after a resume, or when every pod failed), since no running pod can end up outside the gang.
 //!
 //! While the Job is suspended its PodGroup is deleted (the Workload stays); a new one is created on resume.
 //! A changed gang size (`minCount`, or `parallelism` when `minCount` is unset) is written to the
-//! controller-owned Workload template and to the PodGroup.
+//! controller-owned Workload template and to the PodGroup the Job owns.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
@@ -21,7 +32,8 @@ use kwas_api::names::conditions::{
     REASON_POD_GROUP_TEMPLATE_NOT_FOUND, REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, REASON_WORKLOAD_NOT_FOUND,
 };
 use workloadbuilder::job::{
-    build_job_workload, delegated_pod_group_name, desired_gang_min_count, job_controller_ref, job_pod_group_name,
+    build_job_workload, delegated_pod_group_name, desired_gang_min_count, job_controller_ref, job_owned_pod_group_name,
+    job_pod_group_name,
 };
 use workloadbuilder::{DownwardMapping, TemplateRef, find_template, new_pod_group};
 
@@ -65,7 +77,7 @@ pub fn desired_root_pod_group(
         .into_iter()
         .chain(kube::Resource::owner_ref(workload, &()))
         .collect();
-    let name = job_pod_group_name(&workload.name_any(), template);
+    let name = job_owned_pod_group_name(job, &workload.name_any(), template);
     let mut group = new_pod_group(workload, template, &name, None, owners)?;
     mark_managed(&mut group.metadata, controller);
     Ok(group)
@@ -80,7 +92,7 @@ pub fn desired_delegated_pod_group(
     controller: &str,
 ) -> std::result::Result<PodGroup, workloadbuilder::InstantiateError> {
     let template = mapping.group_template_name.as_str();
-    let name = delegated_pod_group_name(&job.name_any(), template);
+    let name = job_owned_pod_group_name(job, &workload.name_any(), template);
     let parent = mapping.parent_composite_pod_group.as_deref();
     let mut group = new_pod_group(
         workload,
@@ -114,16 +126,36 @@ impl std::fmt::Debug for SchedulingContext<'_> {
     }
 }
 
+/// What the Job's pods tell the scheduling side (KEP-5547: objects are created only for a Job without pods).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PodPresence {
+    /// The Job owns pods (active or terminal).
+    pub any: bool,
+    /// The Job owns pods that are not terminal.
+    pub active: bool,
+}
+
+impl PodPresence {
+    /// The presence of `pods`, with `terminal` telling terminal pods apart.
+    pub fn of<P>(pods: &[P], terminal: impl Fn(&P) -> bool) -> Self {
+        Self {
+            any: !pods.is_empty(),
+            active: pods.iter().any(|p| !terminal(p)),
+        }
+    }
+}
+
 /// Bring the Job's scheduling objects to their desired state and say what its pods should carry.
 pub async fn sync_scheduling(
     cx: SchedulingContext<'_>,
     job: &Job,
     mode: &ManagementMode,
+    pods: PodPresence,
 ) -> Result<SchedulingDecision> {
     match mode {
         ManagementMode::None(_) => Ok(SchedulingDecision::Group(None)),
-        ManagementMode::Both => sync_root(cx, job).await,
-        ManagementMode::PodGroupOnly(mapping) => sync_delegated(cx, job, mapping).await,
+        ManagementMode::Both => sync_root(cx, job, pods).await,
+        ManagementMode::PodGroupOnly(mapping) => sync_delegated(cx, job, mapping, pods).await,
     }
 }
 
@@ -133,7 +165,7 @@ async fn delete_owned_pod_group(cx: SchedulingContext<'_>, job: &Job, group: &Po
         delete::<PodGroup>(cx.client, &job.namespace().unwrap_or_default(), &group.name_any()).await?;
         cx.events
             .normal(
-                "PodGroupDeleted",
+                kwas_api::names::events::POD_GROUP_DELETED,
                 format!("Deleted PodGroup {} of suspended Job", group.name_any()),
             )
             .await;
@@ -141,7 +173,16 @@ async fn delete_owned_pod_group(cx: SchedulingContext<'_>, job: &Job, group: &Po
     Ok(())
 }
 
-async fn sync_root(cx: SchedulingContext<'_>, job: &Job) -> Result<SchedulingDecision> {
+/// The object at a PodGroup's name is usable when it references `workload`'s `template`.
+fn references(group: &PodGroup, workload: &str, template: &str) -> bool {
+    group
+        .spec
+        .workload_ref
+        .as_ref()
+        .is_some_and(|r| r.workload_name == workload && r.template_name == template)
+}
+
+async fn sync_root(cx: SchedulingContext<'_>, job: &Job, pods: PodPresence) -> Result<SchedulingDecision> {
     let namespace = job.namespace().unwrap_or_default();
     let name = job.name_any();
     let uid = job.metadata.uid.clone().unwrap_or_default();
@@ -156,7 +197,20 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job) -> Result<SchedulingDec
     };
     let found = find_workloads(cx.client, lookup, &namespace, "batch", "Job", &name).await?;
     let workload = match found.as_slice() {
+        // KEP-5547: a Job that already has pods only discovers; its pods go on without a group.
+        [] if pods.any => return Ok(SchedulingDecision::Group(None)),
         [] => create_workload(cx.client, &desired, cx.events).await?,
+        [one] if one.name_any() != own => {
+            return Ok(blocked(
+                REASON_UNSUPPORTED_WORKLOAD_STRUCTURE,
+                format!(
+                    "Workload {} references Job {namespace}/{name} but is not the Workload {own} the Job controller \
+                     creates for it; select its template with the {} annotation to use it",
+                    one.name_any(),
+                    kwas_api::names::annotations::GROUP_TEMPLATE_NAME
+                ),
+            ));
+        }
         [one] => one.clone(),
         many => {
             return Ok(blocked(
@@ -165,6 +219,7 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job) -> Result<SchedulingDec
             ));
         }
     };
+    let workload_name = workload.name_any();
     let template = match (
         workload.spec.pod_group_templates.as_deref(),
         &workload.spec.composite_pod_group_templates,
@@ -173,10 +228,7 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job) -> Result<SchedulingDec
         _ => {
             return Ok(blocked(
                 REASON_UNSUPPORTED_WORKLOAD_STRUCTURE,
-                format!(
-                    "Workload {} must have exactly one PodGroupTemplate",
-                    workload.name_any()
-                ),
+                format!("Workload {workload_name} must have exactly one PodGroupTemplate"),
             ));
         }
     };
@@ -186,34 +238,42 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job) -> Result<SchedulingDec
     {
         sync_workload_min_count(cx.client, &workload, &template, count).await?;
     }
-    let own = job_pod_group_name(&workload.name_any(), &template);
-    let lookup = Lookup {
-        index: cx.index,
-        own_name: Some(&own),
-    };
-    let groups = find_pod_groups(cx.client, lookup, &namespace, &workload.name_any(), &template).await?;
+    let group_name = job_owned_pod_group_name(job, &workload_name, &template);
+    let mut existing: Option<PodGroup> = get_opt(cx.client, &namespace, &group_name).await?;
+    if existing.is_none() {
+        // A group created under the name kwas used before KEP-5547 added the Job's uid.
+        let legacy = job_pod_group_name(&workload_name, &template);
+        let lookup = Lookup {
+            index: cx.index,
+            own_name: Some(&legacy),
+        };
+        existing = find_pod_groups(cx.client, lookup, &namespace, &workload_name, &template)
+            .await?
+            .into_iter()
+            .find(|g| is_owned(&g.metadata, cx.controller, &uid));
+    }
     if suspended(job) {
-        for g in &groups {
+        if let Some(g) = &existing {
             delete_owned_pod_group(cx, job, g).await?;
         }
         return Ok(SchedulingDecision::Group(None));
     }
-    let group = match groups.as_slice() {
-        [] => match desired_root_pod_group(job, &workload, &template, cx.controller) {
-            Ok(group) => create_pod_group(cx.client, &group, cx.events).await?,
-            Err(e) => return Ok(blocked(REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, e.to_string())),
-        },
-        [one] => one.clone(),
-        many => {
+    let group = match existing {
+        Some(g) if !references(&g, &workload_name, &template) => {
             return Ok(blocked(
                 REASON_UNSUPPORTED_WORKLOAD_STRUCTURE,
                 format!(
-                    "found {} PodGroups referencing Workload {}",
-                    many.len(),
-                    workload.name_any()
+                    "PodGroup {} exists and does not reference template {template} of Workload {workload_name}",
+                    g.name_any()
                 ),
             ));
         }
+        Some(g) => g,
+        None if pods.active => return Ok(SchedulingDecision::Group(None)),
+        None => match desired_root_pod_group(job, &workload, &template, cx.controller) {
+            Ok(group) => create_pod_group(cx.client, &group, cx.events).await?,
+            Err(e) => return Ok(blocked(REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, e.to_string())),
+        },
     };
     if group.metadata.deletion_timestamp.is_some() {
         return Ok(SchedulingDecision::Wait);
@@ -265,7 +325,12 @@ async fn parent_workloads(cx: SchedulingContext<'_>, job: &Job) -> Result<(Vec<W
     ))
 }
 
-async fn sync_delegated(cx: SchedulingContext<'_>, job: &Job, mapping: &DownwardMapping) -> Result<SchedulingDecision> {
+async fn sync_delegated(
+    cx: SchedulingContext<'_>,
+    job: &Job,
+    mapping: &DownwardMapping,
+    pods: PodPresence,
+) -> Result<SchedulingDecision> {
     let namespace = job.namespace().unwrap_or_default();
     let uid = job.metadata.uid.clone().unwrap_or_default();
     let (found, owner) = parent_workloads(cx, job).await?;
@@ -284,30 +349,32 @@ async fn sync_delegated(cx: SchedulingContext<'_>, job: &Job, mapping: &Downward
             ));
         }
     };
+    let workload_name = workload.name_any();
     let template = mapping.group_template_name.as_str();
     match find_template(&workload, template) {
         Some(TemplateRef::PodGroup(..)) => {}
         Some(TemplateRef::Composite(..)) => {
             return Ok(blocked(
                 REASON_UNSUPPORTED_WORKLOAD_STRUCTURE,
-                format!(
-                    "template {template} of Workload {} is a CompositePodGroupTemplate",
-                    workload.name_any()
-                ),
+                format!("template {template} of Workload {workload_name} is a CompositePodGroupTemplate"),
             ));
         }
         None => {
             return Ok(blocked(
                 REASON_POD_GROUP_TEMPLATE_NOT_FOUND,
-                format!(
-                    "PodGroupTemplate {template} not found in Workload {}",
-                    workload.name_any()
-                ),
+                format!("PodGroupTemplate {template} not found in Workload {workload_name}"),
             ));
         }
     }
-    let group_name = delegated_pod_group_name(&job.name_any(), template);
-    let existing: Option<PodGroup> = get_opt(cx.client, &namespace, &group_name).await?;
+    let group_name = job_owned_pod_group_name(job, &workload_name, template);
+    let mut existing: Option<PodGroup> = get_opt(cx.client, &namespace, &group_name).await?;
+    if existing.is_none() {
+        // A group created under the name kwas used before KEP-5547 added the Job's uid.
+        let legacy = delegated_pod_group_name(&job.name_any(), template);
+        existing = get_opt::<PodGroup>(cx.client, &namespace, &legacy)
+            .await?
+            .filter(|g| is_owned(&g.metadata, cx.controller, &uid));
+    }
     if suspended(job) {
         if let Some(g) = &existing {
             delete_owned_pod_group(cx, job, g).await?;
@@ -315,35 +382,21 @@ async fn sync_delegated(cx: SchedulingContext<'_>, job: &Job, mapping: &Downward
         return Ok(SchedulingDecision::Group(None));
     }
     let group = match existing {
-        Some(g) => {
-            let matches = g
-                .spec
-                .workload_ref
-                .as_ref()
-                .is_some_and(|r| r.workload_name == workload.name_any() && r.template_name == template);
-            if !matches {
-                return Ok(blocked(
-                    REASON_UNSUPPORTED_WORKLOAD_STRUCTURE,
-                    format!("PodGroup {group_name} exists and references a different Workload template"),
-                ));
-            }
-            g
+        Some(g) if !references(&g, &workload_name, template) => {
+            return Ok(blocked(
+                REASON_UNSUPPORTED_WORKLOAD_STRUCTURE,
+                format!(
+                    "PodGroup {} exists and does not reference template {template} of Workload {workload_name}",
+                    g.name_any()
+                ),
+            ));
         }
-        None => {
-            let parent = mapping.parent_composite_pod_group.as_deref();
-            let mut group = match new_pod_group(
-                &workload,
-                template,
-                &group_name,
-                parent,
-                job_controller_ref(job).into_iter().collect(),
-            ) {
-                Ok(g) => g,
-                Err(e) => return Ok(blocked(REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, e.to_string())),
-            };
-            mark_managed(&mut group.metadata, cx.controller);
-            create_pod_group(cx.client, &group, cx.events).await?
-        }
+        Some(g) => g,
+        None if pods.active => return Ok(SchedulingDecision::Group(None)),
+        None => match desired_delegated_pod_group(job, &workload, mapping, cx.controller) {
+            Ok(group) => create_pod_group(cx.client, &group, cx.events).await?,
+            Err(e) => return Ok(blocked(REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, e.to_string())),
+        },
     };
     if group.metadata.deletion_timestamp.is_some() {
         return Ok(SchedulingDecision::Wait);
@@ -353,5 +406,5 @@ async fn sync_delegated(cx: SchedulingContext<'_>, job: &Job, mapping: &Downward
     {
         sync_pod_group_min_count(cx.client, &group, count).await?;
     }
-    Ok(SchedulingDecision::Group(Some(group_name)))
+    Ok(SchedulingDecision::Group(Some(group.name_any())))
 }

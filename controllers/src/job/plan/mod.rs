@@ -284,10 +284,31 @@ pub fn plan(
         wanted.truncate(MAX_POD_CREATE_PER_SYNC);
         plan.requeue_after = min_requeue(plan.requeue_after, Duration::ZERO);
     }
+    // KEP-5547: a gang is never half-grouped; while pods without a schedulingGroup run, new ones get none.
+    if plan.pod_group.is_some() && remaining.iter().any(|p| p.pod_group.is_none()) {
+        plan.pod_group = None;
+        if !wanted.is_empty() {
+            plan.events.push(PlannedEvent::warning(
+                kwas_api::names::events::MIXED_SCHEDULING_GROUP,
+                "Job has active pods without a schedulingGroup; new pods are created without one until they finish",
+            ));
+        }
+    }
     plan.create = wanted;
     set_counts(&cx, &mut plan, &remaining);
     plan.status.active = Some(as_i32(remaining.len().saturating_add(plan.create.len())));
     plan
+}
+
+/// KEP-5547's event reason for a `SchedulingBlocked` condition reason: `SchedulingDependencyNotFound` for a
+/// missing external Workload or template, the condition's reason otherwise (`UnsupportedWorkloadStructure`).
+pub fn blocked_event_reason(condition_reason: &str) -> &str {
+    match condition_reason {
+        REASON_WORKLOAD_NOT_FOUND | REASON_POD_GROUP_TEMPLATE_NOT_FOUND => {
+            kwas_api::names::events::SCHEDULING_DEPENDENCY_NOT_FOUND
+        }
+        other => other,
+    }
 }
 
 /// The scheduling objects gate pod creation: `Some(group)` when pods may be created (with that PodGroup).
@@ -298,8 +319,8 @@ fn scheduling_gate(cx: &Cx<'_>, scheduling: &SchedulingDecision, plan: &mut Plan
             Some(group.clone())
         }
         SchedulingDecision::Blocked { reason, message } => {
-            if find(&plan.status, JOB_SCHEDULING_BLOCKED).is_none() {
-                plan.events.push(PlannedEvent::warning(reason, message.clone()));
+            if find(&plan.status, JOB_SCHEDULING_BLOCKED).is_none_or(|c| c.status != "True" || c.reason.as_deref() != Some(reason.as_str())) {
+                plan.events.push(PlannedEvent::warning(blocked_event_reason(reason), message.clone()));
             }
             set_condition(
                 &mut plan.status,

@@ -87,6 +87,28 @@ fn creates_parallelism_pods_with_the_pod_group() {
 }
 
 #[test]
+fn pods_without_a_group_keep_new_pods_ungrouped() {
+    // KEP-5547: an active pod without a schedulingGroup (created before the Job's PodGroup existed) keeps
+    // the next pods ungrouped, with a MixedSchedulingGroup warning, so a gang is never half-grouped.
+    let mut ungrouped = pod("old", PodState::Active, None);
+    ungrouped.pod_group = None;
+    let p = run(&job(3, Some(5)), &[ungrouped]);
+    assert_eq!(p.create.len(), 2);
+    assert_eq!(p.pod_group, None);
+    assert!(p.events.iter().any(|e| e.warning && e.reason == "MixedSchedulingGroup"), "{:?}", p.events);
+    // Once every running pod has the group, new pods get it again.
+    let mut grouped = pod("old", PodState::Active, None);
+    grouped.pod_group = Some("pg".into());
+    let p = run(&job(3, Some(5)), &[grouped]);
+    assert_eq!(p.pod_group.as_deref(), Some("pg"));
+    assert!(p.events.iter().all(|e| e.reason != "MixedSchedulingGroup"));
+    // A terminal pod without a group does not matter.
+    let done = pod("done", PodState::Failed, None);
+    let p = run(&job(3, Some(5)), &[done]);
+    assert_eq!(p.pod_group.as_deref(), Some("pg"));
+}
+
+#[test]
 fn counts_each_terminated_pod_once() {
     let j = job(2, Some(2));
     let pods = [pod("a", PodState::Succeeded, None), pod("b", PodState::Active, None)];
@@ -236,7 +258,20 @@ fn blocked_scheduling_creates_no_pods() {
         Some("WorkloadNotFound")
     );
     assert_eq!(p.events.len(), 1);
+    // KEP-5547: the event of a missing dependency is `SchedulingDependencyNotFound`.
+    assert_eq!(p.events[0].reason, "SchedulingDependencyNotFound");
+    assert!(p.events[0].warning);
     let j = with_status(j, p.status);
+    // Blocked again for the same reason: no second event; for another reason: its own event.
+    let p = plan(&j, j.status.clone().unwrap(), &[], &blocked, now(), &JobConfig::default());
+    assert!(p.events.is_empty());
+    let unsupported = SchedulingDecision::Blocked {
+        reason: "UnsupportedWorkloadStructure".into(),
+        message: "found 2 Workloads".into(),
+    };
+    let p = plan(&j, j.status.clone().unwrap(), &[], &unsupported, now(), &JobConfig::default());
+    assert_eq!(p.events.len(), 1);
+    assert_eq!(p.events[0].reason, "UnsupportedWorkloadStructure");
     let p = plan(
         &j,
         j.status.clone().unwrap(),
