@@ -348,6 +348,13 @@ pub mod conditions {
     pub const REASON_RESUMED: &str = "ResumedJobs";
     /// Reason: the scheduling configuration is invalid.
     pub const REASON_INVALID_SCHEDULING: &str = "InvalidSchedulingConfiguration";
+    /// The last edit of a running JobSet changes what its Workload cannot change (anything but a gang
+    /// `minCount`) or does not compile: it is not applied, nothing is created or deleted, and the JobSet's
+    /// Jobs keep running until the edit is reverted. Admission rejects such edits (the CRD's transition
+    /// rules); this condition covers a cluster whose CRD lacks them.
+    pub const SCHEDULING_UPDATE_REJECTED: &str = "SchedulingUpdateRejected";
+    /// Reason: the edit changes a field of the Workload that is immutable.
+    pub const REASON_IMMUTABLE_FIELD: &str = "ImmutableSchedulingField";
 }
 
 #[cfg(test)]

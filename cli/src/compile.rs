@@ -14,7 +14,7 @@ use kwas_api::names::JOB_CONTROLLER_NAME;
 use kwas_controllers::job::mode::{ManagementMode, UnmanagedReason, management_mode};
 use kwas_controllers::job::scheduling::{desired_root_pod_group, desired_workload};
 use kwas_controllers::jobset::children::{
-    ChildWiring, child_group_name, children, desired_child_group, desired_job, desired_root_group, root_group_name,
+    ChildWiring, children, desired_child_group, desired_job, desired_root_group, root_group_name,
 };
 use serde_json::Value;
 use workloadbuilder::FieldErrors;
@@ -191,7 +191,6 @@ fn compile_jobset(js: &JobSet, default_management: PodGroupManagement) -> Result
                     &mapping,
                     JOB_CONTROLLER_NAME,
                 )?;
-                debug_assert_eq!(group.metadata.name.as_deref(), Some(child_group_name(&child).as_str()));
                 out.objects.push(to_value(&group)?);
             }
         }

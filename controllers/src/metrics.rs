@@ -37,6 +37,14 @@ pub struct Metrics {
     reconciles: Family<ResultLabels, Counter>,
     durations: HistogramFamily,
     scheduling_syncs: Family<ResultLabels, Counter>,
+    job_scheduling_syncs: Family<OutcomeLabels, Counter>,
+}
+
+/// Labels of upstream's `job_scheduling_object_syncs_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// `success` or `error`.
+    pub result: String,
 }
 
 impl Metrics {
@@ -46,7 +54,14 @@ impl Metrics {
             reconciles: Family::default(),
             durations: Family::new_with_constructor(duration_histogram as fn() -> Histogram),
             scheduling_syncs: Family::default(),
+            job_scheduling_syncs: Family::default(),
         };
+        // KEP-5547's metric of the Job controller, under upstream's name (no prefix).
+        registry.register(
+            "job_scheduling_object_syncs",
+            "Syncs of a Job's Workload and PodGroup by result (error includes a blocked Job)",
+            metrics.job_scheduling_syncs.clone(),
+        );
         let sub = registry.sub_registry_with_prefix("kwas_controller");
         sub.register(
             "reconciles",
@@ -80,8 +95,16 @@ impl Metrics {
         }
     }
 
-    /// Count a scheduling-object sync of `controller`.
+    /// Count a scheduling-object sync of `controller` (for the Job controller also under upstream's
+    /// `job_scheduling_object_syncs_total`).
     pub fn scheduling_sync(&self, controller: &str, ok: bool) {
+        if controller == "job" {
+            self.job_scheduling_syncs
+                .get_or_create(&OutcomeLabels {
+                    result: if ok { "success" } else { "error" }.to_string(),
+                })
+                .inc();
+        }
         self.scheduling_syncs
             .get_or_create(&ResultLabels {
                 controller: controller.to_string(),
@@ -139,11 +162,20 @@ mod tests {
         metrics.reconcile("job").finish(true);
         metrics.reconcile("job").finish(false);
         metrics.scheduling_sync("job", true);
+        metrics.scheduling_sync("job", false);
         assert_eq!(metrics.reconciles("job", "success"), 1);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(
             text.contains("kwas_controller_reconciles_total{controller=\"job\",result=\"error\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("job_scheduling_object_syncs_total{result=\"error\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("job_scheduling_object_syncs_total{result=\"success\"} 1"),
             "{text}"
         );
         assert!(

@@ -193,7 +193,10 @@ async fn root_gang_job_creates_workload_then_pod_group_then_pods_and_completes()
     assert_eq!(template.scheduling_policy.gang.as_ref().unwrap().min_count, 4);
     let g = groups(&client).await;
     assert_eq!(g.len(), 1);
-    assert_eq!(g[0].name_any(), job_owned_pod_group_name(&j, &w[0].name_any(), "train-pgt-0"));
+    assert_eq!(
+        g[0].name_any(),
+        job_owned_pod_group_name(&j, &w[0].name_any(), "train-pgt-0")
+    );
     let owners: Vec<(String, Option<bool>)> = g[0]
         .owner_references()
         .iter()
@@ -629,11 +632,24 @@ async fn a_job_that_already_has_pods_gets_no_new_scheduling_objects() {
     })
     .await;
     assert!(pods.iter().all(|p| pod_group_of(p).is_none()), "{pods:?}");
-    assert!(workloads(&client).await.is_empty(), "no Workload for a Job that had pods");
+    assert!(
+        workloads(&client).await.is_empty(),
+        "no Workload for a Job that had pods"
+    );
     assert!(groups(&client).await.is_empty());
     // A Job without pods still gets its objects, from the same controller.
-    create(&client, &job("fresh", json!({"parallelism": 1, "completions": 1, "template": pod_template(None, None)}))).await;
-    eventually(T, "the fresh Job's PodGroup", || async { (groups(&client).await.len() == 1).then_some(()) }).await;
+    create(
+        &client,
+        &job(
+            "fresh",
+            json!({"parallelism": 1, "completions": 1, "template": pod_template(None, None)}),
+        ),
+    )
+    .await;
+    eventually(T, "the fresh Job's PodGroup", || async {
+        (groups(&client).await.len() == 1).then_some(())
+    })
+    .await;
     assert_eq!(workloads(&client).await.len(), 1);
     c.shutdown().await;
 }
@@ -654,7 +670,10 @@ async fn an_unrelated_pod_group_at_the_jobs_name_blocks_until_removed() {
         ),
     )
     .await;
-    let own = eventually(T, "the suspended Job's Workload", || async { workloads(&client).await.pop() }).await;
+    let own = eventually(T, "the suspended Job's Workload", || async {
+        workloads(&client).await.pop()
+    })
+    .await;
     // Someone else's Workload and a PodGroup of it, at the name the Job's group will have.
     let other: Workload = serde_json::from_value(json!({
         "apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "Workload",
@@ -672,7 +691,11 @@ async fn an_unrelated_pod_group_at_the_jobs_name_blocks_until_removed() {
     let groups_api = Api::<PodGroup>::namespaced(client.clone(), "default");
     groups_api.create(&PostParams::default(), &squatter).await.unwrap();
     Api::<Job>::namespaced(client.clone(), "default")
-        .patch("squat", &PatchParams::default(), &Patch::Merge(json!({"spec": {"suspend": false}})))
+        .patch(
+            "squat",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"suspend": false}})),
+        )
         .await
         .unwrap();
     let blocked = wait_condition(&client, "squat", "SchedulingBlocked").await;

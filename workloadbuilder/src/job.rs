@@ -67,7 +67,11 @@ pub fn job_workload_name(job: &Job) -> String {
 /// `GeneratePodGroupName(workloadName, templateName, job.UID)` ([`generate_pod_group_name_for_owner`]), how
 /// the Job controller finds its PodGroup in every management mode.
 pub fn job_owned_pod_group_name(job: &Job, workload_name: &str, template_name: &str) -> String {
-    generate_pod_group_name_for_owner(workload_name, template_name, job.metadata.uid.as_deref().unwrap_or_default())
+    generate_pod_group_name_for_owner(
+        workload_name,
+        template_name,
+        job.metadata.uid.as_deref().unwrap_or_default(),
+    )
 }
 
 /// The name kwas gave a root Job's PodGroup before KEP-5547 added the Job's uid:

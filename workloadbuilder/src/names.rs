@@ -191,7 +191,11 @@ mod tests {
     #[test]
     fn owner_names_fit() {
         let long = "a".repeat(300);
-        for (wl, tpl) in [(long.as_str(), "t"), ("w", long.as_str()), (long.as_str(), long.as_str())] {
+        for (wl, tpl) in [
+            (long.as_str(), "t"),
+            ("w", long.as_str()),
+            (long.as_str(), long.as_str()),
+        ] {
             let n = generate_pod_group_name_for_owner(wl, tpl, &long);
             assert!(n.len() <= MAX_NAME_LENGTH, "{}", n.len());
             assert!(crate::validation::strings::is_dns1123_subdomain(&n).is_empty());

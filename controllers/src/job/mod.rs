@@ -321,7 +321,8 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
                 let presence = PodPresence::of(&pods, |p| PodView::of(p).is_terminal());
                 let result = sync_scheduling(cx, job, &mode, presence).await;
                 if !matches!(mode, ManagementMode::None(_)) {
-                    ctx.metrics.scheduling_sync("job", result.is_ok());
+                    let ok = matches!(result, Ok(ref d) if !matches!(d, SchedulingDecision::Blocked { .. }));
+                    ctx.metrics.scheduling_sync("job", ok);
                 }
                 result?
             }

@@ -10,6 +10,7 @@ use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Worklo
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kwas_api::jobset::{JobSet, JobSetStatus, PodGroupManagement, conditions};
+use kwas_api::names::JOBSET_CONTROLLER_NAME;
 
 use super::children::{
     ChildWiring, child_group_name, children, desired_child_group, desired_job, desired_root_group, root_group_name,
@@ -143,6 +144,63 @@ pub fn leaf_min_counts(workload: &Workload) -> Vec<(String, i32)> {
     out
 }
 
+/// Why the JobSet's current spec cannot be applied to its live Workload `live` (`None`: it can): the spec
+/// does not compile, or (for a Workload this controller owns) the compiled Workload differs from the live
+/// one in more than what kube-apiserver lets change on a Workload (a gang `minCount`), with its messages.
+pub fn update_rejection(
+    desired: &Result<Workload, workloadbuilder::FieldErrors>,
+    live: &Workload,
+    owned: bool,
+) -> Option<(&'static str, String)> {
+    match desired {
+        Err(errs) => Some((
+            conditions::REASON_INVALID_SCHEDULING,
+            format!("the edited scheduling configuration is not applied: {errs}"),
+        )),
+        Ok(_) if !owned => None,
+        Ok(desired) => {
+            let mut candidate = live.clone();
+            candidate.spec = desired.spec.clone();
+            let errs = workloadbuilder::validate_workload_update(&candidate, live);
+            (!errs.is_empty()).then(|| {
+                (
+                    conditions::REASON_IMMUTABLE_FIELD,
+                    format!(
+                        "the edit is not applied: Workload {} cannot change this way: {errs}",
+                        live.name_any()
+                    ),
+                )
+            })
+        }
+    }
+}
+
+/// The decision for a rejected edit: the `SchedulingUpdateRejected` condition (with a Warning event when
+/// it is new or says something new) and nothing else.
+fn reject_update(js: &JobSet, now: Timestamp, reason: &str, message: &str) -> Decision {
+    let mut status = js.status.clone().unwrap_or_default();
+    let known = plan::find(&status, conditions::SCHEDULING_UPDATE_REJECTED)
+        .is_some_and(|c| c.reason == reason && c.message == message);
+    plan::set_condition(
+        &mut status,
+        conditions::SCHEDULING_UPDATE_REJECTED,
+        "True",
+        reason,
+        message,
+        now,
+        js.metadata.generation,
+    );
+    let mut steps = Vec::new();
+    if !known {
+        steps.push(Step::Event(PlannedEvent::warning(
+            kwas_api::names::events::SCHEDULING_UPDATE_REJECTED,
+            message,
+        )));
+        steps.push(Step::PatchStatus(Box::new(status)));
+    }
+    Decision::done(steps, Then::AwaitChange)
+}
+
 /// Decides one reconcile of a JobSet that is not being deleted.
 pub fn decide(o: &Observed<'_>) -> Decision {
     let js = o.js;
@@ -157,30 +215,46 @@ pub fn decide(o: &Observed<'_>) -> Decision {
     }
 
     // 1. Compile.
-    let desired = match desired_workload(js) {
-        Ok(w) => w,
-        Err(errs) => return Decision::fail(format!("Failed to compile Workload for JobSet {name}: {errs}")),
-    };
+    let desired = desired_workload(js);
 
     // 2. The Workload (created first, then decided again), its gang sizes, then the root group.
-    let workload = match o.workloads {
-        [] => return Decision::done(vec![Step::CreateWorkload(Box::new(desired))], Then::AwaitChange),
-        [one] => one,
-        many => {
+    let workload = match (o.workloads, desired.as_ref()) {
+        ([], Ok(desired)) => {
+            return Decision::done(vec![Step::CreateWorkload(Box::new(desired.clone()))], Then::AwaitChange);
+        }
+        ([], Err(errs)) => return Decision::fail(format!("Failed to compile Workload for JobSet {name}: {errs}")),
+        ([one], _) => one,
+        (many, _) => {
             return Decision::fail(format!("found {} Workloads referencing JobSet {name}", many.len()));
         }
     };
+    // An edit of a running JobSet is applied only when its Workload can take it (a gang minCount); any
+    // other is reported and nothing else happens until it is reverted, so no running group is orphaned.
+    let uid = js.metadata.uid.clone().unwrap_or_default();
+    let owned = crate::sync::is_owned(&workload.metadata, JOBSET_CONTROLLER_NAME, &uid);
+    if let Some((reason, message)) = update_rejection(&desired, workload, owned) {
+        return reject_update(js, o.now, reason, &message);
+    }
     let mut steps = Vec::new();
-    let gang_sizes = leaf_min_counts(&desired);
-    for (template, count) in &gang_sizes {
-        steps.push(Step::SyncWorkloadMinCount {
-            workload: Box::new(workload.clone()),
-            template: template.clone(),
-            count: *count,
-        });
+    // Only a Workload this controller created for this JobSet is patched; another is used as it is.
+    let gang_sizes = match (&desired, owned) {
+        (Ok(desired), true) => leaf_min_counts(desired),
+        _ => leaf_min_counts(workload),
+    };
+    if owned {
+        for (template, count) in &gang_sizes {
+            steps.push(Step::SyncWorkloadMinCount {
+                workload: Box::new(workload.clone()),
+                template: template.clone(),
+                count: *count,
+            });
+        }
     }
     let decided = plan::plan(js, o.jobs, o.now);
     let mut status = decided.status.clone();
+    if let Some(conditions) = status.conditions.as_mut() {
+        conditions.retain(|c| c.type_ != conditions::SCHEDULING_UPDATE_REJECTED);
+    }
     status.workload_name = Some(workload.name_any());
     let root_name = root_group_name(&workload.name_any());
     status.composite_pod_group_name = Some(root_name.clone());
@@ -387,6 +461,80 @@ mod tests {
         let d = decide(&observe(&js, &[w.clone(), w], &[], None));
         assert_eq!(kinds(&d), ["Fail found 2 Workloads referencing JobSet train"]);
         assert_eq!(d.then, Then::AwaitChange);
+    }
+
+    fn with_policy(policy: serde_json::Value) -> JobSet {
+        let mut p = policy;
+        p["targetReplicatedJob"] = serde_json::json!("workers");
+        jobset(serde_json::json!({"schedulingPolicy": {"basic": {}}, "replicatedJobPolicies": [p]}))
+    }
+
+    #[test]
+    fn a_min_count_edit_is_applied_to_an_owned_workload_only() {
+        let live = desired_workload(&gang()).unwrap();
+        let edited = with_policy(serde_json::json!({"schedulingPolicy": {"gang": {"minCount": 2}}}));
+        let k = kinds(&decide(&observe(&edited, std::slice::from_ref(&live), &[], None)));
+        assert_eq!(k[0], "SyncWorkloadMinCount workers=2", "{k:?}");
+        assert!(!k.iter().any(|s| s.starts_with("Event")), "{k:?}");
+        // A Workload this controller did not create (no managed-by annotation) is never patched.
+        let mut foreign = live.clone();
+        foreign.metadata.annotations = None;
+        let k = kinds(&decide(&observe(&edited, std::slice::from_ref(&foreign), &[], None)));
+        assert!(!k.iter().any(|s| s.starts_with("SyncWorkloadMinCount")), "{k:?}");
+        assert!(k.iter().any(|s| s == "CreateJob train-workers-0"), "{k:?}");
+        // Nor one that another JobSet (another uid) owns.
+        let mut other = live;
+        for r in other.metadata.owner_references.iter_mut().flatten() {
+            r.uid = "someone-else".into();
+        }
+        let k = kinds(&decide(&observe(&edited, std::slice::from_ref(&other), &[], None)));
+        assert!(!k.iter().any(|s| s.starts_with("SyncWorkloadMinCount")), "{k:?}");
+    }
+
+    #[test]
+    fn an_edit_the_workload_cannot_take_is_reported_and_nothing_else_happens() {
+        let live = desired_workload(&gang()).unwrap();
+        for (edited, reason) in [
+            // An immutable field: the topology of a running group.
+            (
+                with_policy(serde_json::json!({"schedulingPolicy": {"gang": {"minCount": 4}},
+                    "schedulingConstraints": {"topology": [{"key": "kwas.dev/rack"}]}})),
+                conditions::REASON_IMMUTABLE_FIELD,
+            ),
+            // The policy kind.
+            (
+                with_policy(serde_json::json!({"schedulingPolicy": {"basic": {}}})),
+                conditions::REASON_IMMUTABLE_FIELD,
+            ),
+            // A scheduling configuration that does not compile.
+            (
+                jobset(serde_json::json!({"replicatedJobPolicies": [{"targetReplicatedJob": "nobody"}]})),
+                conditions::REASON_INVALID_SCHEDULING,
+            ),
+        ] {
+            let d = decide(&observe(&edited, std::slice::from_ref(&live), &[], None));
+            assert_eq!(kinds(&d), ["Event SchedulingUpdateRejected", "PatchStatus"], "{reason}");
+            let Some(Step::PatchStatus(status)) = d.steps.last() else {
+                unreachable!()
+            };
+            let c = plan::find(status, conditions::SCHEDULING_UPDATE_REJECTED).unwrap();
+            assert_eq!(c.reason, reason);
+            assert!(c.message.contains("not applied"), "{}", c.message);
+            // Decided again with the condition written: nothing new to say.
+            let mut again = edited.clone();
+            again.status = Some((**status).clone());
+            let d = decide(&observe(&again, std::slice::from_ref(&live), &[], None));
+            assert!(d.steps.is_empty(), "{:?}", kinds(&d));
+            // Reverted: the condition goes and the JobSet is managed again.
+            let mut reverted = gang();
+            reverted.status = Some((**status).clone());
+            let d = decide(&observe(&reverted, std::slice::from_ref(&live), &[], None));
+            let Some(Step::PatchStatus(status)) = d.steps.last() else {
+                unreachable!()
+            };
+            assert!(plan::find(status, conditions::SCHEDULING_UPDATE_REJECTED).is_none());
+            assert!(kinds(&d).iter().any(|s| s == "CreateJob train-workers-0"));
+        }
     }
 
     #[test]

@@ -3,19 +3,25 @@
 //! strategies (centralized and delegated).
 //!
 //! One reconcile, in upstream's creation order:
-//! 1. compile the Workload ([`compile`]); invalid intent fails the JobSet (`Failed`, reason
-//!    `InvalidSchedulingConfiguration`) with a Warning event carrying the field paths, and creates nothing;
+//! 1. compile the Workload ([`compile`]); invalid intent on a JobSet without a Workload fails the JobSet
+//!    (`Failed`, reason `InvalidSchedulingConfiguration`) with a Warning event carrying the field paths, and
+//!    creates nothing;
 //! 2. ensure the Workload (owned by the JobSet), then the root CompositePodGroup;
 //! 3. centralized: ensure each child Job's PodGroup, then the Job (its pod template names the PodGroup);
 //!    delegated: create the Jobs with the downward-mapping annotations (the Job controller creates the
 //!    PodGroups under the root);
 //! 4. success, failure with restarts, suspend and resume, status ([`plan`]).
 //!
-//! A changed gang size (a replicated job's `minCount`, or its `parallelism` when `minCount` is unset) is
-//! re-synced: written to the Workload's template (the one mutable field of its templates) and, centralized,
-//! to the child PodGroups; delegated child Jobs' controller re-syncs their PodGroups from the template.
-//! Other scheduling edits do not change groups that exist (their specs are immutable); they apply to the
-//! groups of the next restart attempt only if the Workload is recreated, so make them on a new JobSet.
+//! Edits after the Workload exists: the CRD's transition rules reject, at the API, edits to replicated jobs'
+//! names, counts and Job templates and to `spec.scheduling` other than a gang's `minCount`. A changed gang
+//! size (a replicated job's `minCount`, or its `parallelism` when `minCount` is unset) is re-synced when the
+//! JobSet owns the Workload: written to the Workload's template (the one mutable field of its templates)
+//! and, centralized, to the child PodGroups; delegated child Jobs' controller re-syncs their PodGroups from
+//! the template. An edit the Workload cannot take (one that got past the API, say with the rules removed,
+//! or an invalid compiled result) is checked with the library's Workload update validation and reported:
+//! condition `SchedulingUpdateRejected` (reason `ImmutableSchedulingField` or
+//! `InvalidSchedulingConfiguration`) and a Warning event with the field paths; the JobSet keeps running on
+//! the scheduling objects it has and nothing else is changed until the edit is reverted.
 //!
 //! Child Jobs, the root CompositePodGroup and centralized PodGroups are owned by the JobSet; deleting it lets
 //! garbage collection remove everything below it, groups last (the PodGroup protection finalizer keeps each

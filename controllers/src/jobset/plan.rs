@@ -80,7 +80,7 @@ pub struct JobSetPlan {
     pub events: Vec<PlannedEvent>,
 }
 
-fn find<'a>(status: &'a JobSetStatus, type_: &str) -> Option<&'a Condition> {
+pub(crate) fn find<'a>(status: &'a JobSetStatus, type_: &str) -> Option<&'a Condition> {
     status
         .conditions
         .iter()
@@ -88,7 +88,7 @@ fn find<'a>(status: &'a JobSetStatus, type_: &str) -> Option<&'a Condition> {
         .find(|c| c.type_ == type_ && c.status == "True")
 }
 
-fn set_condition(
+pub(crate) fn set_condition(
     status: &mut JobSetStatus,
     type_: &str,
     value: &str,

@@ -8,6 +8,7 @@
 pub(crate) mod decode;
 pub(crate) mod priority;
 pub(crate) mod quota;
+pub(crate) mod rules;
 pub(crate) mod schema;
 
 use serde_json::{Value, json};

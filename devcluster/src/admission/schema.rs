@@ -1,7 +1,7 @@
 //! Structural schemas of custom resources: unknown fields pruned (unless
 //! `x-kubernetes-preserve-unknown-fields`), `default`s applied, and types, `required`, `enum`,
 //! `minimum`/`maximum`, `minLength`/`maxLength`, `minItems`/`maxItems` checked with kube-apiserver's
-//! messages. `x-kubernetes-validations` (CEL) rules are not evaluated.
+//! messages. `x-kubernetes-validations` (CEL) rules are evaluated afterwards, in [`super::rules`].
 
 use serde_json::{Value, json};
 
@@ -54,6 +54,18 @@ pub(crate) fn admit_custom(res: &ResourceInfo, obj: &mut Value) -> Result<(), Ap
             }
         }
     }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
+    }
+}
+
+/// Evaluates the schema's `x-kubernetes-validations` rules on an admitted object (`old`: the stored one,
+/// on update).
+pub(crate) fn check_rules(res: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    let Some(schema) = &res.schema else { return Ok(()) };
+    let causes = super::rules::evaluate(schema, obj, old);
     if causes.is_empty() {
         Ok(())
     } else {

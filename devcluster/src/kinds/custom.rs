@@ -1,5 +1,5 @@
 //! Custom resources, served from their CRD: pruned, defaulted and validated against the version's
-//! structural schema, with the CRD's selectable fields and additional printer columns.
+//! structural schema and its `x-kubernetes-validations` rules (transition rules on update), with the CRD's selectable fields and additional printer columns.
 
 use serde_json::{Value, json};
 
@@ -26,10 +26,11 @@ impl Strategy for CustomResourceStrategy {
         &self,
         _cx: &mut AdmitContext<'_>,
         res: &ResourceInfo,
-        _old: Option<&Value>,
+        old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        schema::admit_custom(res, obj)
+        schema::admit_custom(res, obj)?;
+        schema::check_rules(res, obj, old)
     }
 
     fn columns(&self, res: &ResourceInfo) -> Vec<Value> {

@@ -319,8 +319,11 @@ fn scheduling_gate(cx: &Cx<'_>, scheduling: &SchedulingDecision, plan: &mut Plan
             Some(group.clone())
         }
         SchedulingDecision::Blocked { reason, message } => {
-            if find(&plan.status, JOB_SCHEDULING_BLOCKED).is_none_or(|c| c.status != "True" || c.reason.as_deref() != Some(reason.as_str())) {
-                plan.events.push(PlannedEvent::warning(blocked_event_reason(reason), message.clone()));
+            if find(&plan.status, JOB_SCHEDULING_BLOCKED)
+                .is_none_or(|c| c.status != "True" || c.reason.as_deref() != Some(reason.as_str()))
+            {
+                plan.events
+                    .push(PlannedEvent::warning(blocked_event_reason(reason), message.clone()));
             }
             set_condition(
                 &mut plan.status,

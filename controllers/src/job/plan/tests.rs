@@ -95,7 +95,11 @@ fn pods_without_a_group_keep_new_pods_ungrouped() {
     let p = run(&job(3, Some(5)), &[ungrouped]);
     assert_eq!(p.create.len(), 2);
     assert_eq!(p.pod_group, None);
-    assert!(p.events.iter().any(|e| e.warning && e.reason == "MixedSchedulingGroup"), "{:?}", p.events);
+    assert!(
+        p.events.iter().any(|e| e.warning && e.reason == "MixedSchedulingGroup"),
+        "{:?}",
+        p.events
+    );
     // Once every running pod has the group, new pods get it again.
     let mut grouped = pod("old", PodState::Active, None);
     grouped.pod_group = Some("pg".into());
@@ -263,13 +267,27 @@ fn blocked_scheduling_creates_no_pods() {
     assert!(p.events[0].warning);
     let j = with_status(j, p.status);
     // Blocked again for the same reason: no second event; for another reason: its own event.
-    let p = plan(&j, j.status.clone().unwrap(), &[], &blocked, now(), &JobConfig::default());
+    let p = plan(
+        &j,
+        j.status.clone().unwrap(),
+        &[],
+        &blocked,
+        now(),
+        &JobConfig::default(),
+    );
     assert!(p.events.is_empty());
     let unsupported = SchedulingDecision::Blocked {
         reason: "UnsupportedWorkloadStructure".into(),
         message: "found 2 Workloads".into(),
     };
-    let p = plan(&j, j.status.clone().unwrap(), &[], &unsupported, now(), &JobConfig::default());
+    let p = plan(
+        &j,
+        j.status.clone().unwrap(),
+        &[],
+        &unsupported,
+        now(),
+        &JobConfig::default(),
+    );
     assert_eq!(p.events.len(), 1);
     assert_eq!(p.events[0].reason, "UnsupportedWorkloadStructure");
     let p = plan(
