@@ -79,7 +79,13 @@ pub const ROOT_TEMPLATE_NAME: &str = "jobset";
         .field_path(".replicatedJobs"),
     validation = Rule::new("!has(self.scheduling) || !has(self.scheduling.replicatedJobPolicies) || self.replicatedJobs.all(r, !has(r.template.spec.scheduling) || !self.scheduling.replicatedJobPolicies.exists(p, p.targetReplicatedJob == r.name))")
         .message("a replicated job's scheduling may be set in its Job template or in spec.scheduling.replicatedJobPolicies, not both")
-        .field_path(".replicatedJobs")
+        .field_path(".replicatedJobs"),
+    validation = Rule::new("self.replicatedJobs.map(r, r.name) == oldSelf.replicatedJobs.map(r, r.name) && self.replicatedJobs.map(r, r.replicas) == oldSelf.replicatedJobs.map(r, r.replicas)")
+        .message("the replicated jobs (their names, order and replicas) are immutable")
+        .field_path(".replicatedJobs"),
+    validation = Rule::new(scheduling_transition_rule())
+        .message("spec.scheduling is immutable, except the gang minCount of a replicatedJobPolicies entry")
+        .field_path(".scheduling")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct JobSetSpec {
@@ -132,6 +138,67 @@ fn one() -> i32 {
     1
 }
 
+/// `a.f` and `b.f` both unset, or both set and equal.
+fn same(a: &str, b: &str, field: &str) -> String {
+    format!("(has({a}.{field}) == has({b}.{field}) && (!has({a}.{field}) || {a}.{field} == {b}.{field}))")
+}
+
+/// Pod-group scheduling `a` (a Job's `spec.scheduling` or a `replicatedJobPolicies` entry) equals `b`
+/// except for its gang's `minCount`, the one field a Workload's PodGroupTemplate lets change.
+fn same_but_min_count(a: &str, b: &str) -> String {
+    let (pa, pb) = (format!("{a}.schedulingPolicy"), format!("{b}.schedulingPolicy"));
+    format!(
+        "{} && {} && {} && has({pa}) == has({pb}) && (!has({pa}) || (has({pa}.basic) == has({pb}.basic) && has({pa}.gang) == has({pb}.gang)))",
+        same(a, b, "schedulingConstraints"),
+        same(a, b, "disruptionMode"),
+        same(a, b, "resourceClaims"),
+    )
+}
+
+/// The transition rule of `spec.scheduling`: set or unset for good; its root blocks, management and the
+/// targets of `replicatedJobPolicies` fixed; each policy fixed but for its gang's `minCount`. Every list it
+/// walks is bounded (at most 8 policies), so its estimated cost stays small.
+fn scheduling_transition_rule() -> String {
+    let policies =
+        |x: &str| format!("(has({x}.scheduling.replicatedJobPolicies) ? {x}.scheduling.replicatedJobPolicies : [])");
+    let (new, old) = (policies("self"), policies("oldSelf"));
+    format!(
+        "has(self.scheduling) == has(oldSelf.scheduling) && (!has(self.scheduling) || ({} && {} && {} && {} && \
+         {new}.map(p, p.targetReplicatedJob) == {old}.map(p, p.targetReplicatedJob) && \
+         {new}.all(p, {old}.exists(q, q.targetReplicatedJob == p.targetReplicatedJob && {}))))",
+        same("self.scheduling", "oldSelf.scheduling", "schedulingPolicy"),
+        same("self.scheduling", "oldSelf.scheduling", "schedulingConstraints"),
+        same("self.scheduling", "oldSelf.scheduling", "disruptionMode"),
+        same("self.scheduling", "oldSelf.scheduling", "podGroupManagement"),
+        same_but_min_count("p", "q"),
+    )
+}
+
+/// The transition rules of a replicated job's Job template: its metadata, pod template, `parallelism`,
+/// `completions`, `completionMode` and `backoffLimit` are immutable, and its `spec.scheduling` is set or
+/// unset for good and fixed but for the gang's `minCount`. (Other Job fields are preserved unvalidated; a
+/// rule that walked them would be unbounded, and they apply to the Jobs of the next restart attempt.)
+fn template_transition_rules() -> serde_json::Value {
+    let spec_fields = ["parallelism", "completions", "completionMode", "backoffLimit"]
+        .iter()
+        .map(|f| same("self.spec", "oldSelf.spec", f))
+        .collect::<Vec<_>>()
+        .join(" && ");
+    serde_json::json!([
+        {"rule": same("self", "oldSelf", "metadata"), "message": "the Job template's metadata is immutable",
+         "fieldPath": ".metadata"},
+        {"rule": "self.spec.template == oldSelf.spec.template", "message": "the pod template is immutable",
+         "fieldPath": ".spec.template"},
+        {"rule": spec_fields, "message": "parallelism, completions, completionMode and backoffLimit are immutable",
+         "fieldPath": ".spec"},
+        {"rule": format!(
+            "has(self.spec.scheduling) == has(oldSelf.spec.scheduling) && (!has(self.spec.scheduling) || {})",
+            same_but_min_count("self.spec.scheduling", "oldSelf.spec.scheduling")),
+         "message": "spec.scheduling is immutable, except the gang's minCount",
+         "fieldPath": ".spec.scheduling"},
+    ])
+}
+
 /// A structural schema for the Job template that spells out the fields the JobSet's rules read
 /// (`spec.scheduling`, `spec.parallelism`, `spec.completions`, ...) and preserves the rest unvalidated, so the
 /// CRD stays small enough for client-side `kubectl apply`. The Job controller and the API server validate
@@ -160,7 +227,8 @@ fn job_template_schema(generator: &mut SchemaGenerator) -> Schema {
                 "required": ["template"]
             }
         },
-        "required": ["spec"]
+        "required": ["spec"],
+        "x-kubernetes-validations": template_transition_rules()
     })
 }
 
@@ -405,6 +473,68 @@ mod tests {
         let reserved =
             json!({"replicatedJobs": [{"name": "jobset", "replicas": 1, "template": {"spec": {"template": {}}}}]});
         assert!(JobSetSpec::validate_cel(&reserved, None).is_err());
+    }
+
+    fn gang(min: i32) -> serde_json::Value {
+        json!({"schedulingPolicy": {"gang": {"minCount": min}}})
+    }
+
+    fn rejected(new: &serde_json::Value, old: &serde_json::Value, expected: &str) {
+        let err = JobSetSpec::validate_cel(new, Some(old)).expect_err(expected);
+        assert!(format!("{err:?}").contains(expected), "{err:?}");
+    }
+
+    #[test]
+    fn a_gang_min_count_may_change_after_creation() {
+        let old = spec(json!({"schedulingPolicy": {"basic": {}}}), Some(gang(2)));
+        assert!(JobSetSpec::validate_cel(&old, Some(&old)).is_ok());
+        let new = spec(json!({"schedulingPolicy": {"basic": {}}}), Some(gang(1)));
+        assert!(JobSetSpec::validate_cel(&new, Some(&old)).is_ok());
+        let mut policy = gang(2);
+        policy["targetReplicatedJob"] = json!("workers");
+        let old_b = spec(json!({"replicatedJobPolicies": [policy.clone()]}), None);
+        policy["schedulingPolicy"]["gang"]["minCount"] = json!(1);
+        let new_b = spec(json!({"replicatedJobPolicies": [policy]}), None);
+        assert!(JobSetSpec::validate_cel(&new_b, Some(&old_b)).is_ok());
+        // A transition rule does not hold back creation.
+        assert!(JobSetSpec::validate_cel(&new_b, None).is_ok());
+    }
+
+    #[test]
+    fn other_edits_after_creation_are_rejected() {
+        let old = spec(json!({"schedulingPolicy": {"basic": {}}}), Some(gang(2)));
+        let mut more = old.clone();
+        more["replicatedJobs"][1]["replicas"] = json!(3);
+        rejected(&more, &old, "names, order and replicas");
+        let mut renamed = old.clone();
+        renamed["replicatedJobs"][1]["name"] = json!("trainers");
+        rejected(&renamed, &old, "names, order and replicas");
+        let mut image = old.clone();
+        image["replicatedJobs"][1]["template"]["spec"]["template"] = json!({"spec": {"containers": [{"name": "c"}]}});
+        rejected(&image, &old, "pod template is immutable");
+        let mut wider = old.clone();
+        wider["replicatedJobs"][1]["template"]["spec"]["parallelism"] = json!(4);
+        rejected(&wider, &old, "parallelism");
+        let basic = spec(
+            json!({"schedulingPolicy": {"basic": {}}}),
+            Some(json!({"schedulingPolicy": {"basic": {}}})),
+        );
+        rejected(&basic, &old, "except the gang's minCount");
+        let racked = spec(
+            json!({"schedulingPolicy": {"basic": {}}}),
+            Some(json!({"schedulingPolicy": {"gang": {"minCount": 2}},
+                "schedulingConstraints": {"topology": [{"key": "kwas.dev/rack"}]}})),
+        );
+        rejected(&racked, &old, "except the gang's minCount");
+        let root_gang = spec(
+            json!({"schedulingPolicy": {"gang": {"minGroupCount": 2}}}),
+            Some(gang(2)),
+        );
+        rejected(&root_gang, &old, "spec.scheduling is immutable");
+        let unset = spec(json!(null), Some(gang(2)));
+        let mut unset = unset;
+        unset.as_object_mut().unwrap().remove("scheduling");
+        rejected(&unset, &old, "spec.scheduling is immutable");
     }
 
     #[test]

@@ -42,7 +42,11 @@ fn jobset_crd_shape() {
         .iter()
         .map(|r| r["rule"].as_str().unwrap())
         .collect();
-    assert_eq!(rules.len(), 4);
+    assert_eq!(rules.len(), 6);
+    assert!(
+        rules.iter().filter(|r| r.contains("oldSelf")).count() == 2,
+        "the transition rules: {rules:?}"
+    );
     assert!(rules.contains(&"self.replicatedJobs.map(r, r.replicas).sum() <= 10000"));
     assert_eq!(
         spec["properties"]["replicatedJobs"]["items"]["properties"]["replicas"]["maximum"].as_f64(),
@@ -54,6 +58,7 @@ fn jobset_crd_shape() {
         true
     );
     assert!(template["properties"]["spec"]["properties"]["scheduling"]["properties"]["schedulingPolicy"].is_object());
+    assert_eq!(template["x-kubernetes-validations"].as_array().map(Vec::len), Some(4));
     let root = &spec["properties"]["scheduling"]["properties"]["schedulingPolicy"];
     assert_eq!(
         root["x-kubernetes-validations"][0]["rule"],

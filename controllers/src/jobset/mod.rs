@@ -14,8 +14,8 @@
 //!
 //! Edits after the Workload exists: the CRD's transition rules reject, at the API, edits to replicated jobs'
 //! names, counts and Job templates and to `spec.scheduling` other than a gang's `minCount`. A changed gang
-//! size (a replicated job's `minCount`, or its `parallelism` when `minCount` is unset) is re-synced when the
-//! JobSet owns the Workload: written to the Workload's template (the one mutable field of its templates)
+//! `minCount` (in a Job template or a `replicatedJobPolicies` entry) is re-synced when the JobSet owns the
+//! Workload: written to the Workload's template (the one mutable field of its templates)
 //! and, centralized, to the child PodGroups; delegated child Jobs' controller re-syncs their PodGroups from
 //! the template. An edit the Workload cannot take (one that got past the API, say with the rules removed,
 //! or an invalid compiled result) is checked with the library's Workload update validation and reported:

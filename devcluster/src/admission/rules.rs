@@ -73,7 +73,7 @@ fn to_cause(schema: &Value, e: &kube_cel::ValidationError) -> FieldCause {
     } else {
         e.field_path.clone()
     };
-    let ty = type_at(schema, &e.field_path);
+    let ty = rule_node_type(schema, &e.field_path, &e.rule);
     match e.reason.as_deref() {
         Some("FieldValueForbidden") => FieldCause::forbidden(field, &e.message),
         Some("FieldValueRequired") => FieldCause::required(field, &e.message),
@@ -82,8 +82,45 @@ fn to_cause(schema: &Value, e: &kube_cel::ValidationError) -> FieldCause {
     }
 }
 
+/// The type of the schema node holding `rule` on the way to `path` (kube-apiserver reports a failed
+/// rule's value as its node's type, whatever `fieldPath` the error points to); `object` when not found.
+fn rule_node_type(schema: &Value, path: &str, rule: &str) -> String {
+    let holds = |node: &Value| {
+        node.get("x-kubernetes-validations")
+            .and_then(Value::as_array)
+            .is_some_and(|rules| {
+                rules
+                    .iter()
+                    .any(|r| r.get("rule").and_then(Value::as_str) == Some(rule))
+            })
+    };
+    let mut found = holds(schema).then(|| type_at(schema, ""));
+    let mut prefix = String::new();
+    for segment in path.split('.').filter(|s| !s.is_empty()) {
+        if !prefix.is_empty() {
+            prefix.push('.');
+        }
+        prefix.push_str(segment);
+        if let Some(node) = node_at(schema, &prefix)
+            && holds(node)
+        {
+            found = Some(type_at(schema, &prefix));
+        }
+    }
+    found.unwrap_or_else(|| "object".into())
+}
+
 /// The schema type at a field path (`spec.items[2].name`), `object` when the path leaves the schema.
 fn type_at(schema: &Value, path: &str) -> String {
+    node_at(schema, path)
+        .and_then(|n| n.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("object")
+        .to_string()
+}
+
+/// The schema node at a field path, `None` when the path leaves the schema.
+fn node_at<'a>(schema: &'a Value, path: &str) -> Option<&'a Value> {
     let mut node = schema;
     for segment in path.split('.').filter(|s| !s.is_empty()) {
         let (name, indexed) = match segment.find('[') {
@@ -94,18 +131,14 @@ fn type_at(schema: &Value, path: &str) -> String {
             .get("properties")
             .and_then(|p| p.get(name))
             .or_else(|| node.get("additionalProperties").filter(|a| a.is_object()));
-        let Some(next) = next else { return "object".into() };
-        node = next;
+        node = next?;
         if indexed {
             for _ in segment.matches('[') {
-                match node.get("items") {
-                    Some(items) => node = items,
-                    None => return "object".into(),
-                }
+                node = node.get("items")?;
             }
         }
     }
-    node.get("type").and_then(Value::as_str).unwrap_or("object").to_string()
+    Some(node)
 }
 
 #[cfg(test)]
@@ -118,7 +151,8 @@ mod tests {
                 "x-kubernetes-validations": [
                     {"rule": "self.size == oldSelf.size", "message": "size is immutable"},
                     {"rule": "self.size <= self.max", "messageExpression": "'size ' + string(self.size) + ' exceeds max'"},
-                    {"rule": "!has(self.secret)", "reason": "FieldValueForbidden", "message": "no secrets", "fieldPath": ".secret"}
+                    {"rule": "!has(self.secret)", "reason": "FieldValueForbidden", "message": "no secrets", "fieldPath": ".secret"},
+                    {"rule": "self.size != 7", "message": "not seven", "fieldPath": ".size"}
                 ],
                 "properties": {
                     "size": {"type": "integer"},
@@ -155,6 +189,15 @@ mod tests {
                 "spec.secret: Forbidden: no secrets",
                 "spec.items[0]: Invalid value: \"object\": failed rule: self.name != 'bad'",
             ]
+        );
+    }
+
+    #[test]
+    fn a_field_path_keeps_the_type_of_the_rules_node() {
+        let seven = json!({"spec": {"size": 7, "max": 10}});
+        assert_eq!(
+            rendered(&evaluate(&schema(), &seven, None)),
+            vec!["spec.size: Invalid value: \"object\": not seven"]
         );
     }
 
