@@ -37,7 +37,9 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(test, x_kube(cel))]
 #[x_kube(
     validation = Rule::new("!(has(self.basic) && has(self.gang))")
-        .message("must specify exactly one of: `basic`, `gang`")
+        .message("must specify exactly one of: `basic`, `gang`"),
+    validation = Rule::new("has(self.basic) || has(self.gang)")
+        .message("must specify one of: `basic`, `gang`")
 )]
 pub struct WorkloadCompositePodGroupSchedulingPolicy {
     /// Basic: the child groups are admitted and scheduled independently.
@@ -116,7 +118,9 @@ impl WorkloadCompositePodGroupSchedulingConstraints {
 #[cfg_attr(test, x_kube(cel))]
 #[x_kube(
     validation = Rule::new("!(has(self.single) && has(self.all))")
-        .message("must specify exactly one of: `single`, `all`")
+        .message("must specify exactly one of: `single`, `all`"),
+    validation = Rule::new("has(self.single) || has(self.all)")
+        .message("must specify one of: `single`, `all`")
 )]
 pub struct WorkloadCompositePodGroupDisruptionMode {
     /// Children can be disrupted independently of each other.
@@ -211,9 +215,18 @@ mod tests {
     }
 
     #[test]
-    fn cel_rules_reject_two_union_members() {
+    fn cel_rules_reject_two_union_members_and_none() {
         assert!(WorkloadCompositePodGroupSchedulingPolicy::validate_cel(&json!({"basic": {}}), None).is_ok());
-        assert!(WorkloadCompositePodGroupSchedulingPolicy::validate_cel(&json!({}), None).is_ok());
+        let err = WorkloadCompositePodGroupSchedulingPolicy::validate_cel(&json!({}), None).unwrap_err();
+        assert!(
+            format!("{err:?}").contains("must specify one of: `basic`, `gang`"),
+            "{err:?}"
+        );
+        let err = WorkloadCompositePodGroupDisruptionMode::validate_cel(&json!({}), None).unwrap_err();
+        assert!(
+            format!("{err:?}").contains("must specify one of: `single`, `all`"),
+            "{err:?}"
+        );
         let err = WorkloadCompositePodGroupSchedulingPolicy::validate_cel(
             &json!({"basic": {}, "gang": {"minGroupCount": 2}}),
             None,

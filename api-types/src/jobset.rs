@@ -232,9 +232,32 @@ fn job_template_schema(generator: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// The union rules of a leaf block holding `schedulingPolicy` and `disruptionMode` (kube-apiserver's
+/// declarative union validation of the v1alpha3 types: none set, or two set, is invalid).
+fn leaf_union_rules() -> serde_json::Value {
+    let mut rules = Vec::new();
+    for (field, a, b) in [
+        ("schedulingPolicy", "basic", "gang"),
+        ("disruptionMode", "single", "all"),
+    ] {
+        rules.push(serde_json::json!({
+            "rule": format!("!has(self.{field}) || has(self.{field}.{a}) || has(self.{field}.{b})"),
+            "message": format!("must specify one of: `{a}`, `{b}`"),
+            "fieldPath": format!(".{field}"),
+        }));
+        rules.push(serde_json::json!({
+            "rule": format!("!has(self.{field}) || !(has(self.{field}.{a}) && has(self.{field}.{b}))"),
+            "message": format!("must specify exactly one of: `{a}`, `{b}`"),
+            "fieldPath": format!(".{field}"),
+        }));
+    }
+    serde_json::Value::Array(rules)
+}
+
 /// The schema of a Job template's `spec.scheduling` (batch/v1 `JobSchedulingConfiguration`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = leaf_union_rules()))]
 struct JobSetJobSchedulingSchema {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     scheduling_policy: Option<WorkloadPodGroupSchedulingPolicy>,
@@ -318,6 +341,7 @@ pub struct JobSetScheduling {
 /// Option B: the scheduling intent of one replicated job's Jobs, in the leaf building blocks.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = leaf_union_rules()))]
 pub struct ReplicatedJobPolicy {
     /// The replicated job this policy applies to.
     pub target_replicated_job: String,

@@ -106,6 +106,22 @@ fn a_policy_must_target_a_replicated_job() {
 }
 
 #[test]
+fn replicas_summing_past_the_bound_are_rejected() {
+    // The CRD's rule refuses this at the API; the controller checks again for a CRD without the rule.
+    let mut js = fixture("jobset-option-b.yaml");
+    for r in &mut js.spec.replicated_jobs {
+        r.replicas = 10_000;
+    }
+    let errs = compile(&js).unwrap_err();
+    assert!(
+        errs.to_string().contains(
+            "spec.replicatedJobs: Invalid value: 20000: the replicated jobs' replicas may sum to at most 10000"
+        ),
+        "{errs}"
+    );
+}
+
+#[test]
 fn invalid_intent_reports_the_users_paths() {
     let mut js = fixture("jobset-option-a.yaml");
     let root = js.spec.scheduling.as_mut().unwrap();

@@ -40,6 +40,10 @@ pub const MAX_TOPOLOGY_CONSTRAINTS: usize = 1;
 pub const MAX_RESOURCE_CLAIMS: usize = 4;
 
 pub(crate) const MIN_ONE: &str = "must be greater than or equal to 1";
+/// kube-apiserver's union rule for a policy block with no member.
+pub(crate) const POLICY_REQUIRED: &str = "must specify one of: `basic`, `gang`";
+/// kube-apiserver's union rule for a disruption-mode block with no member.
+pub(crate) const DISRUPTION_REQUIRED: &str = "must specify one of: `single`, `all`";
 pub(crate) const CLAIM_SOURCE_UNION: &str =
     "must specify exactly one of: `resourceClaimName`, `resourceClaimTemplateName`";
 
@@ -88,7 +92,7 @@ fn check_policy_members(
                 errs.push(FieldError::invalid(path.child("gang").child(count_field), n, MIN_ONE));
             }
         }
-        (false, None) => {}
+        (false, None) => errs.push(FieldError::invalid(path.clone(), "", POLICY_REQUIRED)),
     }
     errs
 }
@@ -107,7 +111,10 @@ fn check_disruption_members(
         }
         (true, false) => Some(DisruptionModeOption::Single),
         (false, true) => Some(DisruptionModeOption::All),
-        (false, false) => None,
+        (false, false) => {
+            errs.push(FieldError::invalid(path.clone(), "", DISRUPTION_REQUIRED));
+            None
+        }
     };
     if let Some(option) = chosen.filter(|o| !allowed.contains(o)) {
         errs.push(FieldError::forbidden(
@@ -119,7 +126,8 @@ fn check_disruption_members(
 }
 
 /// `ValidateSchedulingPolicy`: a leaf policy block has at most one member, the member is allowed, and a set
-/// `gang.minCount` is >= 1. An unset or empty block is valid (the controller's default applies).
+/// `gang.minCount` is >= 1. An unset block is valid (the controller's default applies); an empty one
+/// (`schedulingPolicy: {}`) is not, as kube-apiserver's union rule says ("must specify one of").
 pub fn validate_scheduling_policy(
     policy: Option<&WorkloadPodGroupSchedulingPolicy>,
     path: &FieldPath,
@@ -151,7 +159,8 @@ pub fn validate_composite_scheduling_policy(
     )
 }
 
-/// `ValidateDisruptionMode`: at most one member, and the member is allowed. Unset or empty is valid.
+/// `ValidateDisruptionMode`: exactly one member, and the member is allowed. Unset is valid; empty
+/// (`disruptionMode: {}`) is not ("must specify one of"), as kube-apiserver says.
 pub fn validate_disruption_mode(
     mode: Option<&WorkloadPodGroupDisruptionMode>,
     path: &FieldPath,
@@ -305,7 +314,16 @@ mod tests {
     #[test]
     fn policy_allow_list() {
         assert!(validate_scheduling_policy(None, &path(), &[]).is_empty());
-        assert!(validate_scheduling_policy(Some(&Default::default()), &path(), &[]).is_empty());
+        // An empty block is kube-apiserver's union error, whatever the allow-list.
+        assert_eq!(
+            validate_scheduling_policy(Some(&Default::default()), &path(), &ALL_POLICIES).to_string(),
+            "spec.scheduling.schedulingPolicy: Invalid value: \"\": must specify one of: `basic`, `gang`"
+        );
+        let mode = FieldPath::new("spec").child("scheduling").child("disruptionMode");
+        assert_eq!(
+            validate_disruption_mode(Some(&Default::default()), &mode, &[DisruptionModeOption::Single]).to_string(),
+            "spec.scheduling.disruptionMode: Invalid value: \"\": must specify one of: `single`, `all`"
+        );
         assert!(validate_scheduling_policy(Some(&basic()), &path(), &ALL_POLICIES).is_empty());
         assert!(validate_scheduling_policy(Some(&gang(None)), &path(), &ALL_POLICIES).is_empty());
         assert_eq!(

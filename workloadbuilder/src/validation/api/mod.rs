@@ -35,7 +35,7 @@ use k8s_openapi::api::scheduling::v1alpha3::{
 };
 use kwas_api::names::HIGHEST_USER_DEFINABLE_PRIORITY;
 
-use super::blocks::{MIN_ONE, check_claims, check_topology};
+use super::blocks::{DISRUPTION_REQUIRED, MIN_ONE, POLICY_REQUIRED, check_claims, check_topology};
 use super::strings::{is_dns1123_label, is_dns1123_subdomain};
 use crate::field::{FieldError, FieldErrors, FieldPath};
 use crate::mapconfig::{DISRUPTION_UNION, POLICY_UNION};
@@ -79,11 +79,7 @@ pub(super) fn check_count(value: i32, path: FieldPath, errs: &mut FieldErrors) {
 
 pub(super) fn check_pod_group_policy(p: &PodGroupSchedulingPolicy, path: &FieldPath, errs: &mut FieldErrors) {
     match (&p.basic, &p.gang) {
-        (None, None) => errs.push(FieldError::invalid(
-            path.clone(),
-            "",
-            "must specify one of: `basic`, `gang`",
-        )),
+        (None, None) => errs.push(FieldError::invalid(path.clone(), "", POLICY_REQUIRED)),
         (Some(_), Some(_)) => errs.push(FieldError::invalid(path.clone(), "{basic, gang}", POLICY_UNION)),
         (None, Some(g)) => check_count(g.min_count, path.child("gang").child("minCount"), errs),
         (Some(_), None) => {}
@@ -92,11 +88,7 @@ pub(super) fn check_pod_group_policy(p: &PodGroupSchedulingPolicy, path: &FieldP
 
 pub(super) fn check_composite_policy(p: &CompositePodGroupSchedulingPolicy, path: &FieldPath, errs: &mut FieldErrors) {
     match (&p.basic, &p.gang) {
-        (None, None) => errs.push(FieldError::invalid(
-            path.clone(),
-            "",
-            "must specify one of: `basic`, `gang`",
-        )),
+        (None, None) => errs.push(FieldError::invalid(path.clone(), "", POLICY_REQUIRED)),
         (Some(_), Some(_)) => errs.push(FieldError::invalid(path.clone(), "{basic, gang}", POLICY_UNION)),
         (None, Some(g)) => check_count(g.min_group_count, path.child("gang").child("minGroupCount"), errs),
         (Some(_), None) => {}
@@ -105,11 +97,7 @@ pub(super) fn check_composite_policy(p: &CompositePodGroupSchedulingPolicy, path
 
 pub(super) fn check_disruption(single: bool, all: bool, path: &FieldPath, errs: &mut FieldErrors) {
     match (single, all) {
-        (false, false) => errs.push(FieldError::invalid(
-            path.clone(),
-            "",
-            "must specify one of: `single`, `all`",
-        )),
+        (false, false) => errs.push(FieldError::invalid(path.clone(), "", DISRUPTION_REQUIRED)),
         (true, true) => errs.push(FieldError::invalid(path.clone(), "{single, all}", DISRUPTION_UNION)),
         _ => {}
     }
