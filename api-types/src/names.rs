@@ -19,9 +19,10 @@ pub mod annotations {
     /// PodGroupTemplate or CompositePodGroupTemplate in the parent's Workload that the child's pods map to.
     pub const GROUP_TEMPLATE_NAME: &str = "scheduling.k8s.io/group-template-name";
     /// Set by a parent controller on a child object: the name of the parent CompositePodGroup instance the
-    /// child's group attaches to. This is KEP-6089's spelling and the one kwas writes.
+    /// child's group attaches to. This is KEP-6089's spelling; kwas writes it and [`PARENT_COMPOSITE_POD_GROUP_ALT`].
     pub const PARENT_COMPOSITE_POD_GROUP: &str = "scheduling.k8s.io/parent-composite-podgroup";
-    /// The spelling some upstream constants use for [`PARENT_COMPOSITE_POD_GROUP`]; accepted on read.
+    /// The spelling kube-apiserver's constants, KEP-5547 and LeaderWorkerSet use for
+    /// [`PARENT_COMPOSITE_POD_GROUP`]; kwas writes both and reads either.
     pub const PARENT_COMPOSITE_POD_GROUP_ALT: &str = "scheduling.k8s.io/parent-compositepodgroup";
     /// The completion index of an Indexed Job's pod (also a label).
     pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";

@@ -568,7 +568,14 @@ async fn delegated_job_waits_for_the_parent_workload_then_creates_only_its_pod_g
         .create(&PostParams::default(), &root)
         .await
         .unwrap();
-    create(&client, &delegated_job("trainer-workers-1")).await;
+    // The second child carries only the spelling kube-apiserver's constants, KEP-5547 and LWS use.
+    let mut alt = delegated_job("trainer-workers-1");
+    let annotations = alt.metadata.annotations.as_mut().unwrap();
+    let parent = annotations
+        .remove("scheduling.k8s.io/parent-composite-podgroup")
+        .unwrap();
+    annotations.insert("scheduling.k8s.io/parent-compositepodgroup".into(), parent);
+    create(&client, &alt).await;
     for name in ["trainer-workers-0", "trainer-workers-1"] {
         let done = wait_condition(&client, name, "Complete").await;
         assert!(condition(&done, "SchedulingBlocked").is_none(), "the block is cleared");

@@ -5,8 +5,11 @@
 //! - [`GROUP_TEMPLATE_NAME`]: the template in the parent's Workload that the child's pods map to;
 //! - [`PARENT_COMPOSITE_POD_GROUP`]: the parent CompositePodGroup instance the child's group attaches to.
 //!
-//! [`DownwardMapping`] writes KEP-6089's spelling and reads both spellings of the parent key (some upstream
-//! constants spell it `scheduling.k8s.io/parent-compositepodgroup`).
+//! The parent key has two spellings: KEP-6089's `scheduling.k8s.io/parent-composite-podgroup` and
+//! `scheduling.k8s.io/parent-compositepodgroup`, the one kube-apiserver's constants, KEP-5547 and
+//! LeaderWorkerSet use. [`DownwardMapping`] writes both (so a child reconciled by the in-tree Job controller
+//! or by kwas's keeps its parent link) and reads either; two spellings naming different parents are an
+//! error, as the child's parent would be ambiguous.
 //!
 //! ```
 //! use std::collections::BTreeMap;
@@ -51,23 +54,34 @@ impl DownwardMapping {
         self
     }
 
-    /// Set the annotations on `annotations` (KEP-6089 spelling; a stale alternative spelling is removed).
+    /// Set the annotations on `annotations`: the template, and the parent under both spellings (both are
+    /// removed when there is no parent).
     pub fn write(&self, annotations: &mut BTreeMap<String, String>) {
         annotations.insert(GROUP_TEMPLATE_NAME.to_string(), self.group_template_name.clone());
-        annotations.remove(PARENT_COMPOSITE_POD_GROUP_ALT);
-        match &self.parent_composite_pod_group {
-            Some(parent) => {
-                annotations.insert(PARENT_COMPOSITE_POD_GROUP.to_string(), parent.clone());
-            }
-            None => {
-                annotations.remove(PARENT_COMPOSITE_POD_GROUP);
+        for key in [PARENT_COMPOSITE_POD_GROUP, PARENT_COMPOSITE_POD_GROUP_ALT] {
+            match &self.parent_composite_pod_group {
+                Some(parent) => {
+                    annotations.insert(key.to_string(), parent.clone());
+                }
+                None => {
+                    annotations.remove(key);
+                }
             }
         }
     }
 
+    /// The parent CompositePodGroup named by either spelling of the parent key, `None` when neither is set
+    /// (for callers that need only the parent; [`DownwardMapping::read`] also validates).
+    pub fn read_parent(annotations: &BTreeMap<String, String>) -> Option<&str> {
+        annotations
+            .get(PARENT_COMPOSITE_POD_GROUP)
+            .or_else(|| annotations.get(PARENT_COMPOSITE_POD_GROUP_ALT))
+            .map(String::as_str)
+    }
+
     /// Read the mapping from an object's annotations: `Ok(None)` when the template annotation is absent,
     /// errors (at `metadata.annotations[<key>]`) when a value is malformed or a parent is given without a
-    /// template. The KEP-6089 spelling of the parent key wins over the alternative one.
+    /// template, and when the two spellings of the parent key name different parents.
     pub fn read(annotations: &BTreeMap<String, String>) -> Result<Option<Self>, FieldErrors> {
         let path = FieldPath::new("metadata").child("annotations");
         let template = annotations.get(GROUP_TEMPLATE_NAME);
@@ -79,6 +93,17 @@ impl DownwardMapping {
             ),
         };
         let mut errs = FieldErrors::new();
+        if let (Some(seed), Some(alt)) = (
+            annotations.get(PARENT_COMPOSITE_POD_GROUP),
+            annotations.get(PARENT_COMPOSITE_POD_GROUP_ALT),
+        ) && seed != alt
+        {
+            errs.push(FieldError::invalid(
+                path.key(PARENT_COMPOSITE_POD_GROUP_ALT),
+                alt,
+                format!("must equal {PARENT_COMPOSITE_POD_GROUP} ({seed:?}) when both are set"),
+            ));
+        }
         if let Some(t) = template {
             for msg in is_dns1123_label(t) {
                 errs.push(FieldError::invalid(path.key(GROUP_TEMPLATE_NAME), t, msg));
@@ -113,7 +138,7 @@ mod tests {
     }
 
     #[test]
-    fn writes_the_seed_spelling() {
+    fn writes_both_spellings() {
         let mut a = map(&[(PARENT_COMPOSITE_POD_GROUP_ALT, "old"), ("other", "kept")]);
         DownwardMapping::new("workers").with_parent("root-1").write(&mut a);
         assert_eq!(
@@ -121,9 +146,14 @@ mod tests {
             map(&[
                 (GROUP_TEMPLATE_NAME, "workers"),
                 (PARENT_COMPOSITE_POD_GROUP, "root-1"),
+                (PARENT_COMPOSITE_POD_GROUP_ALT, "root-1"),
                 ("other", "kept")
             ])
         );
+        assert_eq!(DownwardMapping::read_parent(&a), Some("root-1"));
+        DownwardMapping::new("workers").write(&mut a);
+        assert_eq!(a, map(&[(GROUP_TEMPLATE_NAME, "workers"), ("other", "kept")]));
+        assert_eq!(DownwardMapping::read_parent(&a), None);
     }
 
     #[test]
@@ -136,18 +166,28 @@ mod tests {
             DownwardMapping::read(&alt).unwrap(),
             Some(DownwardMapping::new("workers").with_parent("root-1"))
         );
-        let both = map(&[
+        assert_eq!(DownwardMapping::read_parent(&alt), Some("root-1"));
+        let same = map(&[
+            (GROUP_TEMPLATE_NAME, "workers"),
+            (PARENT_COMPOSITE_POD_GROUP_ALT, "root-1"),
+            (PARENT_COMPOSITE_POD_GROUP, "root-1"),
+        ]);
+        assert_eq!(
+            DownwardMapping::read(&same).unwrap(),
+            Some(DownwardMapping::new("workers").with_parent("root-1"))
+        );
+        let differ = map(&[
             (GROUP_TEMPLATE_NAME, "workers"),
             (PARENT_COMPOSITE_POD_GROUP_ALT, "alt"),
             (PARENT_COMPOSITE_POD_GROUP, "seed"),
         ]);
-        assert_eq!(
-            DownwardMapping::read(&both)
-                .unwrap()
-                .unwrap()
-                .parent_composite_pod_group
-                .as_deref(),
-            Some("seed")
+        let errs = DownwardMapping::read(&differ).unwrap_err();
+        assert!(
+            errs.contains(
+                FieldErrorType::Invalid,
+                "metadata.annotations[scheduling.k8s.io/parent-compositepodgroup]"
+            ),
+            "{errs}"
         );
         assert_eq!(DownwardMapping::read(&map(&[("x", "y")])).unwrap(), None);
         assert_eq!(
