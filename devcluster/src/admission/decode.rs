@@ -69,25 +69,58 @@ pub(crate) fn typed<T: DeserializeOwned + Serialize>(
     let back = serde_json::to_value(&typed).map_err(|e| ApiError::internal(e.to_string()))?;
     let mut unknown = Vec::new();
     unknown_fields(obj, &back, "", &mut unknown);
-    if !unknown.is_empty() {
-        match ctx.field_validation {
-            FieldValidation::Strict => {
-                let list = unknown
-                    .iter()
-                    .map(|f| format!("unknown field {f:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                return Err(ApiError::bad_request(format!("strict decoding error: {list}")));
-            }
-            FieldValidation::Warn => {
-                ctx.warnings
-                    .extend(unknown.iter().map(|f| format!("unknown field {f:?}")));
-            }
-            FieldValidation::Ignore => {}
-        }
-    }
+    report_unknown(ctx, &unknown)?;
     *obj = back;
     Ok(())
+}
+
+/// Reports fields the decoding dropped per the request's `fieldValidation`: a 400 `strict decoding error`
+/// under `Strict`, warnings under `Warn`, nothing under `Ignore`.
+pub(crate) fn report_unknown(ctx: &mut RequestContext, unknown: &[String]) -> Result<(), ApiError> {
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let described = unknown.iter().map(|f| describe_unknown(f));
+    match ctx.field_validation {
+        FieldValidation::Strict => {
+            let list = described.collect::<Vec<_>>().join(", ");
+            Err(ApiError::bad_request(format!("strict decoding error: {list}")))
+        }
+        FieldValidation::Warn => {
+            ctx.warnings.extend(described);
+            Ok(())
+        }
+        FieldValidation::Ignore => Ok(()),
+    }
+}
+
+/// The names of KEP-6089's drafts and the fields the API settled on: (draft, field, where it applies).
+const DRAFT_NAMES: [(&str, &str, &str); 4] = [
+    ("policy", "schedulingPolicy", "scheduling"),
+    ("constraints", "schedulingConstraints", "scheduling"),
+    ("disruption", "disruptionMode", "scheduling"),
+    ("level", "key", "topology"),
+];
+
+/// `unknown field "<path>"`, with a hint when the field is a KEP-6089 draft name inside a scheduling block
+/// (`unknown field "spec.scheduling.policy" (did you mean "spec.scheduling.schedulingPolicy"?)`).
+pub(crate) fn describe_unknown(field: &str) -> String {
+    let (parent, last) = field.rsplit_once('.').unwrap_or(("", field));
+    let within =
+        |scope: &str| parent.contains(scope) || parent.contains("TemplatePolicies") || parent.contains("Templates[");
+    let hint = DRAFT_NAMES
+        .iter()
+        .find(|(draft, _, scope)| *draft == last && within(scope))
+        .map(|(_, name, _)| {
+            let suggestion = if parent.is_empty() {
+                (*name).to_string()
+            } else {
+                format!("{parent}.{name}")
+            };
+            format!(" (did you mean {suggestion:?}?)")
+        })
+        .unwrap_or_default();
+    format!("unknown field {field:?}{hint}")
 }
 
 /// Fields present (non-null) in `input` but dropped by the typed round trip.
@@ -158,5 +191,25 @@ mod tests {
             pod["spec"]["containers"][0]["resources"],
             json!({"requests": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"}, "limits": {"cpu": "2"}})
         );
+    }
+
+    #[test]
+    fn draft_names_get_a_hint_inside_scheduling_blocks_only() {
+        assert_eq!(
+            describe_unknown("spec.scheduling.policy"),
+            "unknown field \"spec.scheduling.policy\" (did you mean \"spec.scheduling.schedulingPolicy\"?)"
+        );
+        assert_eq!(
+            describe_unknown("spec.scheduling.schedulingConstraints.topology[0].level"),
+            "unknown field \"spec.scheduling.schedulingConstraints.topology[0].level\" \
+             (did you mean \"spec.scheduling.schedulingConstraints.topology[0].key\"?)"
+        );
+        assert_eq!(
+            describe_unknown("spec.podGroupTemplates[0].constraints"),
+            "unknown field \"spec.podGroupTemplates[0].constraints\" \
+             (did you mean \"spec.podGroupTemplates[0].schedulingConstraints\"?)"
+        );
+        assert_eq!(describe_unknown("spec.policy"), "unknown field \"spec.policy\"");
+        assert_eq!(describe_unknown("level"), "unknown field \"level\"");
     }
 }

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::print::s;
-use crate::admission::schema;
+use crate::admission::{decode, schema};
 use crate::error::ApiError;
 use crate::meta;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
@@ -24,12 +24,19 @@ impl Strategy for CustomResourceStrategy {
 
     fn prepare(
         &self,
-        _cx: &mut AdmitContext<'_>,
+        cx: &mut AdmitContext<'_>,
         res: &ResourceInfo,
         old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        schema::admit_custom(res, obj)?;
+        let input = obj.clone();
+        let admitted = schema::admit_custom(res, obj);
+        // What pruning dropped is reported per `fieldValidation` before any validation error, as
+        // kube-apiserver's decoding comes before its validation.
+        let mut pruned = Vec::new();
+        decode::unknown_fields(&input, obj, "", &mut pruned);
+        decode::report_unknown(cx.request, &pruned)?;
+        admitted?;
         schema::check_rules(res, obj, old)
     }
 
