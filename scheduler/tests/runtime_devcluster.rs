@@ -282,6 +282,14 @@ async fn a_gang_binds_nothing_until_it_fits_then_everything() {
         text.contains("kwas_scheduler_group_attempt_duration_seconds_count{result=\"scheduled\"}"),
         "{text}"
     );
+    // kube-scheduler's series for the same attempt, and the queue by entity type.
+    for needle in [
+        "scheduler_podgroup_schedule_attempts_total{profile=\"kwas-scheduler\",result=\"scheduled\",type=\"podgroup\"}",
+        "scheduler_podgroup_scheduling_attempt_duration_seconds_count{profile=\"kwas-scheduler\",result=\"scheduled\",type=\"podgroup\"}",
+        "scheduler_queued_entities{queue=\"active\",type=\"podgroup\"}",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
     s.stop().await;
     c.shutdown().await;
 }

@@ -242,11 +242,12 @@ impl SchedulerRuntime {
         if let Some(l) = &config.leader_election {
             l.validate().map_err(Error::Config)?;
         }
+        let metrics = Metrics::with_profile(config.primary_name());
         Ok(Self {
             client,
             config,
             health: Arc::new(Health::default()),
-            metrics: Metrics::new(),
+            metrics,
         })
     }
 

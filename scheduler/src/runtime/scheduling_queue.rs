@@ -56,6 +56,35 @@ pub struct QueueDepth {
     pub unschedulable: usize,
     /// Gated units.
     pub gated: usize,
+    /// The same by entity type (upstream's `scheduler_queued_entities{queue,type}`): for each of
+    /// active, backoff, unschedulable and gated, the units that are plain pods, PodGroups and
+    /// CompositePodGroups (roots of hierarchies).
+    pub by_type: [[usize; ENTITY_TYPES.len()]; QUEUES.len()],
+}
+
+/// The queues of [`QueueDepth::by_type`], in order (upstream's `queue` label values).
+pub const QUEUES: [&str; 4] = ["active", "backoff", "unschedulable", "gated"];
+/// The entity types of [`QueueDepth::by_type`], in order (upstream's `type` label values).
+pub const ENTITY_TYPES: [&str; 3] = ["pod", "podgroup", "compositepodgroup"];
+
+fn entity_type(unit: &UnitKey) -> usize {
+    match unit {
+        UnitKey::Pod(_) => 0,
+        UnitKey::Group(g) => match g.kind {
+            crate::core::model::GroupKind::PodGroup => 1,
+            crate::core::model::GroupKind::CompositePodGroup => 2,
+        },
+    }
+}
+
+fn queue_index(state: QueueState) -> Option<usize> {
+    match state {
+        QueueState::Active => Some(0),
+        QueueState::Backoff => Some(1),
+        QueueState::Unschedulable => Some(2),
+        QueueState::Gated => Some(3),
+        QueueState::InFlight => None,
+    }
 }
 
 type ActiveKey = (Reverse<i32>, u8, u64, UnitKey);
@@ -88,6 +117,7 @@ pub struct SchedulingQueue {
     /// Unschedulable units by the time they became so (oldest first).
     unschedulable: BTreeSet<(Instant, u64, UnitKey)>,
     gated: usize,
+    by_type: [[usize; ENTITY_TYPES.len()]; QUEUES.len()],
     seq: u64,
 }
 
@@ -101,6 +131,7 @@ impl SchedulingQueue {
             backoff: BTreeSet::new(),
             unschedulable: BTreeSet::new(),
             gated: 0,
+            by_type: Default::default(),
             seq: 0,
         }
     }
@@ -122,6 +153,18 @@ impl SchedulingQueue {
             backoff: self.backoff.len(),
             unschedulable: self.unschedulable.len(),
             gated: self.gated,
+            by_type: self.by_type,
+        }
+    }
+
+    fn count(&mut self, unit: &UnitKey, state: QueueState, entering: bool) {
+        if let Some(q) = queue_index(state) {
+            let n = &mut self.by_type[q][entity_type(unit)];
+            *n = if entering {
+                n.saturating_add(1)
+            } else {
+                n.saturating_sub(1)
+            };
         }
     }
 
@@ -139,6 +182,7 @@ impl SchedulingQueue {
         let Some(e) = self.entries.get(unit) else {
             return;
         };
+        let state = e.state;
         match e.state {
             QueueState::Active => {
                 let k = e.active_key(unit);
@@ -155,6 +199,7 @@ impl SchedulingQueue {
             QueueState::Gated => self.gated -= 1,
             QueueState::InFlight => {}
         }
+        self.count(unit, state, false);
     }
 
     fn enter(&mut self, unit: &UnitKey, state: QueueState, now: Instant) {
@@ -178,6 +223,7 @@ impl SchedulingQueue {
             QueueState::Gated => self.gated += 1,
             QueueState::InFlight => {}
         }
+        self.count(unit, state, true);
     }
 
     fn set_state(&mut self, unit: &UnitKey, state: QueueState, now: Instant) {
@@ -273,6 +319,7 @@ impl SchedulingQueue {
             e.state = QueueState::InFlight;
             e.since = now;
         }
+        self.count(&unit, QueueState::Active, false);
         Some(unit)
     }
 
@@ -285,6 +332,7 @@ impl SchedulingQueue {
                 if let Some(e) = self.entries.get_mut(&u) {
                     e.state = QueueState::InFlight;
                 }
+                self.count(&u, QueueState::Backoff, false);
                 self.enter(&u, QueueState::Active, now);
             }
         }
@@ -485,13 +533,58 @@ mod tests {
         assert_eq!(q.pop(t + Duration::from_secs(3600)), None);
         q.touch(&a, 0, false, t);
         assert_eq!(q.state(&a), Some(QueueState::Active));
+        let mut by_type = [[0; ENTITY_TYPES.len()]; QUEUES.len()];
+        by_type[0][1] = 1;
         assert_eq!(
             q.depth(),
             QueueDepth {
                 active: 1,
+                by_type,
                 ..Default::default()
             }
         );
+    }
+
+    #[test]
+    fn entities_are_counted_by_queue_and_type_through_every_move() {
+        let mut q = SchedulingQueue::new(cfg());
+        let t = Instant::now();
+        let pod = UnitKey::Pod(PodKey::new("ns", "p"));
+        let group = g("a");
+        let composite = UnitKey::Group(GroupKey {
+            kind: crate::core::model::GroupKind::CompositePodGroup,
+            namespace: "ns".into(),
+            name: "root".into(),
+        });
+        let check = |q: &SchedulingQueue| {
+            let d = q.depth();
+            let sums: Vec<usize> = d.by_type.iter().map(|row| row.iter().sum()).collect();
+            assert_eq!(sums, vec![d.active, d.backoff, d.unschedulable, d.gated], "{d:?}");
+        };
+        for u in [&pod, &group, &composite] {
+            q.touch(u, 0, false, t);
+        }
+        check(&q);
+        assert_eq!(q.depth().by_type[0], [1, 1, 1]);
+        let first = q.pop(t).unwrap();
+        q.failed(&first, Failure::Error, t);
+        check(&q);
+        let second = q.pop(t).unwrap();
+        q.failed(&second, Failure::Unschedulable, t);
+        check(&q);
+        let third = q.pop(t).unwrap();
+        q.gate(&third, t);
+        check(&q);
+        // The backoff expires and the unschedulable unit times out: both move to active.
+        let later = t + Duration::from_secs(3600);
+        let popped = q.pop(later);
+        check(&q);
+        assert!(popped.is_some());
+        q.remove(&pod);
+        q.remove(&group);
+        q.remove(&composite);
+        check(&q);
+        assert_eq!(q.depth(), QueueDepth::default());
     }
 
     #[test]

@@ -55,7 +55,7 @@ use crate::core::{CycleOutcome, GroupKey, PodKey, Readiness, Scheduler, Schedule
 use crate::runtime::actions::Action;
 use crate::runtime::config::{BackoffConfig, RuntimeConfig};
 use crate::runtime::informers::{Kind, Object};
-use crate::runtime::metrics::Metrics;
+use crate::runtime::metrics::{Attempt, Metrics};
 use crate::runtime::scheduling_queue::{Failure, QueueDepth, SchedulingQueue};
 
 mod binding;
@@ -487,15 +487,14 @@ impl Engine {
 
     fn cycle(&mut self, unit: &UnitKey, now: Instant, out: &mut Vec<Action>) {
         self.gated.remove(unit);
-        let is_group = matches!(unit, UnitKey::Group(_));
         let started = Instant::now();
         let outcome = self.scheduler.schedule(&mut self.snap, unit);
+        let algorithm_seconds = started.elapsed().as_secs_f64();
         let result = match &outcome.verdict {
             Verdict::Scheduled => "scheduled",
             Verdict::Unschedulable { .. } => "unschedulable",
             Verdict::Invalid { .. } | Verdict::NotReady { .. } => "error",
         };
-        self.metrics.attempt(is_group, result, started.elapsed().as_secs_f64());
         debug!(
             unit = %unit,
             result,
@@ -520,6 +519,26 @@ impl Engine {
                 }
             }
         }
+        // A unit whose attempt started a preemption waits for it (upstream's `waiting_on_preemption`).
+        let result = if result != "error" && self.ongoing.contains_key(unit) {
+            "waiting_on_preemption"
+        } else {
+            result
+        };
+        self.metrics.attempt(Attempt {
+            group_type: match unit {
+                UnitKey::Pod(_) => None,
+                UnitKey::Group(g) => Some(match g.kind {
+                    crate::core::model::GroupKind::PodGroup => "podgroup",
+                    crate::core::model::GroupKind::CompositePodGroup => "compositepodgroup",
+                }),
+            },
+            result,
+            seconds: started.elapsed().as_secs_f64(),
+            algorithm_seconds,
+            placements_evaluated: outcome.stats.placements_evaluated,
+            placements_feasible: outcome.stats.placements_feasible,
+        });
     }
 
     fn scheduled(&mut self, unit: &UnitKey, outcome: &CycleOutcome, now: Instant, out: &mut Vec<Action>) {

@@ -50,7 +50,7 @@ impl Engine {
             self.evict_due.insert(pod.clone(), now + EVICTION_RETRY);
             let uid = self.pods.get(&pod).and_then(|m| m.uid.clone());
             info!(pod = %pod, "evicting a marked preemption victim again");
-            self.metrics.preemption_attempt("eviction_retry");
+            self.metrics.kwas_preemption_attempt("eviction_retry");
             let message = format!(
                 "{}: preempting to accommodate a higher priority workload",
                 self.settings.primary_name
@@ -130,7 +130,7 @@ impl Engine {
         // wait for its victims rather than choosing new ones.
         let waiting = self.victims_in_cluster(unit);
         if !waiting.is_empty() {
-            self.metrics.preemption_attempt("in_progress");
+            self.metrics.kwas_preemption_attempt("in_progress");
             debug!(unit = %unit, victims = waiting.len(), "waiting for the victims of an earlier preemption");
             for v in &waiting {
                 self.victim_of.insert(v.clone(), unit.clone());
@@ -154,7 +154,8 @@ impl Engine {
             PreemptionVerdict::NotHelpful => "not_helpful",
             PreemptionVerdict::NotReady => "not_ready",
         };
-        self.metrics.preemption_attempt(result);
+        self.metrics
+            .preemption_attempt(matches!(unit, UnitKey::Group(_)), result);
         if p.verdict != PreemptionVerdict::Preempt {
             debug!(unit = %unit, result, message = %p.message, "no preemption");
             return Err(match p.verdict {
@@ -221,7 +222,8 @@ impl Engine {
             }
             self.queue.activate_now(&holder, now);
         }
-        self.metrics.preemption_victims(p.victims.len());
+        self.metrics
+            .preemption_victims(matches!(unit, UnitKey::Group(_)), p.victims.len());
         for g in &p.victim_groups {
             self.group_condition(
                 g,

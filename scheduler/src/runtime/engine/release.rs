@@ -38,7 +38,7 @@ impl Engine {
             return false;
         }
         warn!(unit = %unit, pods = bound.len(), ?timeout, "releasing a gang left partially bound");
-        self.metrics.preemption_attempt("partial_gang_released");
+        self.metrics.kwas_preemption_attempt("partial_gang_released");
         let message = format!(
             "{}: the gang stayed below its minimum for {}s with these pods bound; they are released so the gang can be scheduled whole",
             self.settings.primary_name,
