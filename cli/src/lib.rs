@@ -10,6 +10,7 @@ pub mod demo;
 pub mod dev;
 pub mod kube_client;
 pub mod placement;
+pub mod plugin;
 pub mod scheduler;
 
 use clap::ValueEnum;

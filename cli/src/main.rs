@@ -1,14 +1,15 @@
 //! The `kwas` command line.
 
-use kwas::{Management, compile, controllers, demo, dev, scheduler};
+use kwas::{Management, compile, controllers, demo, dev, plugin, scheduler};
 
 use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-/// kwas: workload-aware scheduling for Kubernetes (KEP-6089).
+/// kwas: workload-aware scheduling for Kubernetes (KEP-6089). Named `kubectl-kwas` on PATH, it is the
+/// kubectl plugin `kubectl kwas` (tree, why, who-preempted).
 #[derive(Debug, Parser)]
 #[command(name = "kwas", version, about)]
 struct Cli {
@@ -45,6 +46,12 @@ enum Command {
         #[arg(short, long, default_value = "default")]
         namespace: String,
     },
+    /// A Job's, JobSet's or Workload's groups and pods: policy, minimum, topology domain, node, state.
+    Tree(plugin::TreeArgs),
+    /// Why a pod or a gang waits, in the scheduler's words, what would have to change, and preemption.
+    Why(plugin::UnitArgs),
+    /// Who preempted a pod or a gang: the preemptor, both priorities, when.
+    WhoPreempted(plugin::UnitArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -102,8 +109,20 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
 
+/// The command line; as `kubectl-kwas` (a kubectl plugin) the usage says `kubectl kwas`.
+fn parse() -> Cli {
+    let mut command = Cli::command();
+    if std::env::args_os()
+        .next()
+        .is_some_and(|a| plugin::invoked_as_plugin(&a))
+    {
+        command = command.bin_name("kubectl kwas");
+    }
+    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     let result = match cli.command {
         Command::Controllers(args) => {
             init_logging();
@@ -131,6 +150,9 @@ fn main() -> ExitCode {
             jobset_management,
             namespace,
         } => run_compile(&file, output, jobset_management, &namespace),
+        Command::Tree(args) => runtime().and_then(|rt| rt.block_on(plugin::run_tree(args))),
+        Command::Why(args) => runtime().and_then(|rt| rt.block_on(plugin::run_why(args))),
+        Command::WhoPreempted(args) => runtime().and_then(|rt| rt.block_on(plugin::run_who_preempted(args))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
