@@ -23,8 +23,8 @@ enum Command {
     Controllers(controllers::ControllersArgs),
     /// Run the scheduler against a cluster (kubeconfig or in-cluster).
     Scheduler(scheduler::SchedulerArgs),
-    /// Run devcluster with the controllers and the scheduler, apply the bundled examples, show progress and
-    /// end with a placement tree per workload.
+    /// Run devcluster with the controllers and the scheduler, apply the bundled examples, show their trees
+    /// live, a placement tree per workload, then a preemption scene (examples/preemption/).
     Demo {
         /// Override the examples' simulated pod run time (a duration such as 2s).
         #[arg(long)]
@@ -140,7 +140,7 @@ fn main() -> ExitCode {
             init_quiet_logging();
             let options = demo::DemoOptions {
                 pod_duration,
-                ..demo::DemoOptions::default()
+                ..demo::DemoOptions::for_stdout()
             };
             runtime().and_then(|rt| rt.block_on(demo::run(options, &mut std::io::stdout())))
         }

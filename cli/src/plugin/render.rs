@@ -49,6 +49,8 @@ pub struct TreeOptions {
     pub max_pods: Option<usize>,
     /// Longest condition message shown (in characters); the JSON output has them whole.
     pub max_message: usize,
+    /// Whether the groups' conditions are shown.
+    pub conditions: bool,
 }
 
 impl Default for TreeOptions {
@@ -56,6 +58,7 @@ impl Default for TreeOptions {
         Self {
             max_pods: Some(20),
             max_message: 200,
+            conditions: true,
         }
     }
 }
@@ -195,7 +198,7 @@ fn render_children(style: Style, n: &TreeNode, prefix: &str, opts: TreeOptions, 
     } else {
         format!("{prefix}│   ")
     };
-    if n.kind != Kind::Pod {
+    if n.kind != Kind::Pod && opts.conditions {
         for c in &n.conditions {
             let _ = writeln!(out, "{detail_prefix}{}", condition_line(style, c, opts.max_message));
         }
