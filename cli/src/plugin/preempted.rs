@@ -236,8 +236,31 @@ pub fn who_preempted(snap: &Snapshot, target: &ObjectRef) -> PreemptedView {
         .iter()
         .filter(|n| matches!(n.kind, Kind::PodGroup | Kind::CompositePodGroup))
         .collect();
-    // One priority per hierarchy (KEP-5710): the groups' priority stands for pods that are gone.
-    let group_priorities: BTreeSet<i32> = group_nodes.iter().filter_map(|g| g.priority).collect();
+    // One priority per hierarchy (KEP-5710): the groups' priority stands for pods that are gone. A pod
+    // that is gone is placed by its name in the Job that made it.
+    let mut group_priorities: BTreeSet<i32> = group_nodes.iter().filter_map(|g| g.priority).collect();
+    if target.kind == Kind::Pod && snap.pod(&target.name).is_none() {
+        for j in snap
+            .jobs
+            .iter()
+            .filter(|j| named_like_job_pod(&target.name, &j.name_any()))
+        {
+            let owner = tree::tree(
+                snap,
+                &ObjectRef {
+                    kind: Kind::Job,
+                    name: j.name_any(),
+                },
+            );
+            group_priorities.extend(
+                owner
+                    .walk()
+                    .into_iter()
+                    .filter(|n| matches!(n.kind, Kind::PodGroup | Kind::CompositePodGroup))
+                    .filter_map(|n| n.priority),
+            );
+        }
+    }
     let group_priority = (group_priorities.len() == 1)
         .then(|| group_priorities.first().copied())
         .flatten();
@@ -517,6 +540,11 @@ mod tests {
         let v = who_preempted(&snap, &target);
         assert_eq!(v.preemptions.len(), 1);
         assert_eq!(v.preemptions[0].source, "event");
+        assert_eq!(
+            v.preemptions[0].victim.priority,
+            Some(10),
+            "from the tree of the Job that made it"
+        );
         assert!(resolve(&snap, &crate::plugin::model::parse_target("pod/nothing").unwrap()).is_err());
     }
 
