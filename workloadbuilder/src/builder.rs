@@ -23,6 +23,7 @@ use serde_json::json;
 
 use crate::field::{FieldError, FieldErrors, FieldPath};
 use crate::resolve::resolve_item;
+use crate::sites::{any_empty_name, sites};
 use crate::types::{AllowList, DisruptionMode, ResolvedItem, SchedulingConfig, SchedulingPolicy, WorkloadItem};
 use crate::validation::strings::{is_dns1123_label, is_dns1123_subdomain};
 use crate::validation::tree::validate_tree;
@@ -99,7 +100,10 @@ impl WorkloadBuilder {
     }
 
     /// Resolve and validate the tree against the structural rules and the allow-lists.
+    ///
+    /// An item with an empty name (at any depth) fails before resolution: no callback runs on such a tree.
     pub fn validate(&self) -> Result<ResolvedItem, FieldErrors> {
+        check_item_names(&self.root).into_result(())?;
         let resolved = self.resolve();
         let errs = validate_tree(
             &resolved,
@@ -111,10 +115,17 @@ impl WorkloadBuilder {
 
     /// Resolve, validate and compile the tree into the Workload `namespace/name` owned by `owner`.
     ///
-    /// All problems are reported at once, each with its field path; nothing is returned half-built.
+    /// All problems are reported at once, each with its field path; nothing is returned half-built. An item
+    /// with an empty name fails before resolution (with the Workload's own identity errors): no callback runs
+    /// on such a tree.
     pub fn build(&self, name: &str, namespace: &str, owner: &OwnerReference) -> Result<Workload, FieldErrors> {
-        let resolved = self.resolve();
         let mut errs = validate_workload_identity(name, namespace, owner);
+        let names = check_item_names(&self.root);
+        if !names.is_empty() {
+            errs.extend(names);
+            return Err(errs);
+        }
+        let resolved = self.resolve();
         errs.extend(validate_tree(
             &resolved,
             &self.allow,
@@ -123,6 +134,32 @@ impl WorkloadBuilder {
         errs.into_result(())?;
         Ok(compile(&resolved, name, namespace, owner))
     }
+}
+
+/// When some item has an empty name: every name error of the tree (`Required`, `Invalid`, `Duplicate`, at the
+/// `name` of the template each item compiles to, as tree validation reports them), found before resolution
+/// so that no callback runs on it. Empty otherwise (tree validation checks the names then).
+fn check_item_names(root: &WorkloadItem) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    if !any_empty_name(root) {
+        return errs;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for site in sites(root) {
+        let name = site.names.last().map_or("", String::as_str);
+        let path = site.template.child("name");
+        if name.is_empty() {
+            errs.push(FieldError::required(path, ""));
+            continue;
+        }
+        for msg in is_dns1123_label(name) {
+            errs.push(FieldError::invalid(path.clone(), name, msg));
+        }
+        if !seen.insert(name.to_string()) {
+            errs.push(FieldError::duplicate(path, name));
+        }
+    }
+    errs
 }
 
 fn validate_workload_identity(name: &str, namespace: &str, owner: &OwnerReference) -> FieldErrors {
@@ -161,12 +198,78 @@ fn validate_workload_identity(name: &str, namespace: &str, owner: &OwnerReferenc
             errs.push(FieldError::required(owner_path.child(field), OWNER_NOT_CONTROLLER));
         }
     }
+    if !owner.api_version.is_empty()
+        && let Err(e) = parse_group_version(&owner.api_version)
+    {
+        errs.push(FieldError::invalid(
+            owner_path.child("apiVersion"),
+            owner.api_version.as_str(),
+            e.to_string(),
+        ));
+    }
     errs
 }
 
-/// The API group of an `apiVersion` (`batch` for `batch/v1`, empty for `v1`).
-pub fn api_group(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+/// An `apiVersion` split into its group (empty for the core group) and version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupVersion<'a> {
+    /// The API group; empty for the core group.
+    pub group: &'a str,
+    /// The version.
+    pub version: &'a str,
+}
+
+/// Why an `apiVersion` is not a `group/version`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GroupVersionError {
+    /// More than one `/` (apimachinery's `ParseGroupVersion` error, verbatim).
+    #[error("unexpected GroupVersion string: {0}")]
+    TooManySlashes(String),
+    /// `/v1`, `/`: nothing before the `/` (the core group is written without one, as `v1`).
+    #[error("unexpected GroupVersion string: {0}: the group before \"/\" is empty (write the core group as \"v1\")")]
+    EmptyGroup(String),
+    /// `batch/`: nothing after the `/`.
+    #[error("unexpected GroupVersion string: {0}: the version after \"/\" is empty")]
+    EmptyVersion(String),
+}
+
+/// Parse an `apiVersion` the way apimachinery's `schema.ParseGroupVersion` does: no `/` is a version of
+/// the core group (`v1`; the empty string is the empty group-version), exactly one `/` separates group and
+/// version (`batch/v1`), more is an error (`unexpected GroupVersion string: batch/v1/extra`).
+///
+/// Stricter than Go where Go accepts what no object can carry: `/`, `/v1` and `batch/` (an empty group or
+/// version around the `/`) are errors here.
+///
+/// ```
+/// use workloadbuilder::builder::{parse_group_version, GroupVersion, GroupVersionError};
+/// assert_eq!(parse_group_version("batch/v1"), Ok(GroupVersion { group: "batch", version: "v1" }));
+/// assert_eq!(parse_group_version("v1"), Ok(GroupVersion { group: "", version: "v1" }));
+/// assert_eq!(
+///     parse_group_version("batch/v1/extra").unwrap_err().to_string(),
+///     "unexpected GroupVersion string: batch/v1/extra"
+/// );
+/// assert!(matches!(parse_group_version("/v1"), Err(GroupVersionError::EmptyGroup(_))));
+/// assert!(matches!(parse_group_version("batch/"), Err(GroupVersionError::EmptyVersion(_))));
+/// ```
+pub fn parse_group_version(api_version: &str) -> Result<GroupVersion<'_>, GroupVersionError> {
+    let mut parts = api_version.split('/');
+    let first = parts.next().unwrap_or_default();
+    match (parts.next(), parts.next()) {
+        (None, _) => Ok(GroupVersion {
+            group: "",
+            version: first,
+        }),
+        (Some(_), Some(_)) => Err(GroupVersionError::TooManySlashes(api_version.to_string())),
+        (Some(_), None) if first.is_empty() => Err(GroupVersionError::EmptyGroup(api_version.to_string())),
+        (Some(""), None) => Err(GroupVersionError::EmptyVersion(api_version.to_string())),
+        (Some(version), None) => Ok(GroupVersion { group: first, version }),
+    }
+}
+
+/// The API group of an `apiVersion` (`batch` for `batch/v1`, empty for `v1`), or why it is malformed
+/// ([`parse_group_version`]).
+pub fn api_group(api_version: &str) -> Result<&str, GroupVersionError> {
+    parse_group_version(api_version).map(|gv| gv.group)
 }
 
 fn compile(root: &ResolvedItem, name: &str, namespace: &str, owner: &OwnerReference) -> Workload {
@@ -175,7 +278,8 @@ fn compile(root: &ResolvedItem, name: &str, namespace: &str, owner: &OwnerRefere
     } else {
         (None, Some(vec![compile_composite(root)]))
     };
-    let group = api_group(&owner.api_version);
+    // The owner's apiVersion was checked with the Workload's identity; a malformed one never gets here.
+    let group = api_group(&owner.api_version).unwrap_or_default();
     Workload {
         metadata: ObjectMeta {
             name: Some(name.to_string()),

@@ -196,11 +196,14 @@ pub mod mapconfig;
 pub mod names;
 pub mod podgroup;
 pub mod resolve;
+mod sites;
 pub mod types;
 pub mod validation;
 
 pub use annotations::DownwardMapping;
-pub use builder::{OWNER_NOT_CONTROLLER, WorkloadBuilder, api_group};
+pub use builder::{
+    GroupVersion, GroupVersionError, OWNER_NOT_CONTROLLER, WorkloadBuilder, api_group, parse_group_version,
+};
 pub use field::{BadValue, FieldError, FieldErrorType, FieldErrors, FieldPath};
 pub use mapconfig::{map_composite_group_config, map_pod_group_config};
 pub use names::{generate_pod_group_name, generate_workload_name};

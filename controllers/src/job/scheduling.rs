@@ -302,7 +302,10 @@ async fn parent_workloads(cx: SchedulingContext<'_>, job: &Job) -> Result<(Vec<W
     // The name a parent built on workloadbuilder gives its Workload (upstream's naming on its name and uid).
     let (group, kind, name, own) = match owner {
         Some(r) => (
-            workloadbuilder::api_group(&r.api_version).to_string(),
+            // A malformed apiVersion names no group a Workload's controllerRef can match.
+            workloadbuilder::api_group(&r.api_version)
+                .unwrap_or_default()
+                .to_string(),
             r.kind.clone(),
             r.name.clone(),
             workloadbuilder::generate_workload_name(&r.name, &r.uid),

@@ -1,0 +1,179 @@
+//! The builder's contract beyond the KEP's test plan: names checked before callbacks, the owner's apiVersion,
+//! item-aware callbacks, error origins, provenance of resolved values, flat compilation, existing Workloads.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::*;
+use workloadbuilder::FieldErrorType::{Invalid, Required};
+use workloadbuilder::*;
+
+fn counting(calls: &Arc<AtomicUsize>) -> impl Fn(&mut SchedulingConfig) + Send + Sync + 'static {
+    let calls = Arc::clone(calls);
+    move |cfg| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        cfg.default_gang_min_count(1);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Empty names fail before any callback runs.
+
+#[test]
+fn an_empty_name_at_any_depth_fails_before_callbacks_run() {
+    let trees: Vec<(WorkloadItem, &str, Arc<AtomicUsize>)> = (0..3)
+        .map(|depth| {
+            let calls = Arc::new(AtomicUsize::new(0));
+            let leaf_name = if depth == 2 { "" } else { "leaf" };
+            let mid_name = if depth == 1 { "" } else { "mid" };
+            let root_name = if depth == 0 { "" } else { "root" };
+            let item = |name: &str| {
+                WorkloadItem::new(name)
+                    .with_default(SchedulingConfig::gang(None))
+                    .with_callback(counting(&calls))
+            };
+            let tree = item(root_name).with_child(item(mid_name).with_child(item(leaf_name)));
+            let path = match depth {
+                0 => "spec.compositePodGroupTemplates[0].name",
+                1 => "spec.compositePodGroupTemplates[0].compositePodGroupTemplates[0].name",
+                _ => "spec.compositePodGroupTemplates[0].compositePodGroupTemplates[0].podGroupTemplates[0].name",
+            };
+            (tree, path, calls)
+        })
+        .collect();
+    for (tree, path, calls) in trees {
+        let builder = WorkloadBuilder::new(tree).allow(allow_all());
+        let errs = builder.validate().unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs}");
+        assert!(errs.contains(Required, path), "{errs}");
+        let errs = builder.build("w", "default", &owner("j")).unwrap_err();
+        assert!(errs.contains(Required, path), "{errs}");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            0,
+            "a callback ran on a tree with an empty name"
+        );
+    }
+}
+
+#[test]
+fn named_trees_still_run_their_callbacks_once_per_resolution() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tree = WorkloadItem::new("root")
+        .with_default(SchedulingConfig::gang(None))
+        .with_callback(counting(&calls))
+        .with_child(
+            WorkloadItem::new("leaf")
+                .with_default(SchedulingConfig::gang(None))
+                .with_callback(counting(&calls)),
+        );
+    WorkloadBuilder::new(tree)
+        .allow(allow_all())
+        .build("w", "default", &owner("j"))
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn an_empty_name_is_reported_with_the_workloads_identity_errors() {
+    let errs = WorkloadBuilder::new(WorkloadItem::new(""))
+        .allow(allow_all())
+        .build("", "default", &owner("j"))
+        .unwrap_err();
+    assert!(errs.contains(Required, "metadata.name"), "{errs}");
+    assert!(errs.contains(Required, "spec.podGroupTemplates[0].name"), "{errs}");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The owner's apiVersion follows apimachinery's ParseGroupVersion.
+
+fn build_owned_by(api_version: &str) -> Result<k8s_openapi::api::scheduling::v1alpha3::Workload, FieldErrors> {
+    let mut owner = owner_kind(api_version, "Thing", "t");
+    owner.api_version = api_version.to_string();
+    WorkloadBuilder::new(WorkloadItem::new("t-pgt-0").with_default(SchedulingConfig::basic()))
+        .allow(allow_all())
+        .build("w", "default", &owner)
+}
+
+#[test]
+fn malformed_owner_api_versions_are_field_errors() {
+    for (api_version, detail) in [
+        ("batch/v1/extra", "unexpected GroupVersion string: batch/v1/extra"),
+        ("/v1", "the group before \"/\" is empty"),
+        ("/", "the group before \"/\" is empty"),
+        ("batch/", "the version after \"/\" is empty"),
+        ("a/b/c/d", "unexpected GroupVersion string: a/b/c/d"),
+    ] {
+        let errs = build_owned_by(api_version).unwrap_err();
+        assert_eq!(errs.len(), 1, "{api_version}: {errs}");
+        let e = &errs.as_slice()[0];
+        assert_eq!(
+            (e.error_type, e.field.as_str()),
+            (Invalid, "metadata.ownerReferences[0].apiVersion"),
+            "{api_version}"
+        );
+        assert!(e.detail.contains(detail), "{api_version}: {e}");
+        assert!(
+            e.to_string().contains(&format!("Invalid value: \"{api_version}\"")),
+            "{e}"
+        );
+    }
+    let errs = build_owned_by("").unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs}");
+    assert!(
+        errs.contains(Required, "metadata.ownerReferences[0].apiVersion"),
+        "{errs}"
+    );
+}
+
+#[test]
+fn well_formed_owner_api_versions_set_the_controller_ref_group() {
+    for (api_version, group) in [
+        ("batch/v1", Some("batch")),
+        ("v1", None),
+        ("kwas.dev/v1alpha1", Some("kwas.dev")),
+    ] {
+        let workload = build_owned_by(api_version).unwrap();
+        let controller_ref = workload.spec.controller_ref.unwrap();
+        assert_eq!(controller_ref.api_group.as_deref(), group, "{api_version}");
+    }
+}
+
+#[test]
+fn parse_group_version_mirrors_apimachinery() {
+    let ok = |s| parse_group_version(s).map(|gv| (gv.group, gv.version));
+    assert_eq!(ok(""), Ok(("", "")));
+    assert_eq!(ok("v1"), Ok(("", "v1")));
+    assert_eq!(ok("apps/v1"), Ok(("apps", "v1")));
+    assert_eq!(
+        parse_group_version("x/y/z"),
+        Err(GroupVersionError::TooManySlashes("x/y/z".into()))
+    );
+    assert_eq!(api_group("batch/v1"), Ok("batch"));
+    assert_eq!(api_group("v1"), Ok(""));
+    assert!(api_group("batch/v1/extra").is_err());
+}
+
+#[test]
+fn with_an_empty_name_every_name_error_is_reported_at_once() {
+    let leaf = |name: &str| WorkloadItem::new(name).with_default(SchedulingConfig::gang(Some(1)));
+    let tree = WorkloadItem::new("root")
+        .with_default(SchedulingConfig::gang(Some(1)))
+        .with_children([leaf(""), leaf("Bad_Name"), leaf("root")]);
+    let errs = WorkloadBuilder::new(tree).allow(allow_all()).validate().unwrap_err();
+    let got: Vec<(FieldErrorType, &str)> = errs.iter().map(|e| (e.error_type, e.field.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            (Required, "spec.compositePodGroupTemplates[0].podGroupTemplates[0].name"),
+            (Invalid, "spec.compositePodGroupTemplates[0].podGroupTemplates[1].name"),
+            (
+                FieldErrorType::Duplicate,
+                "spec.compositePodGroupTemplates[0].podGroupTemplates[2].name"
+            ),
+        ]
+    );
+}
