@@ -10,7 +10,7 @@
 //! | --- | --- |
 //! | validate the user's API blocks with the controller's allow-lists | [`validate_scheduling_policy`], [`validate_disruption_mode`], their composite twins, [`validate_scheduling_constraints`], [`validate_resource_claims`] |
 //! | map the API blocks to the IR | [`map_pod_group_config`], [`map_composite_group_config`] |
-//! | describe the structure | [`WorkloadItem`], [`SchedulingConfig`], [`Callback`] |
+//! | describe the structure | [`WorkloadItem`], [`SchedulingConfig`], [`Callback`] ([`WorkloadItem::with_callback`], [`WorkloadItem::with_item_callback`] and its [`ItemView`]) |
 //! | resolve, validate, compile | [`WorkloadBuilder::resolve`], [`WorkloadBuilder::validate`], [`WorkloadBuilder::build`] |
 //! | name objects like upstream | [`generate_workload_name`], [`generate_pod_group_name`] |
 //! | create the runtime groups | [`new_composite_pod_group`], [`new_pod_group`] |
@@ -209,8 +209,8 @@ pub use mapconfig::{map_composite_group_config, map_pod_group_config};
 pub use names::{generate_pod_group_name, generate_workload_name};
 pub use podgroup::{InstantiateError, TemplateRef, find_template, new_composite_pod_group, new_pod_group};
 pub use types::{
-    AllowList, Callback, DisruptionMode, DisruptionModeOption, GangSchedulingPolicy, PolicyOption, ResolvedItem,
-    ResourceClaim, SchedulingConfig, SchedulingConstraints, SchedulingPolicy, WorkloadItem,
+    AllowList, Callback, DisruptionMode, DisruptionModeOption, GangSchedulingPolicy, ItemView, PolicyOption,
+    ResolvedItem, ResourceClaim, SchedulingConfig, SchedulingConstraints, SchedulingPolicy, WorkloadItem,
 };
 pub use validation::api::{
     validate_composite_pod_group, validate_composite_pod_group_status_update, validate_composite_pod_group_update,

@@ -6,11 +6,11 @@
 //!    `disruption_mode`, `resource_claims` when non-empty, `priority_class_name` when non-empty. A user
 //!    `gang` with no count therefore replaces a default `basic` (or a default gang's count) and does not
 //!    inherit a default count;
-//! 3. the item's callbacks run in order on the merged config.
+//! 3. the item's callbacks run in order on the merged config (each sees the item through an [`ItemView`]).
 //!
 //! The caller's tree is never mutated: resolution works on copies.
 
-use crate::types::{ResolvedItem, SchedulingConfig, WorkloadItem};
+use crate::types::{ItemView, ResolvedItem, SchedulingConfig, WorkloadItem};
 
 /// Merge `user` over `default` (steps 1 and 2 above).
 pub fn merge_configs(default: Option<&SchedulingConfig>, user: Option<&SchedulingConfig>) -> SchedulingConfig {
@@ -35,16 +35,31 @@ pub fn merge_configs(default: Option<&SchedulingConfig>, user: Option<&Schedulin
     resolved
 }
 
-/// Resolve one item and its subtree (merge, then callbacks).
+/// Resolve one item and its subtree (merge, then callbacks), `item` being the root (depth 0).
 pub fn resolve_item(item: &WorkloadItem) -> ResolvedItem {
+    let mut path = Vec::new();
+    resolve_at(item, 0, &mut path)
+}
+
+fn resolve_at<'a>(item: &'a WorkloadItem, depth: usize, path: &mut Vec<&'a str>) -> ResolvedItem {
     let mut config = merge_configs(item.default_config.as_ref(), item.user_config.as_ref());
-    for callback in &item.callbacks {
-        callback(&mut config);
+    path.push(&item.name);
+    {
+        let view = ItemView::new(item, depth, path);
+        for callback in &item.callbacks {
+            callback(&view, &mut config);
+        }
     }
+    let children = item
+        .children
+        .iter()
+        .map(|c| resolve_at(c, depth.saturating_add(1), path))
+        .collect();
+    path.pop();
     ResolvedItem {
         name: item.name.clone(),
         config,
-        children: item.children.iter().map(resolve_item).collect(),
+        children,
         config_path: item.config_path.clone(),
     }
 }

@@ -291,8 +291,105 @@ impl AllowList {
 }
 
 /// A controller-supplied function run on an item's resolved config after the merge (KEP-6089
-/// `WorkloadItemFunc`). Callbacks are mostly defaulting functions (gang `minCount`), but may do anything.
-pub type Callback = Arc<dyn Fn(&mut SchedulingConfig) + Send + Sync>;
+/// `WorkloadItemFunc`, which receives the whole item). Callbacks are mostly defaulting functions (gang
+/// `minCount`), but may do anything. Each one sees the item it runs for ([`ItemView`]) and its config;
+/// [`WorkloadItem::with_callback`] adds one that only looks at the config,
+/// [`WorkloadItem::with_item_callback`] one that also looks at the item.
+pub type Callback = Arc<dyn Fn(&ItemView<'_>, &mut SchedulingConfig) + Send + Sync>;
+
+/// What a callback sees of the item it runs for: a read-only view of the [`WorkloadItem`] and its place in
+/// the tree (KEP-6089's `WorkloadItemFunc` receives the item itself).
+///
+/// ```
+/// use workloadbuilder::{SchedulingConfig, WorkloadBuilder, WorkloadItem};
+///
+/// // A gang of gangs whose minGroupCount defaults to its number of child groups, by looking at the item.
+/// let root = WorkloadItem::new("trainer")
+///     .with_default(SchedulingConfig::gang(None))
+///     .with_item_callback(|item, cfg| {
+///         assert_eq!((item.name(), item.depth()), ("trainer", 0));
+///         let children = i32::try_from(item.child_count()).unwrap_or(i32::MAX);
+///         cfg.default_gang_min_count(children);
+///     })
+///     .with_child(WorkloadItem::new("driver"))
+///     .with_child(WorkloadItem::new("workers"));
+/// let resolved = WorkloadBuilder::new(root).resolve();
+/// assert_eq!(resolved.config.gang_policy().and_then(|g| g.min_count), Some(2));
+/// ```
+#[derive(Clone, Copy)]
+pub struct ItemView<'a> {
+    item: &'a WorkloadItem,
+    depth: usize,
+    path: &'a [&'a str],
+}
+
+impl<'a> ItemView<'a> {
+    pub(crate) fn new(item: &'a WorkloadItem, depth: usize, path: &'a [&'a str]) -> Self {
+        Self { item, depth, path }
+    }
+
+    /// The item's name (its template's name).
+    pub fn name(&self) -> &'a str {
+        &self.item.name
+    }
+
+    /// How deep the item is: 0 for the root, 1 for its children, ...
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// True for the root item.
+    pub fn is_root(&self) -> bool {
+        self.depth == 0
+    }
+
+    /// True when the item has no children (it compiles to a PodGroupTemplate).
+    pub fn is_leaf(&self) -> bool {
+        self.item.is_leaf()
+    }
+
+    /// The names of the item's children, in order.
+    pub fn child_names(&self) -> impl Iterator<Item = &'a str> + 'a {
+        self.item.children.iter().map(|c| c.name.as_str())
+    }
+
+    /// The number of children.
+    pub fn child_count(&self) -> usize {
+        self.item.children.len()
+    }
+
+    /// The names from the root to this item, both included.
+    pub fn path(&self) -> &'a [&'a str] {
+        self.path
+    }
+
+    /// Where the item's configuration lives in the controller's API, if the controller said so.
+    pub fn config_path(&self) -> Option<&'a FieldPath> {
+        self.item.config_path.as_ref()
+    }
+
+    /// The controller's defaults for the item, as given (before the merge).
+    pub fn default_config(&self) -> Option<&'a SchedulingConfig> {
+        self.item.default_config.as_ref()
+    }
+
+    /// The user's configuration of the item, as given (before the merge).
+    pub fn user_config(&self) -> Option<&'a SchedulingConfig> {
+        self.item.user_config.as_ref()
+    }
+}
+
+impl fmt::Debug for ItemView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemView")
+            .field("name", &self.name())
+            .field("depth", &self.depth)
+            .field("path", &self.path)
+            .field("children", &self.child_names().collect::<Vec<_>>())
+            .field("config_path", &self.config_path())
+            .finish()
+    }
+}
 
 /// One logical component of a workload: the whole JobSet, one replicated job, one standalone Job, ...
 ///
@@ -317,7 +414,7 @@ pub struct WorkloadItem {
     pub default_config: Option<SchedulingConfig>,
     /// What the user configured at this level; `None` when the user left the scheduling block unset.
     pub user_config: Option<SchedulingConfig>,
-    /// Run in order on the resolved config after the merge.
+    /// Run in order on the resolved config after the merge, whichever way they were added.
     pub callbacks: Vec<Callback>,
     /// Sub-components.
     pub children: Vec<WorkloadItem>,
@@ -349,8 +446,19 @@ impl WorkloadItem {
         self
     }
 
-    /// This item with a callback appended.
+    /// This item with a callback appended that looks only at the resolved config.
     pub fn with_callback(mut self, f: impl Fn(&mut SchedulingConfig) + Send + Sync + 'static) -> Self {
+        self.callbacks
+            .push(Arc::new(move |_: &ItemView<'_>, cfg: &mut SchedulingConfig| f(cfg)));
+        self
+    }
+
+    /// This item with a callback appended that also sees the item ([`ItemView`]: its name, depth, children,
+    /// config path, default and user configs). Callbacks of both kinds run in the order they were added.
+    pub fn with_item_callback(
+        mut self,
+        f: impl Fn(&ItemView<'_>, &mut SchedulingConfig) + Send + Sync + 'static,
+    ) -> Self {
         self.callbacks.push(Arc::new(f));
         self
     }

@@ -177,3 +177,88 @@ fn with_an_empty_name_every_name_error_is_reported_at_once() {
         ]
     );
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Callbacks that see the item (KEP-6089's `func(*WorkloadItem)`).
+
+#[test]
+fn item_callbacks_see_the_item_and_its_place_in_the_tree() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = |seen: &Arc<std::sync::Mutex<Vec<String>>>| {
+        let seen = Arc::clone(seen);
+        move |item: &ItemView<'_>, _: &mut SchedulingConfig| {
+            seen.lock().unwrap().push(format!(
+                "{} depth={} path={} children=[{}] leaf={} root={} config_path={} user={}",
+                item.name(),
+                item.depth(),
+                item.path().join("/"),
+                item.child_names().collect::<Vec<_>>().join(","),
+                item.is_leaf(),
+                item.is_root(),
+                item.config_path().map_or("-", FieldPath::as_str),
+                item.user_config().is_some(),
+            ));
+        }
+    };
+    let tree = WorkloadItem::new("root")
+        .with_item_callback(record(&seen))
+        .with_config_path("spec.scheduling")
+        .with_child(
+            WorkloadItem::new("mid").with_item_callback(record(&seen)).with_child(
+                WorkloadItem::new("leaf")
+                    .with_user_config(Some(SchedulingConfig::basic()))
+                    .with_item_callback(record(&seen)),
+            ),
+        )
+        .with_child(WorkloadItem::new("other").with_item_callback(record(&seen)));
+    WorkloadBuilder::new(tree).resolve();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "root depth=0 path=root children=[mid,other] leaf=false root=true config_path=spec.scheduling user=false",
+            "mid depth=1 path=root/mid children=[leaf] leaf=false root=false config_path=- user=false",
+            "leaf depth=2 path=root/mid/leaf children=[] leaf=true root=false config_path=- user=true",
+            "other depth=1 path=root/other children=[] leaf=true root=false config_path=- user=false",
+        ]
+    );
+}
+
+#[test]
+fn both_kinds_of_callbacks_run_in_the_order_added() {
+    // Each callback appends a digit to minCount: the order is visible in the result.
+    let append = |digit: i32| {
+        move |cfg: &mut SchedulingConfig| {
+            if let Some(g) = cfg.gang_policy_mut() {
+                g.min_count = Some(g.min_count.unwrap_or(0) * 10 + digit);
+            }
+        }
+    };
+    let item = WorkloadItem::new("job")
+        .with_default(SchedulingConfig::gang(None))
+        .with_callback(append(1))
+        .with_item_callback(move |_, cfg| append(2)(cfg))
+        .with_callback(append(3))
+        .with_item_callback(move |item, cfg| {
+            if item.name() == "job" {
+                append(4)(cfg);
+            }
+        });
+    let resolved = WorkloadBuilder::new(item).resolve();
+    assert_eq!(resolved.config.gang_policy().unwrap().min_count, Some(1234));
+}
+
+#[test]
+fn an_item_callback_defaults_a_composite_gang_to_its_child_count() {
+    let tree = WorkloadItem::new("root")
+        .with_default(SchedulingConfig::gang(None))
+        .with_item_callback(|item, cfg| {
+            cfg.default_gang_min_count(i32::try_from(item.child_count()).unwrap_or(i32::MAX));
+        })
+        .with_children(["a", "b", "c"].map(|n| WorkloadItem::new(n).with_default(SchedulingConfig::basic())));
+    let workload = WorkloadBuilder::new(tree)
+        .allow(allow_all())
+        .build("w", "default", &owner("j"))
+        .unwrap();
+    let root = &workload.spec.composite_pod_group_templates.unwrap()[0];
+    assert_eq!(root.scheduling_policy.gang.as_ref().unwrap().min_group_count, 3);
+}
