@@ -21,10 +21,14 @@ use k8s_openapi::api::scheduling::v1alpha3::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde_json::json;
 
-use crate::field::{FieldError, FieldErrors, FieldPath};
+use crate::field::{ErrorOrigin, FieldError, FieldErrorType, FieldErrors, FieldPath, Stage};
 use crate::resolve::resolve_item;
-use crate::sites::{any_empty_name, sites};
-use crate::types::{AllowList, DisruptionMode, ResolvedItem, SchedulingConfig, SchedulingPolicy, WorkloadItem};
+use crate::sites::{any_empty_name, site_of, sites};
+use crate::types::{
+    AllowList, DisruptionMode, DisruptionModeOption, PolicyOption, ResolvedItem, SchedulingConfig, SchedulingPolicy,
+    WorkloadItem,
+};
+use crate::validation::blocks::{disruption_mode_not_supported, policy_not_supported};
 use crate::validation::strings::{is_dns1123_label, is_dns1123_subdomain};
 use crate::validation::tree::validate_tree;
 
@@ -102,15 +106,25 @@ impl WorkloadBuilder {
     /// Resolve and validate the tree against the structural rules and the allow-lists.
     ///
     /// An item with an empty name (at any depth) fails before resolution: no callback runs on such a tree.
+    ///
+    /// Every error carries its [`origin`](FieldError::origin): the stage ([`Stage::Resolve`] for names,
+    /// [`Stage::Allowlist`] for an option the controller does not allow, [`Stage::Validation`] for the other
+    /// rules) and the item it is about.
     pub fn validate(&self) -> Result<ResolvedItem, FieldErrors> {
         check_item_names(&self.root).into_result(())?;
         let resolved = self.resolve();
+        let errs = self.validate_resolved(&resolved);
+        errs.into_result(resolved)
+    }
+
+    /// Tree validation of `resolved`, each error with its origin.
+    fn validate_resolved(&self, resolved: &ResolvedItem) -> FieldErrors {
         let errs = validate_tree(
-            &resolved,
+            resolved,
             &self.allow,
             self.composite_allow.as_ref().unwrap_or(&self.allow),
         );
-        errs.into_result(resolved)
+        attribute(errs, resolved)
     }
 
     /// Resolve, validate and compile the tree into the Workload `namespace/name` owned by `owner`.
@@ -126,11 +140,7 @@ impl WorkloadBuilder {
             return Err(errs);
         }
         let resolved = self.resolve();
-        errs.extend(validate_tree(
-            &resolved,
-            &self.allow,
-            self.composite_allow.as_ref().unwrap_or(&self.allow),
-        ));
+        errs.extend(self.validate_resolved(&resolved));
         errs.into_result(())?;
         Ok(compile(&resolved, name, namespace, owner))
     }
@@ -148,23 +158,56 @@ fn check_item_names(root: &WorkloadItem) -> FieldErrors {
     for site in sites(root) {
         let name = site.names.last().map_or("", String::as_str);
         let path = site.template.child("name");
+        let origin = ErrorOrigin::item(Stage::Resolve, site.names.iter());
         if name.is_empty() {
-            errs.push(FieldError::required(path, ""));
+            errs.push(FieldError::required(path, "").with_origin(origin));
             continue;
         }
         for msg in is_dns1123_label(name) {
-            errs.push(FieldError::invalid(path.clone(), name, msg));
+            errs.push(FieldError::invalid(path.clone(), name, msg).with_origin(origin.clone()));
         }
         if !seen.insert(name.to_string()) {
-            errs.push(FieldError::duplicate(path, name));
+            errs.push(FieldError::duplicate(path, name).with_origin(origin));
         }
     }
     errs
 }
 
+/// The details of allow-list errors (Forbidden: an option the controller does not support).
+fn allowlist_details() -> [String; 4] {
+    [
+        policy_not_supported(PolicyOption::Basic),
+        policy_not_supported(PolicyOption::Gang),
+        disruption_mode_not_supported(DisruptionModeOption::Single),
+        disruption_mode_not_supported(DisruptionModeOption::All),
+    ]
+}
+
+/// `errs` (from tree validation of `root`) with their origins: the allow-list or validation stage, and the
+/// item whose template or config path each error is under.
+fn attribute(errs: FieldErrors, root: &ResolvedItem) -> FieldErrors {
+    if errs.is_empty() {
+        return errs;
+    }
+    let sites = sites(root);
+    let allowlist = allowlist_details();
+    errs.into_iter()
+        .map(|e| {
+            let stage = if e.error_type == FieldErrorType::Forbidden && allowlist.contains(&e.detail) {
+                Stage::Allowlist
+            } else {
+                Stage::Validation
+            };
+            let item = site_of(&sites, &e.field).map(|s| s.names.clone()).unwrap_or_default();
+            e.or_origin(|| ErrorOrigin { stage, item })
+        })
+        .collect()
+}
+
 fn validate_workload_identity(name: &str, namespace: &str, owner: &OwnerReference) -> FieldErrors {
     let mut errs = FieldErrors::new();
     let meta = FieldPath::new("metadata");
+    let origin = || ErrorOrigin::stage(Stage::Compile);
     if name.is_empty() {
         errs.push(FieldError::required(meta.child("name"), ""));
     }
@@ -207,7 +250,7 @@ fn validate_workload_identity(name: &str, namespace: &str, owner: &OwnerReferenc
             e.to_string(),
         ));
     }
-    errs
+    errs.into_iter().map(|e| e.or_origin(origin)).collect()
 }
 
 /// An `apiVersion` split into its group (empty for the core group) and version.

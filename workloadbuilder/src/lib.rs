@@ -204,7 +204,7 @@ pub use annotations::DownwardMapping;
 pub use builder::{
     GroupVersion, GroupVersionError, OWNER_NOT_CONTROLLER, WorkloadBuilder, api_group, parse_group_version,
 };
-pub use field::{BadValue, FieldError, FieldErrorType, FieldErrors, FieldPath};
+pub use field::{BadValue, ErrorOrigin, FieldError, FieldErrorType, FieldErrors, FieldPath, Stage};
 pub use mapconfig::{map_composite_group_config, map_pod_group_config};
 pub use names::{generate_pod_group_name, generate_workload_name};
 pub use podgroup::{InstantiateError, TemplateRef, find_template, new_composite_pod_group, new_pod_group};

@@ -52,6 +52,29 @@ pub(crate) struct Site {
     pub leaf: bool,
 }
 
+/// True when `field` is `prefix` or lies under it (`prefix.x`, `prefix[0]`).
+fn is_under(field: &str, prefix: &str) -> bool {
+    match field.strip_prefix(prefix) {
+        Some(rest) => rest.is_empty() || rest.starts_with('.') || rest.starts_with('['),
+        None => false,
+    }
+}
+
+/// The item an error at `field` is about: the one whose template path or config path is the longest prefix
+/// of `field` (the deepest item; with identical config paths, the first in pre-order).
+pub(crate) fn site_of<'s>(sites: &'s [Site], field: &FieldPath) -> Option<&'s Site> {
+    let mut best: Option<(&Site, usize)> = None;
+    for site in sites {
+        for path in std::iter::once(&site.template).chain(site.config.as_ref()) {
+            let len = path.as_str().len();
+            if is_under(field.as_str(), path.as_str()) && best.is_none_or(|(_, l)| len > l) {
+                best = Some((site, len));
+            }
+        }
+    }
+    best.map(|(site, _)| site)
+}
+
 /// The path of the template a root compiles to: `spec.podGroupTemplates[0]` for a leaf,
 /// `spec.compositePodGroupTemplates[0]` otherwise.
 pub(crate) fn root_template(leaf: bool) -> FieldPath {
@@ -151,6 +174,34 @@ mod tests {
             sites(&WorkloadItem::new("leaf"))[0].template.as_str(),
             "spec.podGroupTemplates[0]"
         );
+    }
+
+    #[test]
+    fn errors_are_attributed_to_the_deepest_item_whose_path_they_are_under() {
+        let root = WorkloadItem::new("root")
+            .with_config_path("spec.scheduling")
+            .with_child(WorkloadItem::new("a").with_config_path("spec.scheduling.policies[0]"))
+            .with_child(WorkloadItem::new("mid").with_child(WorkloadItem::new("b")));
+        let s = sites(&root);
+        let of = |f: &str| site_of(&s, &FieldPath::from(f)).map(|s| s.names.join("/"));
+        assert_eq!(of("spec.scheduling.schedulingPolicy").as_deref(), Some("root"));
+        assert_eq!(of("spec.scheduling").as_deref(), Some("root"));
+        assert_eq!(
+            of("spec.scheduling.policies[0].disruptionMode").as_deref(),
+            Some("root/a")
+        );
+        // `policies[1]` is not under `policies[0]`, and `spec.schedulingX` not under `spec.scheduling`.
+        assert_eq!(of("spec.scheduling.policies[1]").as_deref(), Some("root"));
+        assert_eq!(of("spec.schedulingX"), None);
+        assert_eq!(
+            of("spec.compositePodGroupTemplates[0].compositePodGroupTemplates[0].podGroupTemplates[0].name").as_deref(),
+            Some("root/mid/b")
+        );
+        assert_eq!(
+            of("spec.compositePodGroupTemplates[0].compositePodGroupTemplates[0]").as_deref(),
+            Some("root/mid")
+        );
+        assert_eq!(of("metadata.name"), None);
     }
 
     #[test]

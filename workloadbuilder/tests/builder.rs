@@ -262,3 +262,119 @@ fn an_item_callback_defaults_a_composite_gang_to_its_child_count() {
     let root = &workload.spec.composite_pod_group_templates.unwrap()[0];
     assert_eq!(root.scheduling_policy.gang.as_ref().unwrap().min_group_count, 3);
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Field errors keep their origin: the stage and the item.
+
+fn origin_of(errs: &FieldErrors, path: &str) -> (Option<Stage>, Vec<String>) {
+    let e = errs
+        .iter()
+        .find(|e| e.field.as_str() == path)
+        .unwrap_or_else(|| panic!("no error at {path}: {errs}"));
+    (e.stage(), e.item_path().to_vec())
+}
+
+fn names(path: &[&str]) -> Vec<String> {
+    path.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn builder_errors_name_their_stage_and_item() {
+    let tree = WorkloadItem::new("trainer")
+        .with_default(SchedulingConfig::gang(None))
+        .with_config_path("spec.scheduling")
+        .with_item_callback(|item, cfg| {
+            cfg.default_gang_min_count(i32::try_from(item.child_count()).unwrap_or(i32::MAX));
+        })
+        .with_child(
+            WorkloadItem::new("workers")
+                .with_default(SchedulingConfig::gang(None))
+                .with_config_path("spec.scheduling.replicatedJobPolicies[0]"),
+        )
+        .with_child(
+            WorkloadItem::new("mid")
+                .with_default(SchedulingConfig::basic().with_disruption_mode(DisruptionMode::All))
+                .with_child(WorkloadItem::new("Bad_Leaf").with_default(SchedulingConfig::basic())),
+        );
+    // Only Basic and Single allowed: the root's gang and the mid's `all` are allow-list errors.
+    let allow = AllowList::new()
+        .policies([PolicyOption::Basic])
+        .disruption_modes([DisruptionModeOption::Single]);
+    let mut bad_owner = owner("j");
+    bad_owner.api_version = "batch/v1/x".into();
+    let errs = WorkloadBuilder::new(tree)
+        .allow(allow)
+        .build("w", "default", &bad_owner)
+        .unwrap_err();
+    assert_eq!(
+        origin_of(&errs, "spec.scheduling.schedulingPolicy"),
+        (Some(Stage::Allowlist), names(&["trainer"]))
+    );
+    assert_eq!(
+        origin_of(
+            &errs,
+            "spec.scheduling.replicatedJobPolicies[0].schedulingPolicy.gang.minCount"
+        ),
+        (Some(Stage::Validation), names(&["trainer", "workers"]))
+    );
+    let mid = "spec.compositePodGroupTemplates[0].compositePodGroupTemplates[0]";
+    let mid_mode = errs
+        .iter()
+        .filter(|e| e.field.as_str() == format!("{mid}.disruptionMode"))
+        .map(|e| (e.stage(), e.item().map(str::to_string)))
+        .collect::<Vec<_>>();
+    // `all` is not allowed (allow-list), and not with Basic (validation).
+    assert!(
+        mid_mode.contains(&(Some(Stage::Allowlist), Some("mid".into()))),
+        "{mid_mode:?}"
+    );
+    assert!(
+        mid_mode.contains(&(Some(Stage::Validation), Some("mid".into()))),
+        "{mid_mode:?}"
+    );
+    assert_eq!(
+        origin_of(&errs, &format!("{mid}.podGroupTemplates[0].name")),
+        (Some(Stage::Validation), names(&["trainer", "mid", "Bad_Leaf"]))
+    );
+    assert_eq!(
+        origin_of(&errs, "metadata.ownerReferences[0].apiVersion"),
+        (Some(Stage::Compile), vec![])
+    );
+    // Every error the builder reports has an origin; the rendering is the upstream one.
+    assert!(errs.iter().all(|e| e.origin().is_some()), "{errs:?}");
+    assert!(
+        errs.to_string().contains(
+            "spec.scheduling.schedulingPolicy: Forbidden: gang scheduling policy is not supported by this controller"
+        ),
+        "{errs}"
+    );
+}
+
+#[test]
+fn name_errors_found_before_resolution_have_the_resolve_stage() {
+    let tree = WorkloadItem::new("root").with_child(WorkloadItem::new(""));
+    let errs = WorkloadBuilder::new(tree).allow(allow_all()).validate().unwrap_err();
+    assert_eq!(
+        origin_of(&errs, "spec.compositePodGroupTemplates[0].podGroupTemplates[0].name"),
+        (Some(Stage::Resolve), names(&["root", ""]))
+    );
+}
+
+#[test]
+fn field_errors_serialize_with_their_origin() {
+    let errs = WorkloadBuilder::new(WorkloadItem::new("job").with_default(SchedulingConfig::gang(None)))
+        .allow(allow_all())
+        .validate()
+        .unwrap_err();
+    let json = serde_json::to_value(&errs).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!([{
+            "type": "FieldValueRequired",
+            "field": "spec.podGroupTemplates[0].schedulingPolicy.gang.minCount",
+            "detail": "gang scheduling requires minCount to be set after resolution",
+            "message": "spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Required value: gang scheduling requires minCount to be set after resolution",
+            "origin": {"stage": "validation", "item": ["job"]},
+        }])
+    );
+}
