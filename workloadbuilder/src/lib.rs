@@ -210,7 +210,8 @@ pub use names::{generate_pod_group_name, generate_workload_name};
 pub use podgroup::{InstantiateError, TemplateRef, find_template, new_composite_pod_group, new_pod_group};
 pub use types::{
     AllowList, Callback, DisruptionMode, DisruptionModeOption, GangSchedulingPolicy, ItemView, PolicyOption,
-    ResolvedItem, ResourceClaim, SchedulingConfig, SchedulingConstraints, SchedulingPolicy, WorkloadItem,
+    ResolvedItem, ResourceClaim, SchedulingConfig, SchedulingConstraints, SchedulingPolicy, Source, Sources,
+    WorkloadItem,
 };
 pub use validation::api::{
     validate_composite_pod_group, validate_composite_pod_group_status_update, validate_composite_pod_group_update,
