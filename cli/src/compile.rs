@@ -3,11 +3,16 @@
 //!
 //! Names derive from `metadata.uid` as the controllers' do; a manifest without a uid (not yet created)
 //! compiles as if its uid were empty, so the Workload's name differs from the one the cluster will show.
+//!
+//! With `--resolved`, each manifest prints the `WorkloadItem` tree its controller builds, resolved: per
+//! item the controller's default, the user's values, their merge, the result after the controller's
+//! callbacks and where each field came from (`sources`), plus the validation errors with their origins.
 
 use std::fmt::Write as _;
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kwas_api::jobset::{JobSet, PodGroupManagement};
 use kwas_api::names::JOB_CONTROLLER_NAME;
@@ -17,7 +22,7 @@ use kwas_controllers::jobset::children::{
     ChildWiring, children, desired_child_group, desired_job, desired_root_group, root_group_name,
 };
 use serde_json::Value;
-use workloadbuilder::FieldErrors;
+use workloadbuilder::{FieldErrors, ResolvedItem, Stage, WorkloadBuilder};
 
 /// The uid given to manifests that have none (objects not created yet).
 pub const PLACEHOLDER_UID: &str = "00000000-0000-0000-0000-000000000000";
@@ -29,6 +34,27 @@ pub struct CompileOptions {
     pub management: PodGroupManagement,
     /// The namespace of manifests that name none (as kubectl's `--namespace`).
     pub namespace: String,
+    /// Print each manifest's resolved `WorkloadItem` tree instead of the objects.
+    pub resolved: bool,
+}
+
+/// The resolved `WorkloadItem` tree of one manifest (`--resolved`).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedDocument {
+    /// The manifest's `apiVersion`.
+    pub api_version: String,
+    /// The manifest's `kind`.
+    pub kind: String,
+    /// The manifest's name.
+    pub name: String,
+    /// The manifest's namespace.
+    pub namespace: Option<String>,
+    /// The tree its controller builds, resolved.
+    pub tree: ResolvedItem,
+    /// Why the tree does not compile, each error with its origin (stage and item).
+    #[serde(skip_serializing_if = "FieldErrors::is_empty")]
+    pub errors: FieldErrors,
 }
 
 /// One compiled input document.
@@ -36,8 +62,13 @@ pub struct CompileOptions {
 pub struct Compiled {
     /// The objects, in creation order.
     pub objects: Vec<Value>,
+    /// With `--resolved`: the manifest's resolved tree.
+    pub resolved: Option<ResolvedDocument>,
     /// Notes for the user (for example why a Job compiles to nothing).
     pub notes: Vec<String>,
+    /// With `--resolved`: the validation errors of a tree that resolved but does not compile, rendered as
+    /// kubectl renders an `Invalid` error (the tree is printed all the same).
+    pub invalid: Option<String>,
 }
 
 /// kubectl's rendering of a 422 `Invalid` Status for `kind` `name` with `errs`.
@@ -82,6 +113,12 @@ pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compile
     meta.entry("uid")
         .or_insert_with(|| Value::String(PLACEHOLDER_UID.to_string()));
     let mut out = match (api_version.as_str(), kind.as_str()) {
+        ("batch/v1", "Job") if options.resolved => {
+            resolve_job(&serde_json::from_value(doc).context("decoding the Job")?)?
+        }
+        ("kwas.dev/v1alpha1", "JobSet") if options.resolved => {
+            resolve_jobset(&serde_json::from_value(doc).context("decoding the JobSet")?)?
+        }
         ("batch/v1", "Job") => compile_job(&serde_json::from_value(doc).context("decoding the Job")?)?,
         ("kwas.dev/v1alpha1", "JobSet") => compile_jobset(
             &serde_json::from_value(doc).context("decoding the JobSet")?,
@@ -97,6 +134,7 @@ pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compile
             return Ok(Compiled {
                 objects: Vec::new(),
                 notes: vec![format!("{api_version} {kind} {name}: not a workload, skipped")],
+                ..Compiled::default()
             });
         }
         _ => bail!("kwas compile handles batch/v1 Jobs and kwas.dev/v1alpha1 JobSets, not {api_version} {kind}"),
@@ -151,6 +189,55 @@ fn compile_job(job: &Job) -> Result<Compiled> {
     Ok(out)
 }
 
+/// The resolved tree of `builder` for the object `kind` `name`, as one document, with its validation errors.
+fn resolved_document(api_version: &str, kind: &str, meta: &ObjectMeta, builder: &WorkloadBuilder) -> Result<Compiled> {
+    let name = meta.name.clone().unwrap_or_default();
+    let (tree, errors) = match builder.validate() {
+        Ok(tree) => (tree, FieldErrors::new()),
+        // Names are checked before resolution; any other error comes with the resolved tree.
+        Err(errs) if errs.iter().any(|e| e.stage() == Some(Stage::Resolve)) => {
+            bail!("{}", kubectl_invalid(kind, &name, &errs))
+        }
+        Err(errs) => (builder.resolve(), errs),
+    };
+    Ok(Compiled {
+        invalid: (!errors.is_empty()).then(|| kubectl_invalid(kind, &name, &errors)),
+        resolved: Some(ResolvedDocument {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            name,
+            namespace: meta.namespace.clone(),
+            tree,
+            errors,
+        }),
+        ..Compiled::default()
+    })
+}
+
+fn resolve_job(job: &Job) -> Result<Compiled> {
+    let name = job.name_any();
+    if let ManagementMode::Both =
+        management_mode(job).map_err(|e| anyhow::anyhow!(kubectl_invalid("Job", &name, &e)))?
+    {
+        let builder = workloadbuilder::job::job_workload_builder(job)
+            .map_err(|e| anyhow::anyhow!(kubectl_invalid("Job", &name, &e)))?;
+        return resolved_document("batch/v1", "Job", &job.metadata, &builder);
+    }
+    Ok(Compiled {
+        notes: vec![format!(
+            "Job {name}: its Workload is not its own (a parent's, or none): it has no tree to resolve"
+        )],
+        ..Compiled::default()
+    })
+}
+
+fn resolve_jobset(js: &JobSet) -> Result<Compiled> {
+    let name = js.name_any();
+    let builder = kwas_controllers::jobset::compile::jobset_builder(js)
+        .map_err(|e| anyhow::anyhow!(kubectl_invalid("JobSet", &name, &e)))?;
+    resolved_document("kwas.dev/v1alpha1", "JobSet", &js.metadata, &builder)
+}
+
 fn compile_jobset(js: &JobSet, default_management: PodGroupManagement) -> Result<Compiled> {
     let name = js.name_any();
     let workload = kwas_controllers::jobset::compile::desired_workload(js)
@@ -199,11 +286,14 @@ fn compile_jobset(js: &JobSet, default_management: PodGroupManagement) -> Result
 }
 
 /// Render objects as a multi-document YAML stream.
-pub fn to_yaml(objects: &[Value]) -> Result<String> {
+pub fn to_yaml<T: serde::Serialize>(objects: &[T]) -> Result<String> {
     let mut s = String::new();
     for o in objects {
         s.push_str("---\n");
         s.push_str(&serde_saphyr::to_string(o)?);
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
     }
     Ok(s)
 }

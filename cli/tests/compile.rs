@@ -90,3 +90,97 @@ spec:
     assert!(!ok);
     assert!(stderr.contains("not v1 Pod"), "{stderr}");
 }
+
+fn yaml_docs(stdout: &str) -> Vec<serde_json::Value> {
+    stdout
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_saphyr::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn resolved_shows_defaults_user_values_and_callback_results_per_item() {
+    let (ok, stdout, stderr) = kwas(&["compile", "--resolved", "examples/jobs/gang-job.yaml"], None);
+    assert!(ok, "{stderr}");
+    let docs = yaml_docs(&stdout);
+    assert_eq!(docs.len(), 1);
+    let job = &docs[0];
+    assert_eq!(
+        (job["kind"].as_str(), job["name"].as_str()),
+        (Some("Job"), Some("train"))
+    );
+    let tree = &job["tree"];
+    assert_eq!(tree["name"], "train-pgt-0");
+    assert_eq!(tree["configPath"], "spec.scheduling");
+    // The controller's default, the user's gang without a count, the callback's count.
+    assert_eq!(tree["default"]["schedulingPolicy"], serde_json::json!({"basic": {}}));
+    assert_eq!(tree["user"]["schedulingPolicy"], serde_json::json!({"gang": {}}));
+    assert_eq!(tree["merged"]["schedulingPolicy"], serde_json::json!({"gang": {}}));
+    assert_eq!(
+        tree["resolved"]["schedulingPolicy"],
+        serde_json::json!({"gang": {"minCount": 4}})
+    );
+    assert_eq!(tree["sources"]["schedulingPolicy"], "user");
+    assert_eq!(tree["sources"]["minCount"], "callback");
+    assert_eq!(tree["callbacks"], 1);
+    assert!(job.get("errors").is_none());
+    // No object is printed and names derived from uids do not matter here.
+    assert!(!stdout.contains("kind: Workload"), "{stdout}");
+    assert!(!stderr.contains("no metadata.uid"), "{stderr}");
+}
+
+#[test]
+fn resolved_jobset_trees_have_a_composite_root_and_one_leaf_per_replicated_job() {
+    let (ok, stdout, stderr) = kwas(
+        &["compile", "--resolved", "examples/jobsets/option-b.yaml", "-o", "json"],
+        None,
+    );
+    assert!(ok, "{stderr}");
+    let docs: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    let tree = &docs[0]["tree"];
+    assert_eq!(tree["name"], "jobset");
+    assert_eq!(tree["sources"]["schedulingPolicy"], "default", "{tree}");
+    assert_eq!(tree["sources"]["minCount"], "callback", "{tree}");
+    let children: Vec<&str> = tree["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(children, ["driver", "workers"]);
+    let workers = &tree["children"][1];
+    assert_eq!(workers["configPath"], "spec.scheduling.replicatedJobPolicies[0]");
+    assert_eq!(workers["sources"]["schedulingPolicy"], "user");
+}
+
+#[test]
+fn resolved_prints_the_tree_of_an_invalid_manifest_with_its_errors_and_fails() {
+    let job = r#"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: bad, namespace: ml, uid: u1}
+spec:
+  parallelism: 2
+  scheduling:
+    disruptionMode: {all: {}}
+  template: {spec: {containers: [{name: c, image: i}]}}
+"#;
+    let (ok, stdout, stderr) = kwas(&["compile", "--resolved", "-"], Some(job));
+    assert!(!ok);
+    assert!(
+        stderr.contains("The Job \"bad\" is invalid: spec.scheduling.disruptionMode: Invalid value"),
+        "{stderr}"
+    );
+    let docs = yaml_docs(&stdout);
+    let doc = &docs[0];
+    assert_eq!(doc["tree"]["sources"]["schedulingPolicy"], "default");
+    assert_eq!(doc["tree"]["sources"]["disruptionMode"], "user");
+    let err = &doc["errors"][0];
+    assert_eq!(err["field"], "spec.scheduling.disruptionMode");
+    assert_eq!(err["type"], "FieldValueInvalid");
+    assert_eq!(
+        err["origin"],
+        serde_json::json!({"stage": "validation", "item": ["bad-pgt-0"]})
+    );
+}

@@ -338,10 +338,15 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
         .with_children(children))
 }
 
+/// The builder of the JobSet's Workload: its tree ([`jobset_item`]) with the controller's allow-list.
+/// [`WorkloadBuilder::resolve`] on it shows what the JobSet resolves to.
+pub fn jobset_builder(js: &JobSet) -> Result<WorkloadBuilder, FieldErrors> {
+    Ok(WorkloadBuilder::new(jobset_item(js)?).allow(allow_list()))
+}
+
 /// Compile the JobSet's Workload: named [`jobset_workload_name`], owned by the JobSet.
 pub fn compile(js: &JobSet) -> Result<Workload, FieldErrors> {
-    let item = jobset_item(js)?;
-    WorkloadBuilder::new(item).allow(allow_list()).build(
+    jobset_builder(js)?.build(
         &jobset_workload_name(js),
         js.namespace().as_deref().unwrap_or_default(),
         // A JobSet without a uid gets an empty owner, which the builder rejects with field errors.
