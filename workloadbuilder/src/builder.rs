@@ -28,6 +28,7 @@ use crate::types::{
     AllowList, DisruptionMode, DisruptionModeOption, PolicyOption, ResolvedItem, SchedulingConfig, SchedulingPolicy,
     WorkloadItem,
 };
+use crate::validation::api::MAX_TEMPLATES_PER_LIST;
 use crate::validation::blocks::{disruption_mode_not_supported, policy_not_supported};
 use crate::validation::strings::{is_dns1123_label, is_dns1123_subdomain};
 use crate::validation::tree::validate_tree;
@@ -144,6 +145,155 @@ impl WorkloadBuilder {
         errs.into_result(())?;
         Ok(compile(&resolved, name, namespace, owner))
     }
+
+    /// Like [`build`](Self::build), but a Workload for clusters without CompositePodGroups, as LeaderWorkerSet
+    /// and upstream JobSet compile theirs: only `spec.podGroupTemplates`, one per leaf item (in pre-order),
+    /// no `compositePodGroupTemplates`. The runtime groups are then PodGroups without a parent.
+    ///
+    /// The composite items only give the tree its shape: what they would ask of a CompositePodGroup cannot be
+    /// expressed flat and is refused (`Forbidden`, stage [`Stage::Compile`], at the item's configuration): a
+    /// Gang policy (a gang of groups), a topology constraint (groups placed together), the disruption mode
+    /// `all` (groups disrupted together). Basic (the default when unset) and `single` are fine. The tree must
+    /// also be valid as a nested tree, and the flat list holds at most 8 templates. Errors about a leaf's
+    /// template are reported at its flat path (`spec.podGroupTemplates[k]`) when it has no config path.
+    ///
+    /// ```
+    /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    /// use workloadbuilder::{AllowList, PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem};
+    ///
+    /// let owner = OwnerReference {
+    ///     api_version: "kwas.dev/v1alpha1".into(),
+    ///     kind: "JobSet".into(),
+    ///     name: "trainer".into(),
+    ///     uid: "uid-2".into(),
+    ///     controller: Some(true),
+    ///     block_owner_deletion: Some(true),
+    /// };
+    /// let tree = |root: SchedulingConfig| {
+    ///     WorkloadItem::new("trainer").with_default(root).with_children([
+    ///         WorkloadItem::new("driver").with_default(SchedulingConfig::basic()),
+    ///         WorkloadItem::new("workers").with_default(SchedulingConfig::gang(Some(8))),
+    ///     ])
+    /// };
+    /// let allow = AllowList::new().policies([PolicyOption::Basic, PolicyOption::Gang]);
+    /// let flat = WorkloadBuilder::new(tree(SchedulingConfig::basic())).allow(allow.clone())
+    ///     .build_flat("trainer-wl", "default", &owner).unwrap();
+    /// let names: Vec<&str> = flat.spec.pod_group_templates.iter().flatten().map(|t| t.name.as_str()).collect();
+    /// assert_eq!(names, ["driver", "workers"]);
+    /// assert!(flat.spec.composite_pod_group_templates.is_none());
+    /// // A gang of gangs needs a CompositePodGroup.
+    /// let errs = WorkloadBuilder::new(tree(SchedulingConfig::gang(Some(2)))).allow(allow)
+    ///     .build_flat("trainer-wl", "default", &owner).unwrap_err();
+    /// assert!(errs.to_string().starts_with("spec.compositePodGroupTemplates[0].schedulingPolicy: Forbidden"));
+    /// ```
+    pub fn build_flat(&self, name: &str, namespace: &str, owner: &OwnerReference) -> Result<Workload, FieldErrors> {
+        let mut errs = validate_workload_identity(name, namespace, owner);
+        let names = check_item_names(&self.root);
+        if !names.is_empty() {
+            errs.extend(names);
+            return Err(errs);
+        }
+        let resolved = self.resolve();
+        let tree_errs = self.validate_resolved(&resolved);
+        let flat_errs = check_flat(&resolved);
+        if !tree_errs.is_empty() || !flat_errs.is_empty() {
+            let sites = sites(&resolved);
+            errs.extend(tree_errs.into_iter().map(|e| to_flat_path(e, &sites)));
+            errs.extend(flat_errs);
+        }
+        errs.into_result(())?;
+        let mut leaves = Vec::new();
+        collect_leaves(&resolved, &mut leaves);
+        let templates = leaves.into_iter().map(compile_leaf).collect();
+        Ok(workload(name, namespace, owner, Some(templates), None))
+    }
+}
+
+/// The Forbidden detail for a composite's gang policy in a flat Workload.
+pub const FLAT_COMPOSITE_GANG: &str = "a gang of groups needs a CompositePodGroup: a flat Workload (podGroupTemplates only) \
+     cannot express it; use the Basic policy at this level";
+/// The Forbidden detail for a composite's topology constraint in a flat Workload.
+pub const FLAT_COMPOSITE_TOPOLOGY: &str = "placing groups together needs a CompositePodGroup: a flat Workload \
+     (podGroupTemplates only) cannot express a topology constraint at this level";
+/// The Forbidden detail for a composite's disruption mode `all` in a flat Workload.
+pub const FLAT_COMPOSITE_ALL: &str = "disrupting groups together needs a CompositePodGroup: a flat Workload \
+     (podGroupTemplates only) cannot express the disruptionMode `all` at this level";
+
+/// The leaves of `item`'s subtree, in pre-order.
+fn collect_leaves<'a>(item: &'a ResolvedItem, out: &mut Vec<&'a ResolvedItem>) {
+    if item.is_leaf() {
+        out.push(item);
+    }
+    for child in &item.children {
+        collect_leaves(child, out);
+    }
+}
+
+/// What a flat Workload cannot express: composite items asking for more than Basic and `single`, and more
+/// leaves than a template list holds.
+fn check_flat(root: &ResolvedItem) -> FieldErrors {
+    let mut leaves = Vec::new();
+    collect_leaves(root, &mut leaves);
+    let composites_are_plain = root.iter().filter(|i| !i.is_leaf()).all(|i| {
+        !i.config.is_gang()
+            && i.config.topology_key().is_none()
+            && i.config.disruption_mode != Some(DisruptionMode::All)
+    });
+    let mut errs = FieldErrors::new();
+    if composites_are_plain && leaves.len() <= MAX_TEMPLATES_PER_LIST {
+        return errs;
+    }
+    for (site, item) in sites(root).into_iter().zip(root.iter()) {
+        if item.is_leaf() {
+            continue;
+        }
+        let path = site.config.clone().unwrap_or_else(|| site.template.clone());
+        let origin = ErrorOrigin::item(Stage::Compile, site.names.iter());
+        let c = &item.config;
+        if c.is_gang() {
+            errs.push(
+                FieldError::forbidden(path.child("schedulingPolicy"), FLAT_COMPOSITE_GANG).with_origin(origin.clone()),
+            );
+        }
+        if c.topology_key().is_some() {
+            errs.push(
+                FieldError::forbidden(
+                    path.child("schedulingConstraints").child("topology"),
+                    FLAT_COMPOSITE_TOPOLOGY,
+                )
+                .with_origin(origin.clone()),
+            );
+        }
+        if c.disruption_mode == Some(DisruptionMode::All) {
+            errs.push(FieldError::forbidden(path.child("disruptionMode"), FLAT_COMPOSITE_ALL).with_origin(origin));
+        }
+    }
+    if leaves.len() > MAX_TEMPLATES_PER_LIST {
+        errs.push(
+            FieldError::too_many(
+                FieldPath::new("spec").child("podGroupTemplates"),
+                leaves.len(),
+                MAX_TEMPLATES_PER_LIST,
+            )
+            .with_origin(ErrorOrigin::stage(Stage::Compile)),
+        );
+    }
+    errs
+}
+
+/// An error about a leaf's nested template path moved to the leaf's flat path (`spec.podGroupTemplates[k]`,
+/// `k` its pre-order rank among the leaves).
+fn to_flat_path(mut e: FieldError, sites: &[crate::sites::Site]) -> FieldError {
+    let leaves = || sites.iter().filter(|s| s.leaf);
+    let Some((k, site)) = leaves().enumerate().find(|(_, s)| s.names.as_slice() == e.item_path()) else {
+        return e;
+    };
+    if let Some(rest) = e.field.as_str().strip_prefix(site.template.as_str())
+        && (rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+    {
+        e.field = FieldPath::from(format!("spec.podGroupTemplates[{k}]{rest}"));
+    }
+    e
 }
 
 /// When some item has an empty name: every name error of the tree (`Required`, `Invalid`, `Duplicate`, at the
@@ -321,6 +471,23 @@ fn compile(root: &ResolvedItem, name: &str, namespace: &str, owner: &OwnerRefere
     } else {
         (None, Some(vec![compile_composite(root)]))
     };
+    workload(
+        name,
+        namespace,
+        owner,
+        pod_group_templates,
+        composite_pod_group_templates,
+    )
+}
+
+/// The Workload `namespace/name` owned by `owner` with these templates.
+fn workload(
+    name: &str,
+    namespace: &str,
+    owner: &OwnerReference,
+    pod_group_templates: Option<Vec<PodGroupTemplate>>,
+    composite_pod_group_templates: Option<Vec<CompositePodGroupTemplate>>,
+) -> Workload {
     // The owner's apiVersion was checked with the Workload's identity; a malformed one never gets here.
     let group = api_group(&owner.api_version).unwrap_or_default();
     Workload {

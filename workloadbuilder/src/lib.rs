@@ -11,7 +11,7 @@
 //! | validate the user's API blocks with the controller's allow-lists | [`validate_scheduling_policy`], [`validate_disruption_mode`], their composite twins, [`validate_scheduling_constraints`], [`validate_resource_claims`] |
 //! | map the API blocks to the IR | [`map_pod_group_config`], [`map_composite_group_config`] |
 //! | describe the structure | [`WorkloadItem`], [`SchedulingConfig`], [`Callback`] ([`WorkloadItem::with_callback`], [`WorkloadItem::with_item_callback`] and its [`ItemView`]) |
-//! | resolve, validate, compile | [`WorkloadBuilder::resolve`], [`WorkloadBuilder::validate`], [`WorkloadBuilder::build`] |
+//! | resolve, validate, compile | [`WorkloadBuilder::resolve`] (a [`ResolvedItem`] tree with each value's [`Sources`]), [`WorkloadBuilder::validate`], [`WorkloadBuilder::build`]; [`WorkloadBuilder::build_flat`] for clusters without CompositePodGroups |
 //! | name objects like upstream | [`generate_workload_name`], [`generate_pod_group_name`] |
 //! | create the runtime groups | [`new_composite_pod_group`], [`new_pod_group`] |
 //! | delegate to child controllers | [`DownwardMapping`] |
@@ -202,7 +202,8 @@ pub mod validation;
 
 pub use annotations::DownwardMapping;
 pub use builder::{
-    GroupVersion, GroupVersionError, OWNER_NOT_CONTROLLER, WorkloadBuilder, api_group, parse_group_version,
+    FLAT_COMPOSITE_ALL, FLAT_COMPOSITE_GANG, FLAT_COMPOSITE_TOPOLOGY, GroupVersion, GroupVersionError,
+    OWNER_NOT_CONTROLLER, WorkloadBuilder, api_group, parse_group_version,
 };
 pub use field::{BadValue, ErrorOrigin, FieldError, FieldErrorType, FieldErrors, FieldPath, Stage};
 pub use mapconfig::{map_composite_group_config, map_pod_group_config};

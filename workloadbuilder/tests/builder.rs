@@ -378,3 +378,199 @@ fn field_errors_serialize_with_their_origin() {
         }])
     );
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Flat compilation for clusters without CompositePodGroup.
+
+fn basic(name: &str) -> WorkloadItem {
+    WorkloadItem::new(name).with_default(SchedulingConfig::basic())
+}
+
+fn gang_leaf(name: &str, n: i32) -> WorkloadItem {
+    WorkloadItem::new(name).with_default(SchedulingConfig::gang(Some(n)))
+}
+
+fn flat(tree: WorkloadItem) -> Result<k8s_openapi::api::scheduling::v1alpha3::Workload, FieldErrors> {
+    WorkloadBuilder::new(tree).allow(allow_all()).build_flat(
+        "w",
+        "default",
+        &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"),
+    )
+}
+
+#[test]
+fn a_flat_workload_has_one_pod_group_template_per_leaf_in_pre_order() {
+    let tree = basic("root")
+        .with_child(gang_leaf("driver", 1))
+        .with_child(
+            basic("stage")
+                .with_disruption_mode_default(DisruptionMode::Single)
+                .with_child(gang_leaf("a", 2))
+                .with_child(
+                    WorkloadItem::new("b").with_default(SchedulingConfig::gang(Some(3)).with_topology("kwas.dev/rack")),
+                ),
+        )
+        .with_child(WorkloadItem::new("tail"));
+    let workload = flat(tree.clone()).unwrap();
+    assert!(workload.spec.composite_pod_group_templates.is_none());
+    let templates = workload.spec.pod_group_templates.as_ref().unwrap();
+    let names: Vec<&str> = templates.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["driver", "a", "b", "tail"]);
+    assert_eq!(templates[2].scheduling_policy.gang.as_ref().unwrap().min_count, 3);
+    assert_eq!(
+        templates[2]
+            .scheduling_constraints
+            .as_ref()
+            .unwrap()
+            .topology
+            .as_ref()
+            .unwrap()[0]
+            .key,
+        "kwas.dev/rack"
+    );
+    // An unset policy compiles to Basic, as in the nested Workload.
+    assert!(templates[3].scheduling_policy.basic.is_some());
+    assert!(
+        validate_workload(&workload).is_empty(),
+        "{}",
+        validate_workload(&workload)
+    );
+    // Identity as in `build`.
+    let nested = WorkloadBuilder::new(tree)
+        .allow(allow_all())
+        .build("w", "default", &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"))
+        .unwrap();
+    assert_eq!(workload.metadata, nested.metadata);
+    assert_eq!(workload.spec.controller_ref, nested.spec.controller_ref);
+    // Its runtime groups are roots.
+    let pg = new_pod_group(&workload, "b", "w-b-0", None, vec![]).unwrap();
+    assert_eq!(pg.spec.parent_composite_pod_group_name, None);
+    assert!(new_pod_group(&workload, "b", "w-b-0", Some("parent"), vec![]).is_err());
+    // A single leaf compiles as `build` compiles it.
+    let leaf = gang_leaf("job-pgt-0", 4);
+    assert_eq!(
+        flat(leaf.clone()).unwrap(),
+        WorkloadBuilder::new(leaf)
+            .allow(allow_all())
+            .build("w", "default", &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"))
+            .unwrap()
+    );
+}
+
+trait DefaultMode {
+    fn with_disruption_mode_default(self, mode: DisruptionMode) -> Self;
+}
+
+impl DefaultMode for WorkloadItem {
+    fn with_disruption_mode_default(mut self, mode: DisruptionMode) -> Self {
+        let cfg = self.default_config.take().unwrap_or_default();
+        self.default_config = Some(cfg.with_disruption_mode(mode));
+        self
+    }
+}
+
+#[test]
+fn composite_levels_that_a_flat_workload_cannot_express_are_refused() {
+    let root = "spec.compositePodGroupTemplates[0]";
+    let mid = "spec.compositePodGroupTemplates[0].compositePodGroupTemplates[0]";
+    for (root_cfg, mid_cfg, expected) in [
+        (
+            SchedulingConfig::gang(Some(1)),
+            SchedulingConfig::basic(),
+            vec![(format!("{root}.schedulingPolicy"), vec!["root"], FLAT_COMPOSITE_GANG)],
+        ),
+        (
+            SchedulingConfig::basic(),
+            SchedulingConfig::basic().with_topology("kwas.dev/block"),
+            vec![(
+                format!("{mid}.schedulingConstraints.topology"),
+                vec!["root", "mid"],
+                FLAT_COMPOSITE_TOPOLOGY,
+            )],
+        ),
+        (
+            SchedulingConfig::gang(Some(1)).with_disruption_mode(DisruptionMode::All),
+            SchedulingConfig::gang(Some(1)).with_disruption_mode(DisruptionMode::All),
+            vec![
+                (format!("{root}.schedulingPolicy"), vec!["root"], FLAT_COMPOSITE_GANG),
+                (format!("{root}.disruptionMode"), vec!["root"], FLAT_COMPOSITE_ALL),
+                (
+                    format!("{mid}.schedulingPolicy"),
+                    vec!["root", "mid"],
+                    FLAT_COMPOSITE_GANG,
+                ),
+                (format!("{mid}.disruptionMode"), vec!["root", "mid"], FLAT_COMPOSITE_ALL),
+            ],
+        ),
+    ] {
+        let leaf = WorkloadItem::new("leaf")
+            .with_default(SchedulingConfig::gang(Some(2)).with_disruption_mode(DisruptionMode::All));
+        let tree = WorkloadItem::new("root")
+            .with_default(root_cfg)
+            .with_child(WorkloadItem::new("mid").with_default(mid_cfg).with_child(leaf));
+        // The nested Workload takes it ...
+        WorkloadBuilder::new(tree.clone())
+            .allow(allow_all())
+            .build("w", "default", &owner("j"))
+            .unwrap();
+        // ... the flat one refuses it, at the composite's configuration.
+        let errs = flat(tree).unwrap_err();
+        let got: Vec<(String, Vec<String>, &str)> = errs
+            .iter()
+            .map(|e| {
+                assert_eq!(e.error_type, FieldErrorType::Forbidden, "{e}");
+                assert_eq!(e.stage(), Some(Stage::Compile), "{e}");
+                (e.field.to_string(), e.item_path().to_vec(), e.detail.as_str())
+            })
+            .collect();
+        let want: Vec<(String, Vec<String>, &str)> =
+            expected.into_iter().map(|(p, item, d)| (p, names(&item), d)).collect();
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn flat_refusals_are_reported_at_the_composites_config_path() {
+    let tree = WorkloadItem::new("jobset")
+        .with_default(SchedulingConfig::gang(Some(2)))
+        .with_config_path("spec.scheduling")
+        .with_children([gang_leaf("a", 1), gang_leaf("b", 1)]);
+    let errs = flat(tree).unwrap_err();
+    assert_eq!(
+        errs.to_string(),
+        format!("spec.scheduling.schedulingPolicy: Forbidden: {FLAT_COMPOSITE_GANG}")
+    );
+}
+
+#[test]
+fn a_flat_workload_holds_at_most_eight_templates() {
+    let group = |g: usize| basic(&format!("g{g}")).with_children((0..5).map(|i| gang_leaf(&format!("g{g}-l{i}"), 1)));
+    let tree = basic("root").with_children([group(0), group(1)]);
+    let errs = flat(tree.clone()).unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs}");
+    assert_eq!(
+        errs.to_string(),
+        "spec.podGroupTemplates: Too many: 10: must have at most 8 items"
+    );
+    // The nested Workload holds them (5 per list).
+    WorkloadBuilder::new(tree)
+        .allow(allow_all())
+        .build("w", "default", &owner("j"))
+        .unwrap();
+}
+
+#[test]
+fn a_leafs_errors_are_reported_at_its_flat_template_path() {
+    let tree = basic("root")
+        .with_child(gang_leaf("first", 1))
+        .with_child(basic("mid").with_child(WorkloadItem::new("deep").with_default(SchedulingConfig::gang(None))));
+    let errs = flat(tree).unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs}");
+    let e = &errs.as_slice()[0];
+    assert_eq!(
+        e.field.as_str(),
+        "spec.podGroupTemplates[1].schedulingPolicy.gang.minCount"
+    );
+    assert_eq!(e.item_path(), ["root", "mid", "deep"]);
+    assert_eq!(e.error_type, Required);
+}
