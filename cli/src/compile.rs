@@ -4,6 +4,11 @@
 //! Names derive from `metadata.uid` as the controllers' do; a manifest without a uid (not yet created)
 //! compiles as if its uid were empty, so the Workload's name differs from the one the cluster will show.
 //!
+//! With `--flat`, Workloads are compiled for clusters without CompositePodGroups (what LeaderWorkerSet and
+//! upstream JobSet do): only `podGroupTemplates`, one per leaf, and PodGroups without a parent. A JobSet's
+//! root must then be Basic (`spec.scheduling.schedulingPolicy: {basic: {}}`) without topology or `all`;
+//! a Job's Workload has one PodGroupTemplate either way.
+//!
 //! With `--resolved`, each manifest prints the `WorkloadItem` tree its controller builds, resolved: per
 //! item the controller's default, the user's values, their merge, the result after the controller's
 //! callbacks and where each field came from (`sources`), plus the validation errors with their origins.
@@ -19,13 +24,23 @@ use kwas_api::names::JOB_CONTROLLER_NAME;
 use kwas_controllers::job::mode::{ManagementMode, UnmanagedReason, management_mode};
 use kwas_controllers::job::scheduling::{desired_root_pod_group, desired_workload};
 use kwas_controllers::jobset::children::{
-    ChildWiring, children, desired_child_group, desired_job, desired_root_group, root_group_name,
+    ChildWiring, children, desired_child_group, desired_child_group_under, desired_job, desired_root_group,
+    root_group_name,
 };
 use serde_json::Value;
 use workloadbuilder::{FieldErrors, ResolvedItem, Stage, WorkloadBuilder};
 
 /// The uid given to manifests that have none (objects not created yet).
 pub const PLACEHOLDER_UID: &str = "00000000-0000-0000-0000-000000000000";
+
+/// The uid given to the `index`th child Job of a JobSet (not created yet): distinct per child, so the
+/// PodGroups the child Jobs would name after their uids are distinct too.
+pub fn child_placeholder_uid(index: usize) -> String {
+    format!(
+        "00000000-0000-0000-0000-{:012}",
+        index.saturating_add(1) % 1_000_000_000_000
+    )
+}
 
 /// How manifests are compiled.
 #[derive(Clone, Debug)]
@@ -36,6 +51,9 @@ pub struct CompileOptions {
     pub namespace: String,
     /// Print each manifest's resolved `WorkloadItem` tree instead of the objects.
     pub resolved: bool,
+    /// Compile for a cluster without CompositePodGroups: Workloads with only `podGroupTemplates` and
+    /// PodGroups without a parent.
+    pub flat: bool,
 }
 
 /// The resolved `WorkloadItem` tree of one manifest (`--resolved`).
@@ -120,6 +138,10 @@ pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compile
             resolve_jobset(&serde_json::from_value(doc).context("decoding the JobSet")?)?
         }
         ("batch/v1", "Job") => compile_job(&serde_json::from_value(doc).context("decoding the Job")?)?,
+        ("kwas.dev/v1alpha1", "JobSet") if options.flat => compile_jobset_flat(
+            &serde_json::from_value(doc).context("decoding the JobSet")?,
+            options.management,
+        )?,
         ("kwas.dev/v1alpha1", "JobSet") => compile_jobset(
             &serde_json::from_value(doc).context("decoding the JobSet")?,
             options.management,
@@ -258,15 +280,15 @@ fn compile_jobset(js: &JobSet, default_management: PodGroupManagement) -> Result
         job_managed_by: Some(JOB_CONTROLLER_NAME.to_string()),
         restart_attempt: 0,
     };
-    for child in children(js) {
+    for (i, child) in children(js).into_iter().enumerate() {
         match management {
             PodGroupManagement::Centralized => out
                 .objects
                 .push(to_value(&desired_child_group(js, &workload, &child)?)?),
             PodGroupManagement::Delegated => {
                 let mut job = desired_job(js, &child, &wiring);
-                // The child Job does not exist yet: its groups' owner gets the placeholder uid.
-                job.metadata.uid = Some(PLACEHOLDER_UID.to_string());
+                // The child Job does not exist yet: its group's owner gets a placeholder uid of its own.
+                job.metadata.uid = Some(child_placeholder_uid(i));
                 let mapping = workloadbuilder::DownwardMapping::read(
                     job.metadata.annotations.as_ref().unwrap_or(&Default::default()),
                 )
@@ -281,6 +303,48 @@ fn compile_jobset(js: &JobSet, default_management: PodGroupManagement) -> Result
                 out.objects.push(to_value(&group)?);
             }
         }
+    }
+    Ok(out)
+}
+
+/// A JobSet for a cluster without CompositePodGroups: the flat Workload (one PodGroupTemplate per replicated
+/// job), then one root PodGroup per child Job: owned by the JobSet (centralized) or by the child Job, whose
+/// downward mapping names only the template (delegated).
+fn compile_jobset_flat(js: &JobSet, default_management: PodGroupManagement) -> Result<Compiled> {
+    let name = js.name_any();
+    let workload = kwas_controllers::jobset::compile::desired_flat_workload(js)
+        .map_err(|e| anyhow::anyhow!(kubectl_invalid("JobSet", &name, &e)))?;
+    let management = js
+        .spec
+        .scheduling
+        .as_ref()
+        .and_then(|s| s.pod_group_management)
+        .unwrap_or(default_management);
+    let mut out = Compiled::default();
+    out.objects.push(to_value(&workload)?);
+    let wiring = ChildWiring {
+        management,
+        root_group: String::new(),
+        job_managed_by: Some(JOB_CONTROLLER_NAME.to_string()),
+        restart_attempt: 0,
+    };
+    for (i, child) in children(js).into_iter().enumerate() {
+        let group = match management {
+            PodGroupManagement::Centralized => desired_child_group_under(js, &workload, &child, None)?,
+            PodGroupManagement::Delegated => {
+                let mut job = desired_job(js, &child, &wiring);
+                // The child Job does not exist yet: its group's owner gets a placeholder uid of its own.
+                job.metadata.uid = Some(child_placeholder_uid(i));
+                let mapping = workloadbuilder::DownwardMapping::new(child.replicated_job.clone());
+                kwas_controllers::job::scheduling::desired_delegated_pod_group(
+                    &job,
+                    &workload,
+                    &mapping,
+                    JOB_CONTROLLER_NAME,
+                )?
+            }
+        };
+        out.objects.push(to_value(&group)?);
     }
     Ok(out)
 }

@@ -49,6 +49,10 @@ enum Command {
         /// from.
         #[arg(long)]
         resolved: bool,
+        /// Compile for a cluster without CompositePodGroups: Workloads with only podGroupTemplates (one per
+        /// replicated job) and PodGroups without a parent; a JobSet's root must then be Basic.
+        #[arg(long, conflicts_with = "resolved")]
+        flat: bool,
     },
 }
 
@@ -64,6 +68,7 @@ fn run_compile(
     management: Management,
     namespace: &str,
     resolved: bool,
+    flat: bool,
 ) -> anyhow::Result<()> {
     let input = if file.as_os_str() == "-" {
         let mut s = String::new();
@@ -76,6 +81,7 @@ fn run_compile(
         management: management.into(),
         namespace: namespace.to_string(),
         resolved,
+        flat,
     };
     let mut objects = Vec::new();
     let mut trees = Vec::new();
@@ -152,7 +158,8 @@ fn main() -> ExitCode {
             jobset_management,
             namespace,
             resolved,
-        } => run_compile(&file, output, jobset_management, &namespace, resolved),
+            flat,
+        } => run_compile(&file, output, jobset_management, &namespace, resolved, flat),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

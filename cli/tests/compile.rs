@@ -184,3 +184,97 @@ spec:
         serde_json::json!({"stage": "validation", "item": ["bad-pgt-0"]})
     );
 }
+
+/// The Option A example with the root's escape hatch (`basic`, no topology): what a flat Workload can express.
+fn option_a_with_a_basic_root() -> String {
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/jobsets/option-a.yaml"
+    ))
+    .unwrap();
+    let root = "  scheduling:\n    schedulingConstraints:\n      topology:\n        - key: kwas.dev/block\n";
+    assert!(example.contains(root), "the example's root block changed");
+    example.replace(root, "  scheduling:\n    schedulingPolicy: {basic: {}}\n")
+}
+
+#[test]
+fn flat_compiles_one_pod_group_template_per_replicated_job_and_parentless_groups() {
+    for management in ["centralized", "delegated"] {
+        let (ok, stdout, stderr) = kwas(
+            &["compile", "--flat", "--jobset-management", management, "-"],
+            Some(&option_a_with_a_basic_root()),
+        );
+        assert!(ok, "{management}: {stderr}");
+        let docs = yaml_docs(&stdout);
+        let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["Workload", "PodGroup", "PodGroup", "PodGroup"], "{management}");
+        let spec = &docs[0]["spec"];
+        assert!(spec.get("compositePodGroupTemplates").is_none(), "{spec}");
+        let templates: Vec<&str> = spec["podGroupTemplates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(templates, ["driver", "workers"]);
+        let mut names = Vec::new();
+        for group in &docs[1..] {
+            assert!(group["spec"].get("parentCompositePodGroupName").is_none(), "{group}");
+            let owner = group["metadata"]["ownerReferences"][0]["kind"].as_str().unwrap();
+            assert_eq!(owner, if management == "centralized" { "JobSet" } else { "Job" });
+            names.push(group["metadata"]["name"].as_str().unwrap().to_string());
+        }
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 3, "one PodGroup per child Job: {names:?}");
+    }
+}
+
+#[test]
+fn flat_refuses_a_root_gang_or_topology_with_the_fields_and_why() {
+    let (ok, stdout, stderr) = kwas(&["compile", "--flat", "examples/jobsets/option-a.yaml"], None);
+    assert!(!ok);
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains("The JobSet \"pretrain-a\" is invalid"), "{stderr}");
+    assert!(
+        stderr.contains("* spec.scheduling.schedulingPolicy: Forbidden: a gang of groups needs a CompositePodGroup"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("* spec.scheduling.schedulingConstraints.topology: Forbidden: placing groups together needs a CompositePodGroup"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn flat_leaves_a_jobs_workload_as_it_is() {
+    let (ok, flat, _) = kwas(&["compile", "--flat", "examples/jobs/gang-job.yaml"], None);
+    assert!(ok);
+    let (ok, nested, _) = kwas(&["compile", "examples/jobs/gang-job.yaml"], None);
+    assert!(ok);
+    assert_eq!(flat, nested);
+}
+
+#[test]
+fn delegated_child_jobs_get_distinct_pod_groups() {
+    let (ok, stdout, stderr) = kwas(
+        &[
+            "compile",
+            "--jobset-management",
+            "delegated",
+            "examples/jobsets/option-a.yaml",
+        ],
+        None,
+    );
+    assert!(ok, "{stderr}");
+    let docs = yaml_docs(&stdout);
+    let mut names: Vec<&str> = docs
+        .iter()
+        .filter(|d| d["kind"] == "PodGroup")
+        .map(|d| d["metadata"]["name"].as_str().unwrap())
+        .collect();
+    let count = names.len();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), count, "{names:?}");
+}

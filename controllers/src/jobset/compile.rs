@@ -354,6 +354,20 @@ pub fn compile(js: &JobSet) -> Result<Workload, FieldErrors> {
     )
 }
 
+/// The JobSet's Workload for a cluster without CompositePodGroups ([`WorkloadBuilder::build_flat`]): one
+/// PodGroupTemplate per replicated job and no root template, so the root must be Basic (the escape hatch
+/// `schedulingPolicy: {basic: {}}`) with no topology and not `all`. Marked as managed by the JobSet
+/// controller. The controller itself creates nested Workloads; `kwas compile --flat` shows this one.
+pub fn desired_flat_workload(js: &JobSet) -> Result<Workload, FieldErrors> {
+    let mut workload = jobset_builder(js)?.build_flat(
+        &jobset_workload_name(js),
+        js.namespace().as_deref().unwrap_or_default(),
+        &jobset_owner(js).unwrap_or_default(),
+    )?;
+    crate::sync::mark_managed(&mut workload.metadata, kwas_api::names::JOBSET_CONTROLLER_NAME);
+    Ok(workload)
+}
+
 /// The Workload the controller creates: [`compile`]d and marked as managed by the JobSet controller.
 pub fn desired_workload(js: &JobSet) -> Result<Workload, FieldErrors> {
     let mut workload = compile(js)?;
