@@ -13,7 +13,7 @@
 //! | describe the structure | [`WorkloadItem`], [`SchedulingConfig`], [`Callback`] ([`WorkloadItem::with_callback`], [`WorkloadItem::with_item_callback`] and its [`ItemView`]) |
 //! | resolve, validate, compile | [`WorkloadBuilder::resolve`] (a [`ResolvedItem`] tree with each value's [`Sources`]), [`WorkloadBuilder::validate`], [`WorkloadBuilder::build`]; [`WorkloadBuilder::build_flat`] for clusters without CompositePodGroups |
 //! | name objects like upstream | [`generate_workload_name`], [`generate_pod_group_name`] |
-//! | create the runtime groups | [`new_composite_pod_group`], [`new_pod_group`] |
+//! | create the runtime groups | [`new_composite_pod_group`], [`new_pod_group`]; from a Workload another controller compiled, [`ExistingWorkloadBuilder`] |
 //! | delegate to child controllers | [`DownwardMapping`] |
 //! | check objects like kube-apiserver | [`validate_workload`], [`validate_pod_group`], [`validate_composite_pod_group`] and their `_update` variants |
 //!
@@ -190,6 +190,7 @@
 
 pub mod annotations;
 pub mod builder;
+pub mod existing;
 pub mod field;
 pub mod job;
 pub mod mapconfig;
@@ -205,6 +206,7 @@ pub use builder::{
     FLAT_COMPOSITE_ALL, FLAT_COMPOSITE_GANG, FLAT_COMPOSITE_TOPOLOGY, GroupVersion, GroupVersionError,
     OWNER_NOT_CONTROLLER, WorkloadBuilder, api_group, parse_group_version,
 };
+pub use existing::ExistingWorkloadBuilder;
 pub use field::{BadValue, ErrorOrigin, FieldError, FieldErrorType, FieldErrors, FieldPath, Stage};
 pub use mapconfig::{map_composite_group_config, map_pod_group_config};
 pub use names::{generate_pod_group_name, generate_workload_name};

@@ -574,3 +574,126 @@ fn a_leafs_errors_are_reported_at_its_flat_template_path() {
     assert_eq!(e.item_path(), ["root", "mid", "deep"]);
     assert_eq!(e.error_type, Required);
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Building from an existing Workload (KEP-5547 NewBuilderFromExistingWorkload).
+
+fn parent_workload() -> k8s_openapi::api::scheduling::v1alpha3::Workload {
+    let tree = WorkloadItem::new("trainer")
+        .with_default(SchedulingConfig::gang(Some(2)).with_topology("kwas.dev/block"))
+        .with_child(gang_leaf("driver", 1))
+        .with_child(basic("stage").with_child(gang_leaf("workers", 8)));
+    WorkloadBuilder::new(tree)
+        .allow(allow_all())
+        .build(
+            "trainer-wl",
+            "ml",
+            &owner_kind("kwas.dev/v1alpha1", "JobSet", "trainer"),
+        )
+        .unwrap()
+}
+
+#[test]
+fn an_existing_workload_instantiates_groups_like_the_free_functions() {
+    let workload = parent_workload();
+    let job = owner_kind("batch/v1", "Job", "trainer-workers-0");
+    let builder = ExistingWorkloadBuilder::new(&workload).with_owner(job.clone());
+    assert_eq!(builder.workload(), &workload);
+    assert_eq!(builder.owners(), std::slice::from_ref(&job));
+    assert!(matches!(
+        builder.template("workers"),
+        Some(TemplateRef::PodGroup(_, Some("stage")))
+    ));
+    assert!(builder.template("nope").is_none());
+    // Root CompositePodGroup, nested CompositePodGroup, PodGroup: the same objects as the free functions.
+    let root = builder.new_composite_pod_group("root-0", "trainer", None).unwrap();
+    assert_eq!(
+        root,
+        new_composite_pod_group(&workload, "trainer", "root-0", None, vec![job.clone()]).unwrap()
+    );
+    let stage = builder
+        .new_composite_pod_group("stage-0", "stage", Some("root-0"))
+        .unwrap();
+    assert_eq!(stage.spec.parent_composite_pod_group_name.as_deref(), Some("root-0"));
+    let group = builder.new_pod_group("workers-0", "workers", Some("stage-0")).unwrap();
+    assert_eq!(
+        group,
+        new_pod_group(&workload, "workers", "workers-0", Some("stage-0"), vec![job.clone()]).unwrap()
+    );
+    assert_eq!(group.metadata.namespace.as_deref(), Some("ml"));
+    assert_eq!(group.spec.scheduling_policy.gang.as_ref().unwrap().min_count, 8);
+    assert!(validate_pod_group(&group).is_empty());
+    // The same errors as the free functions.
+    assert!(matches!(
+        builder.new_pod_group("x", "stage", Some("root-0")),
+        Err(InstantiateError::WrongKind { .. })
+    ));
+    assert!(matches!(
+        builder.new_pod_group("x", "workers", None),
+        Err(InstantiateError::ParentRequired { .. })
+    ));
+    assert!(matches!(
+        builder.new_composite_pod_group("x", "missing", None),
+        Err(InstantiateError::TemplateNotFound { .. })
+    ));
+    // No owner: groups without ownerReferences.
+    let unowned = ExistingWorkloadBuilder::new(&workload)
+        .new_pod_group("d", "driver", Some("root-0"))
+        .unwrap();
+    assert!(unowned.metadata.owner_references.is_none());
+}
+
+#[test]
+fn a_delegated_child_instantiates_its_group_from_its_downward_mapping() {
+    let workload = parent_workload();
+    let job = owner_kind("batch/v1", "Job", "trainer-workers-1");
+    let builder = ExistingWorkloadBuilder::new(&workload).with_owner(job.clone());
+    let mapping = DownwardMapping::new("workers").with_parent("stage-0");
+    let name = builder.pod_group_name_for(&mapping, &job.uid);
+    assert_eq!(
+        name,
+        names::generate_pod_group_name_for_owner("trainer-wl", "workers", &job.uid)
+    );
+    let group = builder.new_pod_group_from_mapping(&name, &mapping).unwrap();
+    assert_eq!(group.metadata.name.as_deref(), Some(name.as_str()));
+    assert_eq!(group.spec.parent_composite_pod_group_name.as_deref(), Some("stage-0"));
+    let r = group.spec.workload_ref.as_ref().unwrap();
+    assert_eq!(
+        (r.workload_name.as_str(), r.template_name.as_str()),
+        ("trainer-wl", "workers")
+    );
+    // A mapping that names a template the Workload does not have, or omits a required parent.
+    assert!(matches!(
+        builder.new_pod_group_from_mapping("x", &DownwardMapping::new("wrokers").with_parent("stage-0")),
+        Err(InstantiateError::TemplateNotFound { .. })
+    ));
+    assert!(matches!(
+        builder.new_pod_group_from_mapping("x", &DownwardMapping::new("workers")),
+        Err(InstantiateError::ParentRequired { .. })
+    ));
+}
+
+#[test]
+fn building_from_an_existing_workload_is_refused() {
+    let workload = parent_workload();
+    let builder = ExistingWorkloadBuilder::new(&workload);
+    let errs = builder
+        .build(
+            "trainer-wl",
+            "ml",
+            &owner_kind("kwas.dev/v1alpha1", "JobSet", "trainer"),
+        )
+        .unwrap_err();
+    assert_eq!(errs.len(), 1);
+    let e = &errs.as_slice()[0];
+    assert_eq!(
+        (e.error_type, e.field.as_str()),
+        (FieldErrorType::Forbidden, "metadata.name")
+    );
+    assert_eq!(e.stage(), Some(Stage::Compile));
+    assert_eq!(
+        e.to_string(),
+        "metadata.name: Forbidden: cannot build Workload ml/trainer-wl from a builder made from the existing \
+         Workload ml/trainer-wl: it only instantiates that Workload's groups, and a Workload is never rebuilt over"
+    );
+}

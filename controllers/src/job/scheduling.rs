@@ -35,7 +35,7 @@ use workloadbuilder::job::{
     build_job_workload, delegated_pod_group_name, desired_gang_min_count, job_controller_ref, job_owned_pod_group_name,
     job_pod_group_name,
 };
-use workloadbuilder::{DownwardMapping, TemplateRef, find_template, new_pod_group};
+use workloadbuilder::{DownwardMapping, ExistingWorkloadBuilder, TemplateRef, find_template};
 
 use super::mode::ManagementMode;
 use super::plan::SchedulingDecision;
@@ -73,12 +73,15 @@ pub fn desired_root_pod_group(
     template: &str,
     controller: &str,
 ) -> std::result::Result<PodGroup, workloadbuilder::InstantiateError> {
-    let owners = job_controller_ref(job)
+    let builder = job_controller_ref(job)
         .into_iter()
         .chain(kube::Resource::owner_ref(workload, &()))
-        .collect();
+        .fold(
+            ExistingWorkloadBuilder::new(workload),
+            ExistingWorkloadBuilder::with_owner,
+        );
     let name = job_owned_pod_group_name(job, &workload.name_any(), template);
-    let mut group = new_pod_group(workload, template, &name, None, owners)?;
+    let mut group = builder.new_pod_group(&name, template, None)?;
     mark_managed(&mut group.metadata, controller);
     Ok(group)
 }
@@ -91,16 +94,12 @@ pub fn desired_delegated_pod_group(
     mapping: &DownwardMapping,
     controller: &str,
 ) -> std::result::Result<PodGroup, workloadbuilder::InstantiateError> {
-    let template = mapping.group_template_name.as_str();
-    let name = job_owned_pod_group_name(job, &workload.name_any(), template);
-    let parent = mapping.parent_composite_pod_group.as_deref();
-    let mut group = new_pod_group(
-        workload,
-        template,
-        &name,
-        parent,
-        job_controller_ref(job).into_iter().collect(),
-    )?;
+    let name = job_owned_pod_group_name(job, &workload.name_any(), &mapping.group_template_name);
+    let builder = job_controller_ref(job).into_iter().fold(
+        ExistingWorkloadBuilder::new(workload),
+        ExistingWorkloadBuilder::with_owner,
+    );
+    let mut group = builder.new_pod_group_from_mapping(&name, mapping)?;
     mark_managed(&mut group.metadata, controller);
     Ok(group)
 }
