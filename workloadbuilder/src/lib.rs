@@ -15,6 +15,7 @@
 //! | name objects like upstream | [`generate_workload_name`], [`generate_pod_group_name`] |
 //! | create the runtime groups | [`new_composite_pod_group`], [`new_pod_group`]; from a Workload another controller compiled, [`ExistingWorkloadBuilder`] |
 //! | delegate to child controllers | [`DownwardMapping`] |
+//! | re-sync a live Workload and its groups (a changed gang `minCount`) | [`sync::plan_sync`] |
 //! | check objects like kube-apiserver | [`validate_workload`], [`validate_pod_group`], [`validate_composite_pod_group`] and their `_update` variants |
 //!
 //! ## Resolution
@@ -198,6 +199,7 @@ pub mod names;
 pub mod podgroup;
 pub mod resolve;
 mod sites;
+pub mod sync;
 pub mod types;
 pub mod validation;
 
