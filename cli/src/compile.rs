@@ -4,6 +4,11 @@
 //! Names derive from `metadata.uid` as the controllers' do; a manifest without a uid (not yet created)
 //! compiles as if its uid were empty, so the Workload's name differs from the one the cluster will show.
 //!
+//! Manifests are decoded strictly: a field their type does not have is an error naming its path, with the
+//! API's name when it is a KEP-6089 draft name (`policy` for `schedulingPolicy`, ...; see [`crate::strict`]).
+//! A `scheduling.k8s.io/v1alpha3` Workload is checked the same way and with kube-apiserver's rules, and
+//! printed as it is.
+//!
 //! With `--flat`, Workloads are compiled for clusters without CompositePodGroups (what LeaderWorkerSet and
 //! upstream JobSet do): only `podGroupTemplates`, one per leaf, and PodGroups without a parent. A JobSet's
 //! root must then be Basic (`spec.scheduling.schedulingPolicy: {basic: {}}`) without topology or `all`;
@@ -17,6 +22,7 @@ use std::fmt::Write as _;
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::scheduling::v1alpha3::Workload;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kwas_api::jobset::{JobSet, PodGroupManagement};
@@ -29,6 +35,8 @@ use kwas_controllers::jobset::children::{
 };
 use serde_json::Value;
 use workloadbuilder::{FieldErrors, ResolvedItem, Stage, WorkloadBuilder};
+
+use crate::strict;
 
 /// The uid given to manifests that have none (objects not created yet).
 pub const PLACEHOLDER_UID: &str = "00000000-0000-0000-0000-000000000000";
@@ -127,25 +135,20 @@ pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compile
     let meta = meta.as_object_mut().context("metadata is a mapping")?;
     meta.entry("namespace")
         .or_insert_with(|| Value::String(options.namespace.clone()));
+    if (api_version.as_str(), kind.as_str()) == ("scheduling.k8s.io/v1alpha3", "Workload") {
+        return check_workload(&doc);
+    }
     let placeholder = !meta.contains_key("uid");
     meta.entry("uid")
         .or_insert_with(|| Value::String(PLACEHOLDER_UID.to_string()));
     let mut out = match (api_version.as_str(), kind.as_str()) {
-        ("batch/v1", "Job") if options.resolved => {
-            resolve_job(&serde_json::from_value(doc).context("decoding the Job")?)?
+        ("batch/v1", "Job") if options.resolved => resolve_job(&decode_strict(&doc, "Job")?)?,
+        ("kwas.dev/v1alpha1", "JobSet") if options.resolved => resolve_jobset(&decode_strict(&doc, "JobSet")?)?,
+        ("batch/v1", "Job") => compile_job(&decode_strict(&doc, "Job")?)?,
+        ("kwas.dev/v1alpha1", "JobSet") if options.flat => {
+            compile_jobset_flat(&decode_strict(&doc, "JobSet")?, options.management)?
         }
-        ("kwas.dev/v1alpha1", "JobSet") if options.resolved => {
-            resolve_jobset(&serde_json::from_value(doc).context("decoding the JobSet")?)?
-        }
-        ("batch/v1", "Job") => compile_job(&serde_json::from_value(doc).context("decoding the Job")?)?,
-        ("kwas.dev/v1alpha1", "JobSet") if options.flat => compile_jobset_flat(
-            &serde_json::from_value(doc).context("decoding the JobSet")?,
-            options.management,
-        )?,
-        ("kwas.dev/v1alpha1", "JobSet") => compile_jobset(
-            &serde_json::from_value(doc).context("decoding the JobSet")?,
-            options.management,
-        )?,
+        ("kwas.dev/v1alpha1", "JobSet") => compile_jobset(&decode_strict(&doc, "JobSet")?, options.management)?,
         // What a workload's manifest carries along (its claim templates, priority classes, budgets) is
         // not compiled: the controllers create nothing from it.
         (v, _) if v.starts_with("resource.k8s.io/") || v == "scheduling.k8s.io/v1" || v == "policy/v1" => {
@@ -159,7 +162,10 @@ pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compile
                 ..Compiled::default()
             });
         }
-        _ => bail!("kwas compile handles batch/v1 Jobs and kwas.dev/v1alpha1 JobSets, not {api_version} {kind}"),
+        _ => bail!(
+            "kwas compile handles batch/v1 Jobs, kwas.dev/v1alpha1 JobSets and scheduling.k8s.io/v1alpha3 \
+             Workloads, not {api_version} {kind}"
+        ),
     };
     if placeholder && !out.objects.is_empty() {
         out.notes.push(format!(
@@ -167,6 +173,38 @@ pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compile
         ));
     }
     Ok(out)
+}
+
+/// Decode `doc` into `T` strictly: a field `T` does not have is an error naming its path (see [`strict`]).
+fn decode_strict<T: serde::de::DeserializeOwned + serde::Serialize>(doc: &Value, kind: &str) -> Result<T> {
+    let typed: T = serde_json::from_value(doc.clone()).with_context(|| format!("decoding the {kind}"))?;
+    let unknown = strict::unknown_fields(doc, &serde_json::to_value(&typed)?);
+    if !unknown.is_empty() {
+        let name = doc
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        bail!("{}", strict::render(kind, name, &unknown));
+    }
+    Ok(typed)
+}
+
+/// A Workload manifest: strictly decoded and checked with kube-apiserver's rules; printed back as checked.
+/// Its controller compiles it; `kwas compile` does not.
+fn check_workload(doc: &Value) -> Result<Compiled> {
+    let workload: Workload = decode_strict(doc, "Workload")?;
+    let name = workload.name_any();
+    let errs = workloadbuilder::validate_workload(&workload);
+    if !errs.is_empty() {
+        bail!("{}", kubectl_invalid("Workload", &name, &errs));
+    }
+    Ok(Compiled {
+        objects: vec![to_value(&workload)?],
+        notes: vec![format!(
+            "Workload {name}: a compiled Workload, checked (strict decoding, the API server's rules) and printed as it is"
+        )],
+        ..Compiled::default()
+    })
 }
 
 fn to_value<T: serde::Serialize>(obj: &T) -> Result<Value> {

@@ -278,3 +278,143 @@ fn delegated_child_jobs_get_distinct_pod_groups() {
     names.dedup();
     assert_eq!(names.len(), count, "{names:?}");
 }
+
+/// KEP-6089's Example 1 as the KEP text writes it (draft field names).
+const KEP_EXAMPLE_1_DRAFT: &str = r#"
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+spec:
+  parallelism: 4
+  completions: 4
+  scheduling: # New API field - scheduling intent
+    policy:
+      gang: {} # MinCount is omitted: Job defaults MinCount = parallelism (4)
+    constraints:
+      topology:
+        - level: "topology.kubernetes.io/zone"
+    disruption:
+      all: {} # DisruptionMode resolves to All (entire group must be disrupted together)
+  template:
+    spec:
+      containers:
+        - name: train-node
+          image: training-image:v1
+"#;
+
+#[test]
+fn the_kep_example_with_draft_field_names_fails_with_hints() {
+    for args in [
+        &["compile", "-"][..],
+        &["compile", "--resolved", "-"],
+        &["compile", "--flat", "-"],
+    ] {
+        let (ok, stdout, stderr) = kwas(args, Some(KEP_EXAMPLE_1_DRAFT));
+        assert!(!ok, "{args:?}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert_eq!(
+            stderr.trim(),
+            "The Job \"train\" is invalid: strict decoding found unknown fields:\n\
+             * spec.scheduling.constraints: unknown field; did you mean schedulingConstraints? (constraints is the KEP-6089 draft name)\n\
+             * spec.scheduling.constraints.topology[0].level: unknown field; did you mean key? (level is the KEP-6089 draft name)\n\
+             * spec.scheduling.disruption: unknown field; did you mean disruptionMode? (disruption is the KEP-6089 draft name)\n\
+             * spec.scheduling.policy: unknown field; did you mean schedulingPolicy? (policy is the KEP-6089 draft name)",
+            "{args:?}"
+        );
+    }
+    // With the API's names it compiles: gang of 4 in one zone, disrupted together.
+    let fixed = KEP_EXAMPLE_1_DRAFT
+        .replace("policy:", "schedulingPolicy:")
+        .replace("constraints:", "schedulingConstraints:")
+        .replace("level:", "key:")
+        .replace("disruption:", "disruptionMode:");
+    let (ok, stdout, stderr) = kwas(&["compile", "-"], Some(&fixed));
+    assert!(ok, "{stderr}");
+    let workload = &yaml_docs(&stdout)[0];
+    let template = &workload["spec"]["podGroupTemplates"][0];
+    assert_eq!(template["schedulingPolicy"]["gang"]["minCount"], 4);
+    assert_eq!(
+        template["schedulingConstraints"]["topology"][0]["key"],
+        "topology.kubernetes.io/zone"
+    );
+    assert_eq!(template["disruptionMode"], serde_json::json!({"all": {}}));
+}
+
+#[test]
+fn unknown_fields_anywhere_in_jobs_and_jobsets_are_errors_with_their_paths() {
+    let job = r#"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j, creationTimestamp: null, lables: {a: b}}
+spec:
+  parallelism: 2
+  template:
+    metadata: {}
+    spec:
+      containers: [{name: c, image: i, imagePullPolicyy: Always}]
+status: {}
+"#;
+    let (ok, _, stderr) = kwas(&["compile", "-"], Some(job));
+    assert!(!ok);
+    assert_eq!(
+        stderr.trim(),
+        "The Job \"j\" is invalid: strict decoding found unknown fields:\n\
+         * metadata.lables: unknown field\n\
+         * spec.template.spec.containers[0].imagePullPolicyy: unknown field"
+    );
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/jobsets/option-b.yaml"
+    ))
+    .unwrap();
+    let target = "- targetReplicatedJob: workers\n";
+    assert!(example.contains(target), "the example's policies changed");
+    let indent = example[..example.find(target).unwrap()]
+        .rsplit('\n')
+        .next()
+        .unwrap()
+        .len();
+    let draft = example.replace(
+        target,
+        &format!("{target}{}  policy: {{gang: {{}}}}\n", " ".repeat(indent)),
+    );
+    let (ok, _, stderr) = kwas(&["compile", "-"], Some(&draft));
+    assert!(!ok);
+    assert!(
+        stderr.contains(
+            "* spec.scheduling.replicatedJobPolicies[0].policy: unknown field; did you mean schedulingPolicy?"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn workloads_are_decoded_strictly_and_checked_with_the_api_servers_rules() {
+    let (ok, stdout, _) = kwas(&["compile", "examples/jobsets/option-b.yaml"], None);
+    assert!(ok);
+    let workload = yaml_docs(&stdout).remove(0);
+    assert_eq!(workload["kind"], "Workload");
+    let input = serde_json::to_string(&workload).unwrap();
+    let (ok, again, stderr) = kwas(&["compile", "-"], Some(&input));
+    assert!(ok, "{stderr}");
+    assert_eq!(yaml_docs(&again), std::slice::from_ref(&workload));
+    assert!(stderr.contains("a compiled Workload, checked"), "{stderr}");
+    // A draft name in a template.
+    let mut draft = workload.clone();
+    draft["spec"]["compositePodGroupTemplates"][0]["policy"] = serde_json::json!({"basic": {}});
+    let (ok, _, stderr) = kwas(&["compile", "-"], Some(&serde_json::to_string(&draft).unwrap()));
+    assert!(!ok);
+    assert!(
+        stderr.contains("* spec.compositePodGroupTemplates[0].policy: unknown field; did you mean schedulingPolicy?"),
+        "{stderr}"
+    );
+    // A Workload the API server would refuse.
+    let mut invalid = workload;
+    invalid["spec"]["compositePodGroupTemplates"][0]["schedulingPolicy"]["gang"]["minGroupCount"] =
+        serde_json::json!(0);
+    let (ok, _, stderr) = kwas(&["compile", "-"], Some(&serde_json::to_string(&invalid).unwrap()));
+    assert!(!ok);
+    assert!(stderr.contains("The Workload \""), "{stderr}");
+    assert!(stderr.contains("minGroupCount"), "{stderr}");
+}
