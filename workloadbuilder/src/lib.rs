@@ -17,6 +17,8 @@
 //! | delegate to child controllers | [`DownwardMapping`] |
 //! | re-sync a live Workload and its groups (a changed gang `minCount`) | [`sync::plan_sync`] |
 //! | check objects like kube-apiserver | [`validate_workload`], [`validate_pod_group`], [`validate_composite_pod_group`] and their `_update` variants |
+//! | report errors | [`FieldErrors`] of [`FieldError`]s, rendered like the apiserver's, each with its [`ErrorOrigin`] ([`Stage`] and item) |
+//! | port Go code | [`porting`]: every upstream Go name and its counterpart here |
 //!
 //! ## Resolution
 //! For every item: a deep copy of the controller's default; each top-level field the user set replaces that
@@ -37,6 +39,10 @@
 //! - The Workload's owner must be a controller reference (`controller: true`).
 //! - Validation errors about an item's configuration are reported under its [`WorkloadItem::config_path`]
 //!   when the controller set one, so users see the path of the field they wrote.
+//! - An item with an empty name (at any depth) fails before resolution: no callback runs on such a tree.
+//! - The owner's `apiVersion` must parse as apimachinery's `schema.ParseGroupVersion` parses it, without an
+//!   empty group or version around the `/` ([`parse_group_version`]).
+//! - Callbacks see their item read-only ([`ItemView`]) and change only the resolved config.
 //!
 //! ## Example: the Job controller (KEP-6089 "Library Usage Example")
 //! ```
@@ -197,6 +203,7 @@ pub mod job;
 pub mod mapconfig;
 pub mod names;
 pub mod podgroup;
+pub mod porting;
 pub mod resolve;
 mod sites;
 pub mod sync;
