@@ -11,6 +11,7 @@ pub mod dev;
 pub mod kube_client;
 pub mod placement;
 pub mod scheduler;
+pub mod strict;
 
 use clap::ValueEnum;
 use kwas_api::jobset::PodGroupManagement;
