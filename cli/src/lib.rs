@@ -12,6 +12,7 @@ pub mod kube_client;
 pub mod placement;
 pub mod plugin;
 pub mod scheduler;
+pub mod strict;
 
 use clap::ValueEnum;
 use kwas_api::jobset::PodGroupManagement;

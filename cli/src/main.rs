@@ -45,6 +45,15 @@ enum Command {
         /// Namespace of manifests that name none.
         #[arg(short, long, default_value = "default")]
         namespace: String,
+        /// Print each manifest's resolved WorkloadItem tree instead of the objects: per item the controller's
+        /// default, the user's values, the result after the controller's callbacks and where each field came
+        /// from.
+        #[arg(long)]
+        resolved: bool,
+        /// Compile for a cluster without CompositePodGroups: Workloads with only podGroupTemplates (one per
+        /// replicated job) and PodGroups without a parent; a JobSet's root must then be Basic.
+        #[arg(long, conflicts_with = "resolved")]
+        flat: bool,
     },
     /// A Job's, JobSet's or Workload's groups and pods: policy, minimum, topology domain, node, state.
     Tree(plugin::TreeArgs),
@@ -60,7 +69,14 @@ enum Format {
     Json,
 }
 
-fn run_compile(file: &PathBuf, output: Format, management: Management, namespace: &str) -> anyhow::Result<()> {
+fn run_compile(
+    file: &PathBuf,
+    output: Format,
+    management: Management,
+    namespace: &str,
+    resolved: bool,
+    flat: bool,
+) -> anyhow::Result<()> {
     let input = if file.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s)?;
@@ -71,21 +87,32 @@ fn run_compile(file: &PathBuf, output: Format, management: Management, namespace
     let options = compile::CompileOptions {
         management: management.into(),
         namespace: namespace.to_string(),
+        resolved,
+        flat,
     };
     let mut objects = Vec::new();
+    let mut trees = Vec::new();
+    let mut invalid = Vec::new();
     for doc in compile::documents(&input)? {
         let out = compile::compile_document(&doc, &options)?;
         for note in out.notes {
             eprintln!("# {note}");
         }
         objects.extend(out.objects);
+        trees.extend(out.resolved);
+        invalid.extend(out.invalid);
     }
-    match output {
-        Format::Yaml => print!("{}", compile::to_yaml(&objects)?),
-        Format::Json => {
+    match (output, resolved) {
+        (Format::Yaml, false) => print!("{}", compile::to_yaml(&objects)?),
+        (Format::Yaml, true) => print!("{}", compile::to_yaml(&trees)?),
+        (Format::Json, false) => {
             let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
             println!("{}", serde_json::to_string_pretty(&list)?);
         }
+        (Format::Json, true) => println!("{}", serde_json::to_string_pretty(&trees)?),
+    }
+    if !invalid.is_empty() {
+        anyhow::bail!("{}", invalid.join("\n"));
     }
     Ok(())
 }
@@ -149,7 +176,9 @@ fn main() -> ExitCode {
             output,
             jobset_management,
             namespace,
-        } => run_compile(&file, output, jobset_management, &namespace),
+            resolved,
+            flat,
+        } => run_compile(&file, output, jobset_management, &namespace, resolved, flat),
         Command::Tree(args) => runtime().and_then(|rt| rt.block_on(plugin::run_tree(args))),
         Command::Why(args) => runtime().and_then(|rt| rt.block_on(plugin::run_why(args))),
         Command::WhoPreempted(args) => runtime().and_then(|rt| rt.block_on(plugin::run_who_preempted(args))),
