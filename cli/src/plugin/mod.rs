@@ -168,6 +168,8 @@ pub async fn connect(args: &ClusterArgs) -> Result<(Client, String)> {
         .clone()
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| config.default_namespace.clone());
+    // The plugin only reads: kube's resend of a list answered 429, 503 or 504 is kept (unlike
+    // kwas_api::client, which turns it off for writers).
     Ok((Client::try_from(config)?, namespace))
 }
 
