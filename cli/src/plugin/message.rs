@@ -66,8 +66,8 @@ pub struct Placements {
 pub struct Parsed {
     /// The node fragments, outermost first.
     pub nodes: Vec<NodesFragment>,
-    /// The first gang shortfall.
-    pub gang: Option<GangShortfall>,
+    /// The gang shortfalls, in order (a placement message has one per domain tried).
+    pub gangs: Vec<GangShortfall>,
     /// The placement explanation.
     pub placements: Option<Placements>,
     /// The PostFilter text after `preemption: `.
@@ -179,8 +179,9 @@ fn nodes_fragments(text: &str) -> Vec<NodesFragment> {
     out
 }
 
-fn gang_shortfall(text: &str) -> Option<GangShortfall> {
+fn gang_shortfalls(text: &str) -> Vec<GangShortfall> {
     const CANNOT: &str = ") cannot be satisfied: ";
+    let mut out = Vec::new();
     let mut from = 0;
     while let Some(rel) = text[from..].find(CANNOT) {
         let at = from + rel;
@@ -209,7 +210,7 @@ fn gang_shortfall(text: &str) -> Option<GangShortfall> {
             }
         }
         if let (Some(scheduled), Some(remaining)) = (scheduled, remaining) {
-            return Some(GangShortfall {
+            out.push(GangShortfall {
                 of_groups,
                 min,
                 scheduled,
@@ -217,7 +218,7 @@ fn gang_shortfall(text: &str) -> Option<GangShortfall> {
             });
         }
     }
-    None
+    out
 }
 
 fn placements(text: &str) -> Option<Placements> {
@@ -250,7 +251,7 @@ pub fn parse(msg: &str) -> Parsed {
     let (filter, preemption) = split_preemption(msg);
     Parsed {
         nodes: nodes_fragments(filter),
-        gang: gang_shortfall(filter),
+        gangs: gang_shortfalls(filter),
         placements: placements(filter),
         preemption: preemption.map(str::to_string),
     }
@@ -390,15 +391,15 @@ mod tests {
             })
         );
         assert_eq!(
-            p.gang,
-            Some(GangShortfall {
+            p.gangs,
+            vec![GangShortfall {
                 of_groups: false,
                 min: 5,
                 scheduled: 4,
                 remaining: 0
-            })
+            }]
         );
-        assert_eq!(p.gang.unwrap().short(), 1);
+        assert_eq!(p.gangs[0].short(), 1);
         assert_eq!(
             p.nodes,
             vec![NodesFragment {
@@ -414,6 +415,17 @@ mod tests {
             preemption_outcome(p.preemption.as_deref().unwrap()),
             PreemptionOutcome::NoVictims
         );
+    }
+
+    #[test]
+    fn every_domain_tried_is_read() {
+        let p = parse(
+            "0/2 kwas.dev/rack placements are available: kwas.dev/rack=b0-r0: minCount (5) cannot be satisfied: 3 scheduled, 1 remaining: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.; kwas.dev/rack=b0-r1: minCount (5) cannot be satisfied: 4 scheduled, 0 remaining: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: no set of lower-priority victims makes the pod group schedulable.",
+        );
+        let scheduled: Vec<u64> = p.gangs.iter().map(|g| g.scheduled).collect();
+        assert_eq!(scheduled, [3, 4]);
+        assert_eq!(p.nodes.len(), 2);
+        assert_eq!(p.placements.unwrap().tried, ["b0-r0", "b0-r1"]);
     }
 
     #[test]
@@ -462,9 +474,10 @@ mod tests {
         let p = parse(
             "minGroupCount (3) cannot be satisfied: 1 scheduled, 0 remaining: PodGroup default/w in kwas.dev/block=b0: minCount (4) cannot be satisfied: 0 scheduled, 3 remaining: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
         );
-        let g = p.gang.unwrap();
+        let g = p.gangs[0];
         assert!(g.of_groups);
         assert_eq!((g.min, g.scheduled, g.remaining, g.short()), (3, 1, 0, 2));
+        assert_eq!((p.gangs[1].min, p.gangs[1].of_groups), (4, false), "the member's own");
         assert_eq!(p.nodes[0].reasons[0].reason, "Insufficient nvidia.com/gpu");
     }
 
@@ -490,7 +503,7 @@ mod tests {
         let huge = parse(
             "minCount (18446744073709551615) cannot be satisfied: 18446744073709551615 scheduled, 18446744073709551615 remaining",
         );
-        assert_eq!(huge.gang.unwrap().short(), 1);
+        assert_eq!(huge.gangs[0].short(), 1);
         let unknown = parse("0/5 nodes are available: 5 node(s) were struck by lightning.");
         assert_eq!(unknown.nodes[0].reasons[0].reason, "node(s) were struck by lightning");
     }

@@ -119,7 +119,8 @@ pub struct WhyView {
     pub last_failed_scheduling: Option<EventView>,
     /// The reasons nodes were rejected.
     pub causes: Vec<Cause>,
-    /// The gang minimums that were not reached.
+    /// The gang minimums that were not reached: per level (pods of a PodGroup, groups of a
+    /// CompositePodGroup), where the most members fit.
     pub shortfalls: Vec<GangShortfall>,
     /// Topology constraints no domain satisfied.
     pub placements: Vec<Placements>,
@@ -402,7 +403,7 @@ fn insufficient(resource: &str, ctx: &Ctx) -> Vec<String> {
         let short = need - fit;
         let where_ = match (&key, domain) {
             (Some(k), Some(v)) => format!(" in one {k} domain; the roomiest, {k}={v}, holds {fit}"),
-            _ => format!("; the nodes hold {fit}"),
+            _ => format!("; the cluster's nodes hold {fit}"),
         };
         let lower = match g.policy.as_ref().and_then(|p| p.min_count) {
             Some(_) if bound + fit > 0 => format!(", or lower minCount to {}", bound + fit),
@@ -593,10 +594,18 @@ pub fn why(snap: &Snapshot, target: &ObjectRef) -> WhyView {
     let mut reasons: Vec<(String, Option<u64>, Option<u64>)> = Vec::new();
     let mut postfilter: Option<String> = None;
     for p in &parsed {
-        if let Some(g) = p.gang
-            && !shortfalls.contains(&g)
-        {
-            shortfalls.push(g);
+        // Per level, the domain where the most fit (a placement message has one per domain).
+        for g in &p.gangs {
+            match shortfalls.iter_mut().find(|s| s.of_groups == g.of_groups) {
+                Some(best) => {
+                    if (g.scheduled, std::cmp::Reverse(g.remaining))
+                        > (best.scheduled, std::cmp::Reverse(best.remaining))
+                    {
+                        *best = *g;
+                    }
+                }
+                None => shortfalls.push(*g),
+            }
         }
         if let Some(pl) = &p.placements
             && !placements.contains(pl)
