@@ -377,6 +377,8 @@ fn the_deploy_manifests_run_the_image_the_script_builds() {
                 // Containerfile's user, which the pod's securityContext must allow.
                 assert_eq!(pod["securityContext"]["runAsUser"], 65532, "{dir}");
                 assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true, "{dir}");
+                // A loaded archive is used, not pulled again (`:latest` would default to Always).
+                assert_eq!(container["imagePullPolicy"], "IfNotPresent", "{dir}");
             }
         }
     }
