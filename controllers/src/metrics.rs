@@ -1,11 +1,12 @@
 //! Prometheus metrics of the controllers: reconciles by result, reconcile durations and scheduling-object
-//! syncs, per controller.
+//! syncs, per controller, and whether this instance leads (`kwas_controller_is_leader`).
 
 use std::time::Instant;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -38,6 +39,7 @@ pub struct Metrics {
     durations: HistogramFamily,
     scheduling_syncs: Family<ResultLabels, Counter>,
     job_scheduling_syncs: Family<OutcomeLabels, Counter>,
+    is_leader: Gauge,
 }
 
 /// Labels of upstream's `job_scheduling_object_syncs_total`.
@@ -55,6 +57,7 @@ impl Metrics {
             durations: Family::new_with_constructor(duration_histogram as fn() -> Histogram),
             scheduling_syncs: Family::default(),
             job_scheduling_syncs: Family::default(),
+            is_leader: Gauge::default(),
         };
         // KEP-5547's metric of the Job controller, under upstream's name (no prefix).
         registry.register(
@@ -77,6 +80,11 @@ impl Metrics {
             "scheduling_object_syncs",
             "Workload / PodGroup / CompositePodGroup syncs by controller and result",
             metrics.scheduling_syncs.clone(),
+        );
+        sub.register(
+            "is_leader",
+            "1 while this instance runs the controllers (holds the Lease, or runs without leader election)",
+            metrics.is_leader.clone(),
         );
         metrics
     }
@@ -111,6 +119,11 @@ impl Metrics {
                 result: if ok { "success" } else { "error" }.to_string(),
             })
             .inc();
+    }
+
+    /// Sets the leader gauge.
+    pub fn leader(&self, leader: bool) {
+        self.is_leader.set(i64::from(leader));
     }
 
     /// The number of reconciles of `controller` with `result` so far.
@@ -183,5 +196,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("kwas_controller_scheduling_object_syncs_total"), "{text}");
+        assert!(text.contains("kwas_controller_is_leader 0"), "{text}");
+        metrics.leader(true);
+        text.clear();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(text.contains("kwas_controller_is_leader 1"), "{text}");
     }
 }

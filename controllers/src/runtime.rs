@@ -114,6 +114,7 @@ pub async fn run(
     }
     let Some(le) = config.leader_election.clone() else {
         health.set_ready(true);
+        metrics.leader(true);
         return run_controllers(client, &config, metrics, health, stop).await;
     };
     le.validate().map_err(RunError::Config)?;
@@ -133,6 +134,7 @@ pub async fn run(
     }
     info!(lease = %le.name, identity = %le.identity, "leading");
     health.set_leader(true);
+    metrics.leader(true);
     // Lose the Lease: stop the controllers and report it.
     let lost = Shutdown::new();
     {
@@ -154,8 +156,9 @@ pub async fn run(
             }
         }
     });
-    let result = run_controllers(client, &config, metrics, health.clone(), controllers_stop).await;
+    let result = run_controllers(client, &config, metrics.clone(), health.clone(), controllers_stop).await;
     health.set_leader(false);
+    metrics.leader(false);
     leadership.release(RELEASE_TIMEOUT).await;
     match result {
         Ok(()) if lost.fired() && !stop.fired() => Err(RunError::LeadershipLost),
