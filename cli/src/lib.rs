@@ -10,7 +10,9 @@ pub mod demo;
 pub mod dev;
 pub mod kube_client;
 pub mod placement;
+pub mod replay;
 pub mod scheduler;
+pub mod snapshot;
 
 use clap::ValueEnum;
 use kwas_api::jobset::PodGroupManagement;

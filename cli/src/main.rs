@@ -1,6 +1,6 @@
 //! The `kwas` command line.
 
-use kwas::{Management, compile, controllers, demo, dev, scheduler};
+use kwas::{Management, compile, controllers, demo, dev, replay, scheduler, snapshot};
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -45,6 +45,10 @@ enum Command {
         #[arg(short, long, default_value = "default")]
         namespace: String,
     },
+    /// Write the scheduling inputs of a cluster (what the scheduler's informers read) to one file.
+    Snapshot(snapshot::SnapshotArgs),
+    /// Replay the scheduler on a snapshot offline: the bindings, conditions and preemptions it would decide.
+    Replay(replay::ReplayArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -131,6 +135,8 @@ fn main() -> ExitCode {
             jobset_management,
             namespace,
         } => run_compile(&file, output, jobset_management, &namespace),
+        Command::Snapshot(args) => runtime().and_then(|rt| rt.block_on(snapshot::run(args))),
+        Command::Replay(args) => replay::run(&args, &mut std::io::stdout().lock()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
