@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{Dev, apply, eventually, ok, start};
@@ -281,13 +282,54 @@ fn a_snapshot_replays_the_live_decisions_offline() {
     assert!(text.contains(&live_group.2), "{text}");
 }
 
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scheduler/tests/fixtures/replay/preemption-and-stuck-gang.yaml")
+}
+
+#[test]
+fn the_recorded_fixture_replays_from_the_command_line() {
+    let report: Value = serde_json::from_str(&stdout_of(&kwas(&[
+        "replay",
+        fixture().to_str().unwrap(),
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    let preemption = &report["preemptions"][0];
+    assert_eq!(preemption["preemptor"], "Pod default/urgent");
+    let victims: Vec<&str> = preemption["victims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["pod"].as_str().unwrap())
+        .collect();
+    assert_eq!(victims.len(), 2);
+    assert!(
+        victims.iter().all(|v| v.starts_with("default/unprotected-")),
+        "the budget is honoured: {victims:?}"
+    );
+    assert_eq!(report["bindings"][0]["pod"], "default/urgent");
+    // Only the scheduler names given are replayed: without `what-if`, `urgent` is left alone.
+    let report: Value = serde_json::from_str(&stdout_of(&kwas(&[
+        "replay",
+        fixture().to_str().unwrap(),
+        "--scheduler-name",
+        "kwas-scheduler",
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(report["bindings"], serde_json::json!([]));
+    assert!(report["preemptions"].as_array().unwrap().is_empty());
+}
+
 #[test]
 fn hostile_snapshot_files_fail_with_the_file_and_never_panic() {
     let dir = tempfile::tempdir().unwrap();
-    let node = "apiVersion: kwas.dev/v1alpha1\nkind: SchedulingSnapshot\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: n1, labels: {a: b}}\n";
+    let fixture_text = std::fs::read_to_string(fixture()).unwrap();
     let head = "apiVersion: kwas.dev/v1alpha1\nkind: SchedulingSnapshot\n";
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("truncated", node.as_bytes()[..node.len() - 8].to_vec(), "invalid YAML"),
+        ("truncated", fixture_text.as_bytes()[..fixture_text.len() / 2].to_vec(), ""),
         ("empty", Vec::new(), "expected a SchedulingSnapshot object"),
         (
             "unknown-kind",

@@ -1,8 +1,10 @@
-//! Offline replay (`kwas_scheduler::replay`): snapshots built from objects replayed through the
-//! runtime's engine, and hostile snapshot files refused with the item and field at fault.
+//! Offline replay (`kwas_scheduler::replay`): snapshots built from objects and the recorded fixtures
+//! of `tests/fixtures/replay/` replayed through the runtime's engine, and hostile snapshot files
+//! refused with the item and field at fault.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use kwas_scheduler::core::testing::{GroupBuilder, bound, node, node_with, pod_with, with_priority};
@@ -602,7 +604,7 @@ fn absurd_values_are_refused_or_replayed_without_panic() {
     }
 }
 
-/// Texts to mangle: a generated snapshot's YAML and JSON.
+/// Texts to mangle: a generated snapshot's YAML and JSON, and the recorded fixtures.
 fn mangling_seeds() -> Vec<String> {
     let mut objects = racks(2, "4");
     objects.extend(gang("a", 3, &[("cpu", "2")], true));
@@ -611,7 +613,9 @@ fn mangling_seeds() -> Vec<String> {
         "node-r0-n0",
     ))));
     let s = snapshot(objects);
-    vec![s.to_yaml().unwrap(), s.to_json().unwrap()]
+    let mut seeds = vec![s.to_yaml().unwrap(), s.to_json().unwrap()];
+    seeds.extend(recorded_texts());
+    seeds
 }
 
 proptest! {
@@ -635,4 +639,46 @@ proptest! {
             let _ = replay(&s, &ReplayOptions { max_cycles: 200, ..ReplayOptions::default() }).to_text();
         }
     }
+}
+
+// --- recorded fixtures ---
+
+fn fixtures() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/replay");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every fixture replays to its `.replay.txt`. `KWAS_BLESS=1` rewrites them.
+#[test]
+fn recorded_fixtures_replay_as_expected() {
+    let files = fixtures();
+    assert!(!files.is_empty());
+    let bless = std::env::var_os("KWAS_BLESS").is_some();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let s = SchedulingSnapshot::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let mut options = ReplayOptions::default();
+        if !s.metadata.scheduler_names.is_empty() {
+            options.config.scheduler_names = s.metadata.scheduler_names.clone();
+        }
+        let got = replay(&s, &options).to_text();
+        let expected_path = file.with_extension("replay.txt");
+        if bless {
+            std::fs::write(&expected_path, &got).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_path)
+            .unwrap_or_else(|e| panic!("{}: {e} (KWAS_BLESS=1 writes it)", expected_path.display()));
+        assert_eq!(got, expected, "{}", file.display());
+    }
+}
+
+fn recorded_texts() -> Vec<String> {
+    fixtures().iter().map(|f| std::fs::read_to_string(f).unwrap()).collect()
 }
