@@ -330,10 +330,19 @@ fn hostile_snapshot_files_fail_with_the_file_and_never_panic() {
     let head = "apiVersion: kwas.dev/v1alpha1\nkind: SchedulingSnapshot\n";
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("truncated", fixture_text.as_bytes()[..fixture_text.len() / 2].to_vec(), ""),
+        (
+            "cut-at-a-line",
+            fixture_text.as_bytes()[..fixture_text.len() / 2]
+                .rsplitn(2, |b| *b == b'\n')
+                .nth(1)
+                .unwrap()
+                .to_vec(),
+            "itemCount: Required value",
+        ),
         ("empty", Vec::new(), "expected a SchedulingSnapshot object"),
         (
             "unknown-kind",
-            format!("{head}items:\n- {{apiVersion: v1, kind: Secret, metadata: {{name: s}}}}\n").into_bytes(),
+            format!("{head}items:\n- {{apiVersion: v1, kind: Secret, metadata: {{name: s}}}}\nitemCount: 1\n").into_bytes(),
             "items[0].kind: Unsupported value: \"Secret\"",
         ),
         (
@@ -343,13 +352,13 @@ fn hostile_snapshot_files_fail_with_the_file_and_never_panic() {
         ),
         (
             "huge-number",
-            format!("{head}items:\n- {{apiVersion: v1, kind: Pod, metadata: {{name: p}}, spec: {{priority: 1e999, containers: []}}}}\n")
+            format!("{head}items:\n- {{apiVersion: v1, kind: Pod, metadata: {{name: p}}, spec: {{priority: 1e999, containers: []}}}}\nitemCount: 1\n")
                 .into_bytes(),
             "non-finite float `1e999`",
         ),
         (
             "huge-integer",
-            format!("{head}items:\n- {{apiVersion: v1, kind: Pod, metadata: {{name: p}}, spec: {{priority: 123456789012345678901234567890, containers: []}}}}\n")
+            format!("{head}items:\n- {{apiVersion: v1, kind: Pod, metadata: {{name: p}}, spec: {{priority: 123456789012345678901234567890, containers: []}}}}\nitemCount: 1\n")
                 .into_bytes(),
             "items[0] (Pod p): spec.priority",
         ),

@@ -419,66 +419,66 @@ fn hostile_snapshots_are_refused_with_the_field() {
         ),
         (
             "unknown item kind",
-            format!("{HEAD}items:\n- {{apiVersion: v1, kind: Secret, metadata: {{name: s}}}}\n"),
+            format!("{HEAD}items:\n- {{apiVersion: v1, kind: Secret, metadata: {{name: s}}}}\nitemCount: 1\n"),
             "items[0].kind: Unsupported value: \"Secret\": a snapshot holds only what the scheduler reads",
         ),
         (
             "wrong item apiVersion",
             format!(
-                "{HEAD}items:\n- {{apiVersion: policy/v1beta1, kind: PodDisruptionBudget, metadata: {{name: b}}}}\n"
+                "{HEAD}items:\n- {{apiVersion: policy/v1beta1, kind: PodDisruptionBudget, metadata: {{name: b}}}}\nitemCount: 1\n"
             ),
             "items[0].apiVersion: Unsupported value: \"policy/v1beta1\" for kind PodDisruptionBudget: supported values: \"policy/v1\"",
         ),
         (
             "item without kind",
-            format!("{HEAD}items:\n- {{metadata: {{name: x}}}}\n"),
+            format!("{HEAD}items:\n- {{metadata: {{name: x}}}}\nitemCount: 1\n"),
             "items[0]: Required value: apiVersion and kind are required",
         ),
         (
             "item without name",
-            format!("{HEAD}items:\n- {{apiVersion: v1, kind: Node, metadata: {{}}}}\n"),
+            format!("{HEAD}items:\n- {{apiVersion: v1, kind: Node, metadata: {{}}}}\nitemCount: 1\n"),
             "items[0].metadata.name: Required value",
         ),
         (
             "kind not a string",
-            format!("{HEAD}items:\n- {{apiVersion: v1, kind: [Node]}}\n"),
+            format!("{HEAD}items:\n- {{apiVersion: v1, kind: [Node]}}\nitemCount: 1\n"),
             "items[0].kind: Invalid value: [\"Node\"]: must be a string",
         ),
         (
             "huge integer",
             format!(
-                "{HEAD}items:\n- apiVersion: v1\n  kind: Pod\n  metadata: {{name: p, namespace: ns}}\n  spec: {{priority: 99999999999999999999999999999, containers: []}}\n"
+                "{HEAD}items:\n- apiVersion: v1\n  kind: Pod\n  metadata: {{name: p, namespace: ns}}\n  spec: {{priority: 99999999999999999999999999999, containers: []}}\nitemCount: 1\n"
             ),
             "items[0] (Pod ns/p): spec.priority",
         ),
         (
             "out of range integer",
             format!(
-                "{HEAD}items:\n- apiVersion: v1\n  kind: Pod\n  metadata: {{name: p, namespace: ns}}\n  spec: {{priority: 4294967296, containers: []}}\n"
+                "{HEAD}items:\n- apiVersion: v1\n  kind: Pod\n  metadata: {{name: p, namespace: ns}}\n  spec: {{priority: 4294967296, containers: []}}\nitemCount: 1\n"
             ),
             "items[0] (Pod ns/p): spec.priority",
         ),
         (
             "wrong type deep inside",
             format!(
-                "{HEAD}items:\n- apiVersion: v1\n  kind: Node\n  metadata: {{name: n}}\n  status: {{allocatable: {{cpu: [4]}}}}\n"
+                "{HEAD}items:\n- apiVersion: v1\n  kind: Node\n  metadata: {{name: n}}\n  status: {{allocatable: {{cpu: [4]}}}}\nitemCount: 1\n"
             ),
             "items[0] (Node n): status.allocatable.cpu",
         ),
         (
             "name not a string",
-            format!("{HEAD}items:\n- {{apiVersion: v1, kind: Node, metadata: {{name: [n]}}}}\n"),
+            format!("{HEAD}items:\n- {{apiVersion: v1, kind: Node, metadata: {{name: [n]}}}}\nitemCount: 1\n"),
             "items[0].metadata.name: Invalid value: [\"n\"]: must be a string",
         ),
         (
             "metadata not an object",
-            format!("{HEAD}items:\n- {{apiVersion: v1, kind: Node, metadata: 7}}\n"),
+            format!("{HEAD}items:\n- {{apiVersion: v1, kind: Node, metadata: 7}}\nitemCount: 1\n"),
             "items[0].metadata: Invalid value: 7: expected an object",
         ),
         (
             "duplicate",
             format!(
-                "{HEAD}items:\n- {{apiVersion: v1, kind: Node, metadata: {{name: n}}}}\n- {{apiVersion: v1, kind: Node, metadata: {{name: n}}}}\n"
+                "{HEAD}items:\n- {{apiVersion: v1, kind: Node, metadata: {{name: n}}}}\n- {{apiVersion: v1, kind: Node, metadata: {{name: n}}}}\nitemCount: 2\n"
             ),
             "items[1]: Duplicate value: Node n (also items[0])",
         ),
@@ -493,6 +493,33 @@ fn hostile_snapshots_are_refused_with_the_field() {
             "invalid JSON",
         ),
         ("two documents", format!("{HEAD}---\n{HEAD}"), "invalid YAML"),
+        (
+            "no itemCount",
+            format!("{HEAD}items: []\n"),
+            "itemCount: Required value: the number of items, written last (is the file cut short?)",
+        ),
+        (
+            "cut at the end of an item",
+            format!(
+                "{HEAD}items:\n- {{apiVersion: v1, kind: Node, metadata: {{name: a}}}}\n- {{apiVersion: v1, kind: Node, metadata: {{name: b}}}}\n"
+            ),
+            "itemCount: Required value",
+        ),
+        (
+            "fewer items than counted",
+            format!("{HEAD}items:\n- {{apiVersion: v1, kind: Node, metadata: {{name: a}}}}\nitemCount: 2\n"),
+            "itemCount: Invalid value: 2: the file holds 1 items (is it cut short?)",
+        ),
+        (
+            "itemCount not a count",
+            format!("{HEAD}items: []\nitemCount: -1\n"),
+            "itemCount: Invalid value: -1: must be a non-negative integer",
+        ),
+        (
+            "itemCount huge",
+            format!("{HEAD}items: []\nitemCount: 1e300\n"),
+            "itemCount: Invalid value: 1e+300: must be a non-negative integer",
+        ),
         (
             "deep nesting YAML",
             format!("{HEAD}items: {}{}\n", "[".repeat(5000), "]".repeat(5000)),
@@ -535,6 +562,26 @@ fn strings_that_look_like_other_scalars_survive_the_file() {
             assert_eq!(got.get(k), Some(v), "{k}");
         }
     }
+}
+
+/// A file cut short at any line (what a full disk or an interrupted copy leaves, and still YAML) is
+/// refused, not read as a smaller cluster.
+fn assert_every_line_cut_is_refused(text: &str) {
+    let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i + 1).collect();
+    assert!(ends.len() > 10);
+    for &end in &ends[..ends.len() - 1] {
+        if let Ok(s) = SchedulingSnapshot::parse(&text[..end]) {
+            panic!("cut after byte {end} read as {} objects", s.objects.len());
+        }
+    }
+    SchedulingSnapshot::parse(text).unwrap();
+}
+
+#[test]
+fn a_snapshot_cut_at_any_line_is_refused() {
+    let mut objects = racks(1, "4");
+    objects.extend(gang("a", 2, &[("cpu", "1")], true));
+    assert_every_line_cut_is_refused(&snapshot(objects).to_yaml().unwrap());
 }
 
 #[test]
@@ -676,6 +723,13 @@ fn recorded_fixtures_replay_as_expected() {
         let expected = std::fs::read_to_string(&expected_path)
             .unwrap_or_else(|e| panic!("{}: {e} (KWAS_BLESS=1 writes it)", expected_path.display()));
         assert_eq!(got, expected, "{}", file.display());
+    }
+}
+
+#[test]
+fn recorded_fixtures_cut_at_any_line_are_refused() {
+    for text in recorded_texts() {
+        assert_every_line_cut_is_refused(&text);
     }
 }
 

@@ -1,5 +1,7 @@
 //! The snapshot file: a versioned envelope (`kwas.dev/v1alpha1`, `SchedulingSnapshot`) around the
-//! objects, in YAML or JSON. A `v1` `List` (`kubectl get nodes,pods,... -A -o yaml`) is read too.
+//! objects, in YAML or JSON, ending with `itemCount` (the number of items) so that a file cut short is
+//! an error even when what is left parses. A `v1` `List` (`kubectl get nodes,pods,... -A -o yaml`) is
+//! read too, without that check.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -154,7 +156,7 @@ impl Serialize for Item<'_> {
     }
 }
 
-/// The file's top level, in this field order.
+/// The file's top level, in this field order: `itemCount` last, so that a file cut short is detected.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Envelope<'a> {
@@ -162,6 +164,7 @@ struct Envelope<'a> {
     kind: &'static str,
     metadata: &'a SnapshotMetadata,
     items: Vec<Item<'a>>,
+    item_count: usize,
 }
 
 fn kind_names() -> String {
@@ -270,7 +273,9 @@ impl SchedulingSnapshot {
             }
         };
         for key in top.keys() {
-            if !matches!(key.as_str(), "apiVersion" | "kind" | "metadata" | "items") {
+            let known = matches!(key.as_str(), "apiVersion" | "kind" | "metadata" | "items")
+                || (envelope && key == "itemCount");
+            if !known {
                 return Err(err(key.clone(), "Forbidden: unknown field"));
             }
         }
@@ -300,6 +305,34 @@ impl SchedulingSnapshot {
                 ));
             }
         };
+        if envelope {
+            // Written after the items: a file cut short, even at the end of a line, lacks it or
+            // holds fewer items.
+            match top.get("itemCount") {
+                None | Some(Value::Null) => {
+                    return Err(err(
+                        "itemCount",
+                        "Required value: the number of items, written last (is the file cut short?)",
+                    ));
+                }
+                Some(Value::Number(n)) if n.as_u64() == u64::try_from(items.len()).ok() => {}
+                Some(Value::Number(n)) if n.as_u64().is_some() => {
+                    return Err(err(
+                        "itemCount",
+                        format!(
+                            "Invalid value: {n}: the file holds {} items (is it cut short?)",
+                            items.len()
+                        ),
+                    ));
+                }
+                Some(other) => {
+                    return Err(err(
+                        "itemCount",
+                        format!("Invalid value: {}: must be a non-negative integer", shown(other)),
+                    ));
+                }
+            }
+        }
         let mut objects = Vec::with_capacity(items.len());
         let mut seen: HashMap<(Kind, String), usize> = HashMap::new();
         for (i, item) in items.into_iter().enumerate() {
@@ -333,11 +366,13 @@ impl SchedulingSnapshot {
     }
 
     fn envelope(&self) -> Envelope<'_> {
+        let items: Vec<Item<'_>> = self.ordered().into_iter().map(Item).collect();
         Envelope {
             api_version: API_VERSION,
             kind: KIND,
             metadata: &self.metadata,
-            items: self.ordered().into_iter().map(Item).collect(),
+            item_count: items.len(),
+            items,
         }
     }
 
