@@ -22,6 +22,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "client")]
+pub mod client;
 mod composite;
 pub mod duration;
 pub mod group;

@@ -83,6 +83,14 @@ pub mod conditions {
     pub const POD_GROUP_INITIALLY_SCHEDULED: &str = "PodGroupInitiallyScheduled";
     /// CompositePodGroup: the subtree's scheduling requirement has been met once. Never goes back to False.
     pub const COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED: &str = "CompositePodGroupInitiallyScheduled";
+    /// PodGroup (KEP-6413): whether the gang currently has at least `minCount` scheduled members
+    /// (assumed or bound, terminating ones until they are gone). Unlike
+    /// [`POD_GROUP_INITIALLY_SCHEDULED`] it follows the gang both ways.
+    pub const POD_GROUP_SATISFIED: &str = "PodGroupSatisfied";
+    /// Reason of [`POD_GROUP_SATISFIED`] `True`.
+    pub const REASON_MIN_COUNT_SATISFIED: &str = "MinCountSatisfied";
+    /// Reason of [`POD_GROUP_SATISFIED`] `False`.
+    pub const REASON_BELOW_MIN_COUNT: &str = "BelowMinCount";
     /// Pods and groups about to be terminated by a disruption such as preemption.
     pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
     /// Pod condition: the pod has been scheduled.

@@ -1,14 +1,18 @@
 //! `kwas demo`: devcluster with a default topology, the controllers and the scheduler; the bundled examples
-//! applied; live progress; a placement tree per workload at the end.
+//! applied; live progress and the `kubectl kwas tree` of every workload while they run (redrawn on a
+//! terminal, a snapshot now and then when piped); a placement tree per workload; then a preemption scene
+//! (examples/preemption/: a priority-1000 gang evicts a `disruptionMode: all` gang of priority 10, which
+//! waits and runs again whole) told by `kubectl kwas who-preempted`.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -17,6 +21,9 @@ use kwas_devcluster::{Capacity, DevClusterConfig, KubeletConfig, Topology};
 use serde_json::Value;
 
 use crate::placement::ClusterView;
+use crate::plugin::model::{Kind, ObjectRef};
+use crate::plugin::render::{Style, TreeOptions};
+use crate::plugin::{self, Events};
 use kwas_stack::{Stack, StackConfig};
 
 /// The bundled examples, applied in this order.
@@ -47,6 +54,19 @@ pub const EXAMPLES: [(&str, &str); 6] = [
     ),
 ];
 
+/// The preemption scene: the victim (a long-running gang, disrupted `all`, priority 10), then the
+/// preemptor (a gang of priority 1000 that needs one rack).
+pub const PREEMPTION: [(&str, &str); 2] = [
+    (
+        "examples/preemption/background.yaml",
+        include_str!("../../examples/preemption/background.yaml"),
+    ),
+    (
+        "examples/preemption/urgent.yaml",
+        include_str!("../../examples/preemption/urgent.yaml"),
+    ),
+];
+
 const NAMESPACE: &str = "default";
 
 /// Demo settings.
@@ -56,8 +76,15 @@ pub struct DemoOptions {
     pub topology: Topology,
     /// Override the examples' simulated run time (`kwas.dev/sim-run-duration`).
     pub pod_duration: Option<String>,
-    /// Give up after this long.
+    /// Give up after this long (each of the two parts).
     pub timeout: Duration,
+    /// Redraw the trees in place (a terminal); otherwise print a snapshot when they changed, at most
+    /// every `snapshot_every`.
+    pub live: bool,
+    /// ANSI colours.
+    pub color: bool,
+    /// The least time between two snapshots of the trees when not live.
+    pub snapshot_every: Duration,
 }
 
 impl Default for DemoOptions {
@@ -66,6 +93,20 @@ impl Default for DemoOptions {
             topology: demo_topology(),
             pod_duration: None,
             timeout: Duration::from_secs(300),
+            live: false,
+            color: false,
+            snapshot_every: Duration::from_secs(5),
+        }
+    }
+}
+
+impl DemoOptions {
+    /// The defaults, live and coloured when stdout is a terminal (colours unless `NO_COLOR` is set).
+    pub fn for_stdout() -> Self {
+        Self {
+            live: std::io::stdout().is_terminal(),
+            color: crate::plugin::style_for_stdout().color,
+            ..Self::default()
         }
     }
 }
@@ -86,7 +127,7 @@ pub fn demo_topology() -> Topology {
 }
 
 /// One workload the demo watches.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Workload {
     Job(String),
     JobSet(String),
@@ -112,45 +153,65 @@ fn set_duration(template: &mut Value, duration: &str) {
     }
 }
 
+/// Creates the objects of one manifest file; returns the Jobs and JobSets created.
+async fn apply_file(client: &Client, file: &str, text: &str, pod_duration: Option<&str>) -> Result<Vec<Workload>> {
+    let mut applied = Vec::new();
+    for mut doc in crate::compile::documents(text)? {
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+        match kind.as_str() {
+            "Job" => {
+                if let Some(d) = pod_duration {
+                    set_duration(&mut doc["spec"]["template"], d);
+                }
+                let job: Job = serde_json::from_value(doc).with_context(|| format!("{file}: decoding the Job"))?;
+                let created = Api::<Job>::namespaced(client.clone(), NAMESPACE)
+                    .create(&PostParams::default(), &job)
+                    .await?;
+                applied.push(Workload::Job(created.name_any()));
+            }
+            "JobSet" => {
+                if let (Some(d), Some(jobs)) = (pod_duration, doc["spec"]["replicatedJobs"].as_array_mut()) {
+                    for rj in jobs {
+                        set_duration(&mut rj["template"]["spec"]["template"], d);
+                    }
+                }
+                let js: JobSet = serde_json::from_value(doc).with_context(|| format!("{file}: decoding the JobSet"))?;
+                let created = Api::<JobSet>::namespaced(client.clone(), NAMESPACE)
+                    .create(&PostParams::default(), &js)
+                    .await?;
+                applied.push(Workload::JobSet(created.name_any()));
+            }
+            "ResourceClaimTemplate" => {
+                let t: ResourceClaimTemplate = serde_json::from_value(doc)
+                    .with_context(|| format!("{file}: decoding the ResourceClaimTemplate"))?;
+                Api::<ResourceClaimTemplate>::namespaced(client.clone(), NAMESPACE)
+                    .create(&PostParams::default(), &t)
+                    .await?;
+            }
+            "PriorityClass" => {
+                let pc: PriorityClass =
+                    serde_json::from_value(doc).with_context(|| format!("{file}: decoding the PriorityClass"))?;
+                match Api::<PriorityClass>::all(client.clone())
+                    .create(&PostParams::default(), &pc)
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 409 => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            other => {
+                bail!("{file}: the demo applies Jobs, JobSets, ResourceClaimTemplates and PriorityClasses, not {other}")
+            }
+        }
+    }
+    Ok(applied)
+}
+
 async fn apply_examples(client: &Client, pod_duration: Option<&str>) -> Result<Vec<Workload>> {
     let mut applied = Vec::new();
     for (file, text) in EXAMPLES {
-        for mut doc in crate::compile::documents(text)? {
-            let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
-            match kind.as_str() {
-                "Job" => {
-                    if let Some(d) = pod_duration {
-                        set_duration(&mut doc["spec"]["template"], d);
-                    }
-                    let job: Job = serde_json::from_value(doc).with_context(|| format!("{file}: decoding the Job"))?;
-                    let created = Api::<Job>::namespaced(client.clone(), NAMESPACE)
-                        .create(&PostParams::default(), &job)
-                        .await?;
-                    applied.push(Workload::Job(created.name_any()));
-                }
-                "JobSet" => {
-                    if let (Some(d), Some(jobs)) = (pod_duration, doc["spec"]["replicatedJobs"].as_array_mut()) {
-                        for rj in jobs {
-                            set_duration(&mut rj["template"]["spec"]["template"], d);
-                        }
-                    }
-                    let js: JobSet =
-                        serde_json::from_value(doc).with_context(|| format!("{file}: decoding the JobSet"))?;
-                    let created = Api::<JobSet>::namespaced(client.clone(), NAMESPACE)
-                        .create(&PostParams::default(), &js)
-                        .await?;
-                    applied.push(Workload::JobSet(created.name_any()));
-                }
-                "ResourceClaimTemplate" => {
-                    let t: ResourceClaimTemplate = serde_json::from_value(doc)
-                        .with_context(|| format!("{file}: decoding the ResourceClaimTemplate"))?;
-                    Api::<ResourceClaimTemplate>::namespaced(client.clone(), NAMESPACE)
-                        .create(&PostParams::default(), &t)
-                        .await?;
-                }
-                other => bail!("{file}: the demo applies Jobs, JobSets and ResourceClaimTemplates, not {other}"),
-            }
-        }
+        applied.extend(apply_file(client, file, text, pod_duration).await?);
     }
     Ok(applied)
 }
@@ -244,6 +305,115 @@ pub async fn run(options: DemoOptions, out: &mut (impl Write + Send)) -> Result<
     result
 }
 
+/// What is shown while workloads run: the progress line and the `kubectl kwas tree` of each workload,
+/// redrawn in place on a terminal (the output above stays), else the progress lines and a snapshot of the
+/// trees when they changed, at most every `snapshot_every`.
+struct Display {
+    live: bool,
+    style: Style,
+    every: Duration,
+    start: Instant,
+    options: TreeOptions,
+    last_line: String,
+    last_trees: String,
+    last_snapshot: Option<Instant>,
+    /// Lines of the frame drawn last (live).
+    drawn: usize,
+}
+
+impl Display {
+    fn new(options: &DemoOptions, tree_options: TreeOptions) -> Self {
+        Self {
+            live: options.live,
+            style: Style { color: options.color },
+            every: options.snapshot_every,
+            start: Instant::now(),
+            options: tree_options,
+            last_line: String::new(),
+            last_trees: String::new(),
+            last_snapshot: None,
+            drawn: 0,
+        }
+    }
+
+    /// The trees of `workloads` as the cluster shows them now.
+    async fn trees(&self, client: &Client, workloads: &[Workload]) -> Result<String> {
+        let snap = plugin::fetch(client, NAMESPACE, Events::None).await?;
+        let mut text = String::new();
+        for w in workloads {
+            let target = match w {
+                Workload::Job(n) => ObjectRef {
+                    kind: Kind::Job,
+                    name: n.clone(),
+                },
+                Workload::JobSet(n) => ObjectRef {
+                    kind: Kind::JobSet,
+                    name: n.clone(),
+                },
+            };
+            let root = plugin::tree::tree(&snap, &target);
+            text.push_str(&plugin::render::tree(self.style, &root, NAMESPACE, self.options));
+        }
+        Ok(text)
+    }
+
+    fn show(&mut self, out: &mut (impl Write + Send), line: &str, trees: &str) -> Result<()> {
+        let elapsed = self.start.elapsed().as_secs_f64();
+        if self.live {
+            if line != self.last_line || trees != self.last_trees {
+                let frame = format!("[{elapsed:>4.0}s] {line}\n\n{trees}");
+                if self.drawn > 0 {
+                    // Back to the frame's first line, cleared to the end of the screen.
+                    write!(out, "\x1b[{}F\x1b[J", self.drawn)?;
+                }
+                write!(out, "{frame}")?;
+                self.drawn = frame.lines().count();
+            }
+        } else {
+            if line != self.last_line {
+                writeln!(out, "[{elapsed:>4.0}s] {line}")?;
+            }
+            if trees != self.last_trees && self.last_snapshot.is_none_or(|t| t.elapsed() >= self.every) {
+                writeln!(out, "\n{trees}")?;
+                self.last_snapshot = Some(Instant::now());
+            } else if trees != self.last_trees {
+                // Shown with the next snapshot.
+                out.flush()?;
+                self.last_line = line.to_string();
+                return Ok(());
+            }
+        }
+        out.flush()?;
+        self.last_line = line.to_string();
+        self.last_trees = trees.to_string();
+        Ok(())
+    }
+
+    /// Ends the live frame: what follows is written below it.
+    fn finish(&mut self, out: &mut (impl Write + Send)) -> Result<()> {
+        if self.live && self.drawn > 0 {
+            writeln!(out)?;
+        }
+        self.drawn = 0;
+        Ok(())
+    }
+}
+
+async fn state_of(client: &Client, w: &Workload) -> Result<Option<&'static str>> {
+    Ok(match w {
+        Workload::Job(n) => Api::<Job>::namespaced(client.clone(), NAMESPACE)
+            .get_opt(n)
+            .await?
+            .as_ref()
+            .and_then(job_done),
+        Workload::JobSet(n) => Api::<JobSet>::namespaced(client.clone(), NAMESPACE)
+            .get_opt(n)
+            .await?
+            .as_ref()
+            .and_then(jobset_done),
+    })
+}
+
 async fn demo(stack: &Stack, options: &DemoOptions, out: &mut (impl Write + Send)) -> Result<()> {
     let client = stack.client();
     stack.ready().await?;
@@ -258,7 +428,14 @@ async fn demo(stack: &Stack, options: &DemoOptions, out: &mut (impl Write + Send
         writeln!(out, "  applied {file}")?;
     }
     let start = Instant::now();
-    let mut last = String::new();
+    let mut display = Display::new(
+        options,
+        TreeOptions {
+            max_pods: Some(0),
+            conditions: false,
+            ..TreeOptions::default()
+        },
+    );
     let mut states: BTreeMap<String, &'static str> = BTreeMap::new();
     // Devices are released as pods finish: what each consumer held is remembered for the tree.
     let mut devices = BTreeMap::new();
@@ -266,19 +443,7 @@ async fn demo(stack: &Stack, options: &DemoOptions, out: &mut (impl Write + Send
         let v = view(&client).await?;
         devices.extend(v.devices.clone());
         for w in &workloads {
-            let state = match w {
-                Workload::Job(n) => Api::<Job>::namespaced(client.clone(), NAMESPACE)
-                    .get_opt(n)
-                    .await?
-                    .as_ref()
-                    .and_then(job_done),
-                Workload::JobSet(n) => Api::<JobSet>::namespaced(client.clone(), NAMESPACE)
-                    .get_opt(n)
-                    .await?
-                    .as_ref()
-                    .and_then(jobset_done),
-            };
-            if let Some(s) = state {
+            if let Some(s) = state_of(&client, w).await? {
                 states.insert(w.name().to_string(), s);
             }
         }
@@ -287,11 +452,8 @@ async fn demo(stack: &Stack, options: &DemoOptions, out: &mut (impl Write + Send
             .map(|w| progress(&v, w, states.get(w.name()).copied()))
             .collect::<Vec<_>>()
             .join(" · ");
-        if line != last {
-            writeln!(out, "[{:>4.0}s] {line}", start.elapsed().as_secs_f64())?;
-            out.flush()?;
-            last = line;
-        }
+        let trees = display.trees(&client, &workloads).await?;
+        display.show(out, &line, &trees)?;
         if states.len() == workloads.len() {
             break;
         }
@@ -300,6 +462,7 @@ async fn demo(stack: &Stack, options: &DemoOptions, out: &mut (impl Write + Send
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    display.finish(out)?;
     writeln!(
         out,
         "\nPlacements (group -> topology domain -> nodes, with their DRA devices):\n"
@@ -348,5 +511,103 @@ async fn demo(stack: &Stack, options: &DemoOptions, out: &mut (impl Write + Send
     if !failed.is_empty() {
         bail!("workloads failed: {failed:?}");
     }
+    preemption_scene(&client, options, out).await
+}
+
+/// Pods of `w` bound to a node, running and not being deleted.
+fn running(view: &ClusterView, w: &Workload) -> usize {
+    pods_of(view, w)
+        .iter()
+        .filter(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
+                && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
+        .count()
+}
+
+/// The victim's size (background.yaml's parallelism).
+const BACKGROUND_PODS: usize = 16;
+
+/// A priority-1000 gang evicts a `disruptionMode: all` gang of priority 10 that fills every node; the
+/// victim's Job replaces its pods, which wait as a gang until the preemptor is done, then run again
+/// whole. `kubectl kwas who-preempted` tells it.
+async fn preemption_scene(client: &Client, options: &DemoOptions, out: &mut (impl Write + Send)) -> Result<()> {
+    let (background_file, background_text) = PREEMPTION[0];
+    let (urgent_file, urgent_text) = PREEMPTION[1];
+    writeln!(
+        out,
+        "\nPreemption: {background_file} (priority 10, disruptionMode all) puts a pod of 6 CPUs on every node; \
+         {urgent_file} (priority 1000) needs 4 pods of 4 CPUs in one rack and finds no room."
+    )?;
+    // The victim keeps its own run time: it must still run when the preemptor comes.
+    let background = apply_file(client, background_file, background_text, None).await?;
+    writeln!(out, "  applied {background_file}")?;
+    // Two workloads: every change of their trees is shown.
+    let mut display = Display::new(
+        &DemoOptions {
+            snapshot_every: Duration::ZERO,
+            ..options.clone()
+        },
+        TreeOptions {
+            max_pods: Some(0),
+            ..TreeOptions::default()
+        },
+    );
+    let start = Instant::now();
+    let mut workloads = background.clone();
+    let mut urgent_applied = false;
+    loop {
+        let v = view(client).await?;
+        let mut states: BTreeMap<String, &'static str> = BTreeMap::new();
+        for w in &workloads {
+            if let Some(s) = state_of(client, w).await? {
+                states.insert(w.name().to_string(), s);
+            }
+        }
+        let line = workloads
+            .iter()
+            .map(|w| progress(&v, w, states.get(w.name()).copied()))
+            .collect::<Vec<_>>()
+            .join(" · ");
+        let trees = display.trees(client, &workloads).await?;
+        display.show(out, &line, &trees)?;
+        let victims_running = background.iter().map(|w| running(&v, w)).sum::<usize>();
+        if !urgent_applied && victims_running == BACKGROUND_PODS {
+            display.finish(out)?;
+            let urgent = apply_file(client, urgent_file, urgent_text, options.pod_duration.as_deref()).await?;
+            writeln!(out, "  applied {urgent_file}")?;
+            workloads.extend(urgent);
+            urgent_applied = true;
+            continue;
+        }
+        let urgent_done = urgent_applied
+            && workloads
+                .iter()
+                .skip(background.len())
+                .all(|w| states.get(w.name()).is_some_and(|s| *s == "Complete"));
+        if urgent_done && victims_running == BACKGROUND_PODS {
+            break;
+        }
+        if start.elapsed() > options.timeout {
+            bail!("the preemption scene did not finish within {:?}", options.timeout);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    display.finish(out)?;
+    let style = Style { color: options.color };
+    let snap = plugin::fetch(client, NAMESPACE, Events::Preempted).await?;
+    let told = plugin::render_preempted(
+        &snap,
+        "job/background",
+        plugin::Output::Text,
+        style,
+        Some(k8s_openapi::jiff::Timestamp::now()),
+    )?;
+    writeln!(out, "\n$ kubectl kwas who-preempted job/background\n{told}")?;
+    writeln!(
+        out,
+        "The preemptor is done and background's replacement pods run again, whole; background runs on (10m)."
+    )?;
     Ok(())
 }

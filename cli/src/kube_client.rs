@@ -1,5 +1,6 @@
 //! Connecting to a cluster: an explicit kubeconfig, else `KUBECONFIG` / `~/.kube/config`, else the
-//! in-cluster service account (kube's inference).
+//! in-cluster service account (kube's inference). Requests are retried as client-go retries them
+//! ([`kwas_api::client`]): a create whose response was lost is never sent twice.
 
 use std::path::Path;
 
@@ -15,11 +16,14 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client> {
             let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
                 .await
                 .with_context(|| format!("loading {}", path.display()))?;
-            Ok(Client::try_from(config)?)
+            Ok(kwas_api::client::client(config)?)
         }
-        None => Client::try_default()
-            .await
-            .context("no kubeconfig and no in-cluster configuration"),
+        None => {
+            let config = kube::Config::infer()
+                .await
+                .context("no kubeconfig and no in-cluster configuration")?;
+            Ok(kwas_api::client::client(config)?)
+        }
     }
 }
 

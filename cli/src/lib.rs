@@ -10,9 +10,11 @@ pub mod demo;
 pub mod dev;
 pub mod kube_client;
 pub mod placement;
+pub mod plugin;
 pub mod replay;
 pub mod scheduler;
 pub mod snapshot;
+pub mod strict;
 
 use clap::ValueEnum;
 use kwas_api::jobset::PodGroupManagement;

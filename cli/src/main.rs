@@ -1,14 +1,15 @@
 //! The `kwas` command line.
 
-use kwas::{Management, compile, controllers, demo, dev, replay, scheduler, snapshot};
+use kwas::{Management, compile, controllers, demo, dev, plugin, replay, scheduler, snapshot};
 
 use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-/// kwas: workload-aware scheduling for Kubernetes (KEP-6089).
+/// kwas: workload-aware scheduling for Kubernetes (KEP-6089). Named `kubectl-kwas` on PATH, it is the
+/// kubectl plugin `kubectl kwas` (tree, why, who-preempted).
 #[derive(Debug, Parser)]
 #[command(name = "kwas", version, about)]
 struct Cli {
@@ -22,8 +23,8 @@ enum Command {
     Controllers(controllers::ControllersArgs),
     /// Run the scheduler against a cluster (kubeconfig or in-cluster).
     Scheduler(scheduler::SchedulerArgs),
-    /// Run devcluster with the controllers and the scheduler, apply the bundled examples, show progress and
-    /// end with a placement tree per workload.
+    /// Run devcluster with the controllers and the scheduler, apply the bundled examples, show their trees
+    /// live, a placement tree per workload, then a preemption scene (examples/preemption/).
     Demo {
         /// Override the examples' simulated pod run time (a duration such as 2s).
         #[arg(long)]
@@ -44,7 +45,22 @@ enum Command {
         /// Namespace of manifests that name none.
         #[arg(short, long, default_value = "default")]
         namespace: String,
+        /// Print each manifest's resolved WorkloadItem tree instead of the objects: per item the controller's
+        /// default, the user's values, the result after the controller's callbacks and where each field came
+        /// from.
+        #[arg(long)]
+        resolved: bool,
+        /// Compile for a cluster without CompositePodGroups: Workloads with only podGroupTemplates (one per
+        /// replicated job) and PodGroups without a parent; a JobSet's root must then be Basic.
+        #[arg(long, conflicts_with = "resolved")]
+        flat: bool,
     },
+    /// A Job's, JobSet's or Workload's groups and pods: policy, minimum, topology domain, node, state.
+    Tree(plugin::TreeArgs),
+    /// Why a pod or a gang waits, in the scheduler's words, what would have to change, and preemption.
+    Why(plugin::UnitArgs),
+    /// Who preempted a pod or a gang: the preemptor, both priorities, when.
+    WhoPreempted(plugin::UnitArgs),
     /// Write the scheduling inputs of a cluster (what the scheduler's informers read) to one file.
     Snapshot(snapshot::SnapshotArgs),
     /// Replay the scheduler on a snapshot offline: the bindings, conditions and preemptions it would decide.
@@ -57,7 +73,14 @@ enum Format {
     Json,
 }
 
-fn run_compile(file: &PathBuf, output: Format, management: Management, namespace: &str) -> anyhow::Result<()> {
+fn run_compile(
+    file: &PathBuf,
+    output: Format,
+    management: Management,
+    namespace: &str,
+    resolved: bool,
+    flat: bool,
+) -> anyhow::Result<()> {
     let input = if file.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s)?;
@@ -68,21 +91,32 @@ fn run_compile(file: &PathBuf, output: Format, management: Management, namespace
     let options = compile::CompileOptions {
         management: management.into(),
         namespace: namespace.to_string(),
+        resolved,
+        flat,
     };
     let mut objects = Vec::new();
+    let mut trees = Vec::new();
+    let mut invalid = Vec::new();
     for doc in compile::documents(&input)? {
         let out = compile::compile_document(&doc, &options)?;
         for note in out.notes {
             eprintln!("# {note}");
         }
         objects.extend(out.objects);
+        trees.extend(out.resolved);
+        invalid.extend(out.invalid);
     }
-    match output {
-        Format::Yaml => print!("{}", compile::to_yaml(&objects)?),
-        Format::Json => {
+    match (output, resolved) {
+        (Format::Yaml, false) => print!("{}", compile::to_yaml(&objects)?),
+        (Format::Yaml, true) => print!("{}", compile::to_yaml(&trees)?),
+        (Format::Json, false) => {
             let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
             println!("{}", serde_json::to_string_pretty(&list)?);
         }
+        (Format::Json, true) => println!("{}", serde_json::to_string_pretty(&trees)?),
+    }
+    if !invalid.is_empty() {
+        anyhow::bail!("{}", invalid.join("\n"));
     }
     Ok(())
 }
@@ -106,8 +140,20 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
 
+/// The command line; as `kubectl-kwas` (a kubectl plugin) the usage says `kubectl kwas`.
+fn parse() -> Cli {
+    let mut command = Cli::command();
+    if std::env::args_os()
+        .next()
+        .is_some_and(|a| plugin::invoked_as_plugin(&a))
+    {
+        command = command.bin_name("kubectl kwas");
+    }
+    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     let result = match cli.command {
         Command::Controllers(args) => {
             init_logging();
@@ -125,7 +171,7 @@ fn main() -> ExitCode {
             init_quiet_logging();
             let options = demo::DemoOptions {
                 pod_duration,
-                ..demo::DemoOptions::default()
+                ..demo::DemoOptions::for_stdout()
             };
             runtime().and_then(|rt| rt.block_on(demo::run(options, &mut std::io::stdout())))
         }
@@ -134,7 +180,12 @@ fn main() -> ExitCode {
             output,
             jobset_management,
             namespace,
-        } => run_compile(&file, output, jobset_management, &namespace),
+            resolved,
+            flat,
+        } => run_compile(&file, output, jobset_management, &namespace, resolved, flat),
+        Command::Tree(args) => runtime().and_then(|rt| rt.block_on(plugin::run_tree(args))),
+        Command::Why(args) => runtime().and_then(|rt| rt.block_on(plugin::run_why(args))),
+        Command::WhoPreempted(args) => runtime().and_then(|rt| rt.block_on(plugin::run_who_preempted(args))),
         Command::Snapshot(args) => runtime().and_then(|rt| rt.block_on(snapshot::run(args))),
         Command::Replay(args) => replay::run(&args, &mut std::io::stdout().lock()),
     };

@@ -40,7 +40,8 @@ pub struct SnapshotArgs {
 }
 
 /// A client as kubectl resolves one: `--kubeconfig`, else `KUBECONFIG` / `~/.kube/config`, else the
-/// in-cluster service account; `--context` picks a context of the kubeconfig.
+/// in-cluster service account; `--context` picks a context of the kubeconfig. A snapshot only lists, so
+/// kube's resend of failed requests stays on (a list sent twice changes nothing).
 pub async fn connect(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Client> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),

@@ -221,7 +221,7 @@ fn a_snapshot_replays_the_live_decisions_offline() {
         .as_array()
         .unwrap()
         .iter()
-        .rfind(|c| c["group"].as_str().unwrap().contains("/gpu-"))
+        .rfind(|c| c["group"].as_str().unwrap().contains("/gpu-") && c["type"] == "PodGroupInitiallyScheduled")
         .expect("a condition on the GPU gang's PodGroup")
         .clone();
     assert_eq!(

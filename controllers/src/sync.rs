@@ -6,6 +6,9 @@
 //! every object it created before it stopped; creation uses deterministic names, so a create racing with an earlier one fails with
 //! `AlreadyExists` and the existing object is used. Objects are only updated or deleted when the controller
 //! created them (the [`MANAGED_BY`] annotation) and is their controller owner.
+//!
+//! What to re-sync is decided by the library ([`workloadbuilder::sync`]: which `minCount`s change, what the
+//! API would refuse); this module carries the decisions out.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
@@ -18,8 +21,8 @@ use kwas_api::names::annotations::MANAGED_BY;
 use kwas_api::names::events;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::json;
 use tracing::warn;
+use workloadbuilder::sync::{GroupMinCount, TemplateMinCount};
 
 use crate::error::{Error, Result, is_conflict, is_not_found};
 use crate::index::SchedulingIndex;
@@ -268,93 +271,47 @@ pub async fn create_composite_pod_group(
     .await
 }
 
-/// The JSON pointer of the PodGroupTemplate `template` in `workload` (`/spec/podGroupTemplates/0`,
-/// `/spec/compositePodGroupTemplates/0/podGroupTemplates/1`, ...).
-pub fn template_pointer(workload: &Workload, template: &str) -> Option<String> {
-    fn composites(
-        list: &[k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate],
-        prefix: &str,
-        template: &str,
-    ) -> Option<String> {
-        for (i, c) in list.iter().enumerate() {
-            let here = format!("{prefix}/compositePodGroupTemplates/{i}");
-            if let Some(j) = c.pod_group_templates.iter().flatten().position(|t| t.name == template) {
-                return Some(format!("{here}/podGroupTemplates/{j}"));
-            }
-            if let Some(found) = composites(
-                c.composite_pod_group_templates.as_deref().unwrap_or_default(),
-                &here,
-                template,
-            ) {
-                return Some(found);
-            }
-        }
-        None
-    }
-    if let Some(i) = workload
-        .spec
-        .pod_group_templates
-        .iter()
-        .flatten()
-        .position(|t| t.name == template)
-    {
-        return Some(format!("/spec/podGroupTemplates/{i}"));
-    }
-    composites(
-        workload
-            .spec
-            .composite_pod_group_templates
-            .as_deref()
-            .unwrap_or_default(),
-        "/spec",
-        template,
-    )
-}
+pub use workloadbuilder::sync::{template_min_count, template_pointer};
 
-/// The gang `minCount` of template `template` in `workload`, if it is a gang.
-pub fn template_min_count(workload: &Workload, template: &str) -> Option<i32> {
-    match workloadbuilder::find_template(workload, template)? {
-        workloadbuilder::TemplateRef::PodGroup(t, _) => t.scheduling_policy.gang.as_ref().map(|g| g.min_count),
-        workloadbuilder::TemplateRef::Composite(..) => None,
-    }
-}
-
-/// Set the gang `minCount` of `template` in `workload` (a JSON patch guarded by a test of the template's
-/// name, so a concurrent change of the list cannot move the write to another template). Returns true when
-/// it wrote.
+/// Set the gang `minCount` of `template` in `workload` to `count` when the library's re-sync decision
+/// ([`workloadbuilder::sync::workload_min_count_change`]) says it changes. Returns true when it wrote.
 pub async fn sync_workload_min_count(client: &Client, workload: &Workload, template: &str, count: i32) -> Result<bool> {
-    if template_min_count(workload, template).is_none_or(|c| c == count) {
-        return Ok(false);
+    match workloadbuilder::sync::workload_min_count_change(workload, template, count) {
+        Some(change) => apply_workload_min_count(client, workload, &change).await.map(|()| true),
+        None => Ok(false),
     }
-    let Some(ptr) = template_pointer(workload, template) else {
-        return Ok(false);
-    };
-    let patch: json_patch::Patch = serde_json::from_value(json!([
-        {"op": "test", "path": format!("{ptr}/name"), "value": template},
-        {"op": "replace", "path": format!("{ptr}/schedulingPolicy/gang/minCount"), "value": count},
-    ]))?;
+}
+
+/// Write one planned template `minCount` into `workload` (the plan's JSON patch, guarded by a test of the
+/// template's name, so a concurrent change of the list cannot move the write to another template).
+pub async fn apply_workload_min_count(client: &Client, workload: &Workload, change: &TemplateMinCount) -> Result<()> {
+    let patch: json_patch::Patch = serde_json::from_value(change.json_patch())?;
     let api: Api<Workload> = Api::namespaced(client.clone(), &workload.namespace().unwrap_or_default());
     api.patch(&workload.name_any(), &PatchParams::default(), &Patch::Json::<()>(patch))
         .await?;
-    Ok(true)
+    Ok(())
 }
 
-/// Set the gang `minCount` of a PodGroup (the one mutable field of its spec). Returns true when it wrote.
+/// Set the gang `minCount` of a PodGroup (the one mutable field of its spec) when the library's re-sync
+/// decision ([`workloadbuilder::sync::pod_group_min_count_change`]) says it changes. Returns true when it
+/// wrote.
 pub async fn sync_pod_group_min_count(client: &Client, group: &PodGroup, count: i32) -> Result<bool> {
-    if group
-        .spec
-        .scheduling_policy
-        .gang
-        .as_ref()
-        .is_none_or(|g| g.min_count == count)
-    {
-        return Ok(false);
+    match workloadbuilder::sync::pod_group_min_count_change(group, count) {
+        Some(change) => apply_pod_group_min_count(client, group, &change).await.map(|()| true),
+        None => Ok(false),
     }
+}
+
+/// Write one planned PodGroup `minCount` (the plan's merge patch).
+pub async fn apply_pod_group_min_count(client: &Client, group: &PodGroup, change: &GroupMinCount) -> Result<()> {
     let api: Api<PodGroup> = Api::namespaced(client.clone(), &group.namespace().unwrap_or_default());
-    let patch = json!({"spec": {"schedulingPolicy": {"gang": {"minCount": count}}}});
-    api.patch(&group.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    Ok(true)
+    api.patch(
+        &group.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&change.merge_patch()),
+    )
+    .await?;
+    Ok(())
 }
 
 /// Delete a namespaced object by name (background propagation); a missing object is not an error.

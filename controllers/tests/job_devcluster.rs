@@ -892,3 +892,38 @@ async fn jobs_managed_by_another_controller_are_left_alone() {
     );
     c.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_pod_create_whose_answer_is_lost_is_not_sent_again() {
+    // Every pod creation takes effect but its answer is lost (a 504 after the commit). kube's default
+    // client resends 504s, so each create with generateName would make a second pod; our clients never
+    // resend, and the next reconcile finds the pods that exist.
+    let c = cluster().await;
+    let client = c.client();
+    c.faults().set(kwas_devcluster::FaultConfig {
+        seed: 7,
+        rules: vec![kwas_devcluster::FaultRule {
+            resources: vec!["pods".into()],
+            verbs: vec![kwas_devcluster::Verb::Create],
+            subresources: vec![String::new()],
+            lost_response_rate: 1.0,
+            ..Default::default()
+        }],
+    });
+    let _binder = start_binder(client.clone(), c.node_names());
+    let _ctl = start_job_controller(client.clone(), job_config());
+    create(
+        &client,
+        &job(
+            "lossy",
+            json!({"parallelism": 4, "completions": 4, "template": pod_template(Some("50ms"), None)}),
+        ),
+    )
+    .await;
+    let done = wait_condition(&client, "lossy", "Complete").await;
+    let status = done.status.unwrap();
+    assert_eq!((status.succeeded, status.failed.unwrap_or(0)), (Some(4), 0));
+    assert_eq!(pods_of(&client, "lossy").await.len(), 4, "no pod was created twice");
+    assert!(c.faults().injected() >= 4, "every creation lost its answer");
+    c.shutdown().await;
+}

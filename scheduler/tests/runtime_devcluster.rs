@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kwas_api::names::conditions::{
-    COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED, DISRUPTION_TARGET, POD_GROUP_INITIALLY_SCHEDULED, POD_SCHEDULED,
-    REASON_PREEMPTION_BY_SCHEDULER, REASON_SCHEDULED, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE,
+    COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED, DISRUPTION_TARGET, POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_SATISFIED,
+    POD_SCHEDULED, REASON_BELOW_MIN_COUNT, REASON_MIN_COUNT_SATISFIED, REASON_PREEMPTION_BY_SCHEDULER,
+    REASON_SCHEDULED, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE,
 };
 use kwas_api::v1alpha3::{CompositePodGroup, PodGroup};
 use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, FaultConfig, FaultRule, Topology, Verb};
@@ -525,9 +526,10 @@ async fn preempt_one_gang(
             (status.as_str(), reason.as_str()),
             ("True", REASON_PREEMPTION_BY_SCHEDULER)
         );
-        assert_eq!(
-            message,
-            "kwas-scheduler: preempting to accommodate a higher priority podgroup"
+        assert!(
+            message.starts_with("kwas-scheduler: preempting to accommodate a higher priority podgroup ")
+                && message.contains(" (priority "),
+            "{message}"
         );
     }
     s.stop().await;
@@ -560,9 +562,11 @@ async fn preemption_takes_an_all_gang_whole() {
     let client = c.client();
     let dt = group_condition(&client, "low", DISRUPTION_TARGET).await.unwrap();
     assert_eq!((dt.0.as_str(), dt.1.as_str()), ("True", REASON_PREEMPTION_BY_SCHEDULER));
-    assert_eq!(
-        dt.2,
-        "kwas-scheduler: preempting to accommodate a higher priority podgroup"
+    assert!(
+        dt.2.starts_with("kwas-scheduler: preempting to accommodate a higher priority podgroup default/")
+            && dt.2.contains(" (priority "),
+        "{}",
+        dt.2
     );
     c.shutdown().await;
 }
@@ -662,6 +666,105 @@ async fn a_satisfied_group_never_regresses() {
         .await
         .unwrap();
     assert_eq!((cond.0.as_str(), cond.1.as_str()), ("True", REASON_SCHEDULED));
+    s.stop().await;
+    c.shutdown().await;
+}
+
+/// `PodGroupSatisfied` (KEP-6413) on group `name`, once it says `status` with `message`.
+async fn wait_satisfied(client: &Client, name: &str, status: &str, reason: &str, message: &str) {
+    eventually(&format!("{name}: PodGroupSatisfied={status} {message}"), || async {
+        group_condition(client, name, POD_GROUP_SATISFIED)
+            .await
+            .is_some_and(|c| c.0 == status && c.1 == reason && c.2 == message)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gang_health_follows_the_gang_both_ways_across_restarts() {
+    let c = cluster(1, 1, 1, "8").await;
+    let client = c.client();
+    let s = start(client.clone(), config());
+    create_group(&client, &GroupBuilder::gang(NS, "h", 2)).await;
+    create_pod(&client, pod("h-0", Some("h"), "1")).await;
+    // Below its minimum before it ever formed: no condition yet.
+    eventually("the lone member reported waiting", || async {
+        get_pod(&client, "h-0")
+            .await
+            .and_then(|p| pod_condition(&p, POD_SCHEDULED))
+            .is_some()
+    })
+    .await;
+    assert!(group_condition(&client, "h", POD_GROUP_SATISFIED).await.is_none());
+    create_pod(&client, pod("h-1", Some("h"), "1")).await;
+    wait_satisfied(
+        &client,
+        "h",
+        "True",
+        REASON_MIN_COUNT_SATISFIED,
+        "2 of 2 members scheduled",
+    )
+    .await;
+
+    // A member goes: the gang is below its minimum; the initial condition stays True.
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .delete("h-0", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_satisfied(
+        &client,
+        "h",
+        "False",
+        REASON_BELOW_MIN_COUNT,
+        "1 of 2 members scheduled",
+    )
+    .await;
+    let initial = group_condition(&client, "h", POD_GROUP_INITIALLY_SCHEDULED)
+        .await
+        .unwrap();
+    assert_eq!(initial.0, "True");
+
+    // Its replacement lands: satisfied again.
+    create_pod(&client, pod("h-2", Some("h"), "1")).await;
+    wait_satisfied(
+        &client,
+        "h",
+        "True",
+        REASON_MIN_COUNT_SATISFIED,
+        "2 of 2 members scheduled",
+    )
+    .await;
+
+    // minCount raised above the count: below, with no pod changing.
+    Api::<PodGroup>::namespaced(client.clone(), NS)
+        .patch(
+            "h",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}})),
+        )
+        .await
+        .unwrap();
+    wait_satisfied(
+        &client,
+        "h",
+        "False",
+        REASON_BELOW_MIN_COUNT,
+        "2 of 3 members scheduled",
+    )
+    .await;
+
+    // A new scheduler instance takes over from the cluster's state and keeps following the gang.
+    s.stop().await;
+    let s = start(client.clone(), config());
+    create_pod(&client, pod("h-3", Some("h"), "1")).await;
+    wait_satisfied(
+        &client,
+        "h",
+        "True",
+        REASON_MIN_COUNT_SATISFIED,
+        "3 of 3 members scheduled",
+    )
+    .await;
     s.stop().await;
     c.shutdown().await;
 }

@@ -245,7 +245,7 @@ impl Detached {
                 .enable_all()
                 .build()
                 .map_err(|e| Error::Unexpected(format!("a runtime for the {what}: {e}")))?;
-            let client = runtime.block_on(async { Client::try_from(config) })?;
+            let client = runtime.block_on(async { kwas_api::client::client(config) })?;
             runtime.spawn(run(client));
             Ok(runtime)
         })

@@ -21,9 +21,15 @@ use k8s_openapi::api::scheduling::v1alpha3::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde_json::json;
 
-use crate::field::{FieldError, FieldErrors, FieldPath};
+use crate::field::{ErrorOrigin, FieldError, FieldErrorType, FieldErrors, FieldPath, Stage};
 use crate::resolve::resolve_item;
-use crate::types::{AllowList, DisruptionMode, ResolvedItem, SchedulingConfig, SchedulingPolicy, WorkloadItem};
+use crate::sites::{any_empty_name, site_of, sites};
+use crate::types::{
+    AllowList, DisruptionMode, DisruptionModeOption, PolicyOption, ResolvedItem, SchedulingConfig, SchedulingPolicy,
+    WorkloadItem,
+};
+use crate::validation::api::MAX_TEMPLATES_PER_LIST;
+use crate::validation::blocks::{disruption_mode_not_supported, policy_not_supported};
 use crate::validation::strings::{is_dns1123_label, is_dns1123_subdomain};
 use crate::validation::tree::validate_tree;
 
@@ -99,35 +105,259 @@ impl WorkloadBuilder {
     }
 
     /// Resolve and validate the tree against the structural rules and the allow-lists.
+    ///
+    /// An item with an empty name (at any depth) fails before resolution: no callback runs on such a tree.
+    ///
+    /// Every error carries its [`origin`](FieldError::origin): the stage ([`Stage::Resolve`] for names,
+    /// [`Stage::Allowlist`] for an option the controller does not allow, [`Stage::Validation`] for the other
+    /// rules) and the item it is about.
     pub fn validate(&self) -> Result<ResolvedItem, FieldErrors> {
+        check_item_names(&self.root).into_result(())?;
         let resolved = self.resolve();
+        let errs = self.validate_resolved(&resolved);
+        errs.into_result(resolved)
+    }
+
+    /// Tree validation of `resolved`, each error with its origin.
+    fn validate_resolved(&self, resolved: &ResolvedItem) -> FieldErrors {
         let errs = validate_tree(
-            &resolved,
+            resolved,
             &self.allow,
             self.composite_allow.as_ref().unwrap_or(&self.allow),
         );
-        errs.into_result(resolved)
+        attribute(errs, resolved)
     }
 
     /// Resolve, validate and compile the tree into the Workload `namespace/name` owned by `owner`.
     ///
-    /// All problems are reported at once, each with its field path; nothing is returned half-built.
+    /// All problems are reported at once, each with its field path; nothing is returned half-built. An item
+    /// with an empty name fails before resolution (with the Workload's own identity errors): no callback runs
+    /// on such a tree.
     pub fn build(&self, name: &str, namespace: &str, owner: &OwnerReference) -> Result<Workload, FieldErrors> {
-        let resolved = self.resolve();
         let mut errs = validate_workload_identity(name, namespace, owner);
-        errs.extend(validate_tree(
-            &resolved,
-            &self.allow,
-            self.composite_allow.as_ref().unwrap_or(&self.allow),
-        ));
+        let names = check_item_names(&self.root);
+        if !names.is_empty() {
+            errs.extend(names);
+            return Err(errs);
+        }
+        let resolved = self.resolve();
+        errs.extend(self.validate_resolved(&resolved));
         errs.into_result(())?;
         Ok(compile(&resolved, name, namespace, owner))
     }
+
+    /// Like [`build`](Self::build), but a Workload for clusters without CompositePodGroups, as LeaderWorkerSet
+    /// and upstream JobSet compile theirs: only `spec.podGroupTemplates`, one per leaf item (in pre-order),
+    /// no `compositePodGroupTemplates`. The runtime groups are then PodGroups without a parent.
+    ///
+    /// The composite items only give the tree its shape: what they would ask of a CompositePodGroup cannot be
+    /// expressed flat and is refused (`Forbidden`, stage [`Stage::Compile`], at the item's configuration): a
+    /// Gang policy (a gang of groups), a topology constraint (groups placed together), the disruption mode
+    /// `all` (groups disrupted together). Basic (the default when unset) and `single` are fine. The tree must
+    /// also be valid as a nested tree, and the flat list holds at most 8 templates. Errors about a leaf's
+    /// template are reported at its flat path (`spec.podGroupTemplates[k]`) when it has no config path.
+    ///
+    /// ```
+    /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    /// use workloadbuilder::{AllowList, PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem};
+    ///
+    /// let owner = OwnerReference {
+    ///     api_version: "kwas.dev/v1alpha1".into(),
+    ///     kind: "JobSet".into(),
+    ///     name: "trainer".into(),
+    ///     uid: "uid-2".into(),
+    ///     controller: Some(true),
+    ///     block_owner_deletion: Some(true),
+    /// };
+    /// let tree = |root: SchedulingConfig| {
+    ///     WorkloadItem::new("trainer").with_default(root).with_children([
+    ///         WorkloadItem::new("driver").with_default(SchedulingConfig::basic()),
+    ///         WorkloadItem::new("workers").with_default(SchedulingConfig::gang(Some(8))),
+    ///     ])
+    /// };
+    /// let allow = AllowList::new().policies([PolicyOption::Basic, PolicyOption::Gang]);
+    /// let flat = WorkloadBuilder::new(tree(SchedulingConfig::basic())).allow(allow.clone())
+    ///     .build_flat("trainer-wl", "default", &owner).unwrap();
+    /// let names: Vec<&str> = flat.spec.pod_group_templates.iter().flatten().map(|t| t.name.as_str()).collect();
+    /// assert_eq!(names, ["driver", "workers"]);
+    /// assert!(flat.spec.composite_pod_group_templates.is_none());
+    /// // A gang of gangs needs a CompositePodGroup.
+    /// let errs = WorkloadBuilder::new(tree(SchedulingConfig::gang(Some(2)))).allow(allow)
+    ///     .build_flat("trainer-wl", "default", &owner).unwrap_err();
+    /// assert!(errs.to_string().starts_with("spec.compositePodGroupTemplates[0].schedulingPolicy: Forbidden"));
+    /// ```
+    pub fn build_flat(&self, name: &str, namespace: &str, owner: &OwnerReference) -> Result<Workload, FieldErrors> {
+        let mut errs = validate_workload_identity(name, namespace, owner);
+        let names = check_item_names(&self.root);
+        if !names.is_empty() {
+            errs.extend(names);
+            return Err(errs);
+        }
+        let resolved = self.resolve();
+        let tree_errs = self.validate_resolved(&resolved);
+        let flat_errs = check_flat(&resolved);
+        if !tree_errs.is_empty() || !flat_errs.is_empty() {
+            let sites = sites(&resolved);
+            errs.extend(tree_errs.into_iter().map(|e| to_flat_path(e, &sites)));
+            errs.extend(flat_errs);
+        }
+        errs.into_result(())?;
+        let mut leaves = Vec::new();
+        collect_leaves(&resolved, &mut leaves);
+        let templates = leaves.into_iter().map(compile_leaf).collect();
+        Ok(workload(name, namespace, owner, Some(templates), None))
+    }
+}
+
+/// The Forbidden detail for a composite's gang policy in a flat Workload.
+pub const FLAT_COMPOSITE_GANG: &str = "a gang of groups needs a CompositePodGroup: a flat Workload (podGroupTemplates only) \
+     cannot express it; use the Basic policy at this level";
+/// The Forbidden detail for a composite's topology constraint in a flat Workload.
+pub const FLAT_COMPOSITE_TOPOLOGY: &str = "placing groups together needs a CompositePodGroup: a flat Workload \
+     (podGroupTemplates only) cannot express a topology constraint at this level";
+/// The Forbidden detail for a composite's disruption mode `all` in a flat Workload.
+pub const FLAT_COMPOSITE_ALL: &str = "disrupting groups together needs a CompositePodGroup: a flat Workload \
+     (podGroupTemplates only) cannot express the disruptionMode `all` at this level";
+
+/// The leaves of `item`'s subtree, in pre-order.
+fn collect_leaves<'a>(item: &'a ResolvedItem, out: &mut Vec<&'a ResolvedItem>) {
+    if item.is_leaf() {
+        out.push(item);
+    }
+    for child in &item.children {
+        collect_leaves(child, out);
+    }
+}
+
+/// What a flat Workload cannot express: composite items asking for more than Basic and `single`, and more
+/// leaves than a template list holds.
+fn check_flat(root: &ResolvedItem) -> FieldErrors {
+    let mut leaves = Vec::new();
+    collect_leaves(root, &mut leaves);
+    let composites_are_plain = root.iter().filter(|i| !i.is_leaf()).all(|i| {
+        !i.config.is_gang()
+            && i.config.topology_key().is_none()
+            && i.config.disruption_mode != Some(DisruptionMode::All)
+    });
+    let mut errs = FieldErrors::new();
+    if composites_are_plain && leaves.len() <= MAX_TEMPLATES_PER_LIST {
+        return errs;
+    }
+    for (site, item) in sites(root).into_iter().zip(root.iter()) {
+        if item.is_leaf() {
+            continue;
+        }
+        let path = site.config.clone().unwrap_or_else(|| site.template.clone());
+        let origin = ErrorOrigin::item(Stage::Compile, site.names.iter());
+        let c = &item.config;
+        if c.is_gang() {
+            errs.push(
+                FieldError::forbidden(path.child("schedulingPolicy"), FLAT_COMPOSITE_GANG).with_origin(origin.clone()),
+            );
+        }
+        if c.topology_key().is_some() {
+            errs.push(
+                FieldError::forbidden(
+                    path.child("schedulingConstraints").child("topology"),
+                    FLAT_COMPOSITE_TOPOLOGY,
+                )
+                .with_origin(origin.clone()),
+            );
+        }
+        if c.disruption_mode == Some(DisruptionMode::All) {
+            errs.push(FieldError::forbidden(path.child("disruptionMode"), FLAT_COMPOSITE_ALL).with_origin(origin));
+        }
+    }
+    if leaves.len() > MAX_TEMPLATES_PER_LIST {
+        errs.push(
+            FieldError::too_many(
+                FieldPath::new("spec").child("podGroupTemplates"),
+                leaves.len(),
+                MAX_TEMPLATES_PER_LIST,
+            )
+            .with_origin(ErrorOrigin::stage(Stage::Compile)),
+        );
+    }
+    errs
+}
+
+/// An error about a leaf's nested template path moved to the leaf's flat path (`spec.podGroupTemplates[k]`,
+/// `k` its pre-order rank among the leaves).
+fn to_flat_path(mut e: FieldError, sites: &[crate::sites::Site]) -> FieldError {
+    let leaves = || sites.iter().filter(|s| s.leaf);
+    let Some((k, site)) = leaves().enumerate().find(|(_, s)| s.names.as_slice() == e.item_path()) else {
+        return e;
+    };
+    if let Some(rest) = e.field.as_str().strip_prefix(site.template.as_str())
+        && (rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+    {
+        e.field = FieldPath::from(format!("spec.podGroupTemplates[{k}]{rest}"));
+    }
+    e
+}
+
+/// When some item has an empty name: every name error of the tree (`Required`, `Invalid`, `Duplicate`, at the
+/// `name` of the template each item compiles to, as tree validation reports them), found before resolution
+/// so that no callback runs on it. Empty otherwise (tree validation checks the names then).
+fn check_item_names(root: &WorkloadItem) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    if !any_empty_name(root) {
+        return errs;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for site in sites(root) {
+        let name = site.names.last().map_or("", String::as_str);
+        let path = site.template.child("name");
+        let origin = ErrorOrigin::item(Stage::Resolve, site.names.iter());
+        if name.is_empty() {
+            errs.push(FieldError::required(path, "").with_origin(origin));
+            continue;
+        }
+        for msg in is_dns1123_label(name) {
+            errs.push(FieldError::invalid(path.clone(), name, msg).with_origin(origin.clone()));
+        }
+        if !seen.insert(name.to_string()) {
+            errs.push(FieldError::duplicate(path, name).with_origin(origin));
+        }
+    }
+    errs
+}
+
+/// The details of allow-list errors (Forbidden: an option the controller does not support).
+fn allowlist_details() -> [String; 4] {
+    [
+        policy_not_supported(PolicyOption::Basic),
+        policy_not_supported(PolicyOption::Gang),
+        disruption_mode_not_supported(DisruptionModeOption::Single),
+        disruption_mode_not_supported(DisruptionModeOption::All),
+    ]
+}
+
+/// `errs` (from tree validation of `root`) with their origins: the allow-list or validation stage, and the
+/// item whose template or config path each error is under.
+fn attribute(errs: FieldErrors, root: &ResolvedItem) -> FieldErrors {
+    if errs.is_empty() {
+        return errs;
+    }
+    let sites = sites(root);
+    let allowlist = allowlist_details();
+    errs.into_iter()
+        .map(|e| {
+            let stage = if e.error_type == FieldErrorType::Forbidden && allowlist.contains(&e.detail) {
+                Stage::Allowlist
+            } else {
+                Stage::Validation
+            };
+            let item = site_of(&sites, &e.field).map(|s| s.names.clone()).unwrap_or_default();
+            e.or_origin(|| ErrorOrigin { stage, item })
+        })
+        .collect()
 }
 
 fn validate_workload_identity(name: &str, namespace: &str, owner: &OwnerReference) -> FieldErrors {
     let mut errs = FieldErrors::new();
     let meta = FieldPath::new("metadata");
+    let origin = || ErrorOrigin::stage(Stage::Compile);
     if name.is_empty() {
         errs.push(FieldError::required(meta.child("name"), ""));
     }
@@ -161,12 +391,78 @@ fn validate_workload_identity(name: &str, namespace: &str, owner: &OwnerReferenc
             errs.push(FieldError::required(owner_path.child(field), OWNER_NOT_CONTROLLER));
         }
     }
-    errs
+    if !owner.api_version.is_empty()
+        && let Err(e) = parse_group_version(&owner.api_version)
+    {
+        errs.push(FieldError::invalid(
+            owner_path.child("apiVersion"),
+            owner.api_version.as_str(),
+            e.to_string(),
+        ));
+    }
+    errs.into_iter().map(|e| e.or_origin(origin)).collect()
 }
 
-/// The API group of an `apiVersion` (`batch` for `batch/v1`, empty for `v1`).
-pub fn api_group(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+/// An `apiVersion` split into its group (empty for the core group) and version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupVersion<'a> {
+    /// The API group; empty for the core group.
+    pub group: &'a str,
+    /// The version.
+    pub version: &'a str,
+}
+
+/// Why an `apiVersion` is not a `group/version`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GroupVersionError {
+    /// More than one `/` (apimachinery's `ParseGroupVersion` error, verbatim).
+    #[error("unexpected GroupVersion string: {0}")]
+    TooManySlashes(String),
+    /// `/v1`, `/`: nothing before the `/` (the core group is written without one, as `v1`).
+    #[error("unexpected GroupVersion string: {0}: the group before \"/\" is empty (write the core group as \"v1\")")]
+    EmptyGroup(String),
+    /// `batch/`: nothing after the `/`.
+    #[error("unexpected GroupVersion string: {0}: the version after \"/\" is empty")]
+    EmptyVersion(String),
+}
+
+/// Parse an `apiVersion` the way apimachinery's `schema.ParseGroupVersion` does: no `/` is a version of
+/// the core group (`v1`; the empty string is the empty group-version), exactly one `/` separates group and
+/// version (`batch/v1`), more is an error (`unexpected GroupVersion string: batch/v1/extra`).
+///
+/// Stricter than Go where Go accepts what no object can carry: `/`, `/v1` and `batch/` (an empty group or
+/// version around the `/`) are errors here.
+///
+/// ```
+/// use workloadbuilder::builder::{parse_group_version, GroupVersion, GroupVersionError};
+/// assert_eq!(parse_group_version("batch/v1"), Ok(GroupVersion { group: "batch", version: "v1" }));
+/// assert_eq!(parse_group_version("v1"), Ok(GroupVersion { group: "", version: "v1" }));
+/// assert_eq!(
+///     parse_group_version("batch/v1/extra").unwrap_err().to_string(),
+///     "unexpected GroupVersion string: batch/v1/extra"
+/// );
+/// assert!(matches!(parse_group_version("/v1"), Err(GroupVersionError::EmptyGroup(_))));
+/// assert!(matches!(parse_group_version("batch/"), Err(GroupVersionError::EmptyVersion(_))));
+/// ```
+pub fn parse_group_version(api_version: &str) -> Result<GroupVersion<'_>, GroupVersionError> {
+    let mut parts = api_version.split('/');
+    let first = parts.next().unwrap_or_default();
+    match (parts.next(), parts.next()) {
+        (None, _) => Ok(GroupVersion {
+            group: "",
+            version: first,
+        }),
+        (Some(_), Some(_)) => Err(GroupVersionError::TooManySlashes(api_version.to_string())),
+        (Some(_), None) if first.is_empty() => Err(GroupVersionError::EmptyGroup(api_version.to_string())),
+        (Some(""), None) => Err(GroupVersionError::EmptyVersion(api_version.to_string())),
+        (Some(version), None) => Ok(GroupVersion { group: first, version }),
+    }
+}
+
+/// The API group of an `apiVersion` (`batch` for `batch/v1`, empty for `v1`), or why it is malformed
+/// ([`parse_group_version`]).
+pub fn api_group(api_version: &str) -> Result<&str, GroupVersionError> {
+    parse_group_version(api_version).map(|gv| gv.group)
 }
 
 fn compile(root: &ResolvedItem, name: &str, namespace: &str, owner: &OwnerReference) -> Workload {
@@ -175,7 +471,25 @@ fn compile(root: &ResolvedItem, name: &str, namespace: &str, owner: &OwnerRefere
     } else {
         (None, Some(vec![compile_composite(root)]))
     };
-    let group = api_group(&owner.api_version);
+    workload(
+        name,
+        namespace,
+        owner,
+        pod_group_templates,
+        composite_pod_group_templates,
+    )
+}
+
+/// The Workload `namespace/name` owned by `owner` with these templates.
+fn workload(
+    name: &str,
+    namespace: &str,
+    owner: &OwnerReference,
+    pod_group_templates: Option<Vec<PodGroupTemplate>>,
+    composite_pod_group_templates: Option<Vec<CompositePodGroupTemplate>>,
+) -> Workload {
+    // The owner's apiVersion was checked with the Workload's identity; a malformed one never gets here.
+    let group = api_group(&owner.api_version).unwrap_or_default();
     Workload {
         metadata: ObjectMeta {
             name: Some(name.to_string()),

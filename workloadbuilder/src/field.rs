@@ -281,7 +281,90 @@ fn go_quote(s: &str) -> String {
     out
 }
 
-/// One field error: where, what kind, the bad value and a detail.
+/// The step of the builder that found an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Stage {
+    /// Before resolution, so before any callback ran: the items' names.
+    Resolve,
+    /// The structural and configuration rules on the resolved tree (shape, gang counts, disruption modes,
+    /// topology, claims, priority).
+    Validation,
+    /// The controller's allow-lists (an option the controller does not support).
+    Allowlist,
+    /// Compiling into a Workload: its identity (name, namespace, owner) and what the requested shape cannot
+    /// express (a flat Workload has no composite levels).
+    Compile,
+    /// Re-syncing a live Workload and its groups to a desired one ([`crate::sync`]).
+    Sync,
+}
+
+impl Stage {
+    /// `resolve`, `validation`, `allowlist`, `compile` or `sync`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Resolve => "resolve",
+            Self::Validation => "validation",
+            Self::Allowlist => "allowlist",
+            Self::Compile => "compile",
+            Self::Sync => "sync",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a field error comes from: the builder's stage and, when the error is about one item of the
+/// `WorkloadItem` tree, that item's path (the names from the root to it).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct ErrorOrigin {
+    /// The stage that found the error.
+    pub stage: Stage,
+    /// The names from the root item to the item the error is about; empty when it is about no single item
+    /// (the Workload's identity, for example).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub item: Vec<String>,
+}
+
+impl ErrorOrigin {
+    /// An origin about no single item.
+    pub fn stage(stage: Stage) -> Self {
+        Self {
+            stage,
+            item: Vec::new(),
+        }
+    }
+
+    /// An origin about the item at `path` (names from the root).
+    pub fn item(stage: Stage, path: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            stage,
+            item: path.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// The item's name (the last of its path), if the error is about an item.
+    pub fn item_name(&self) -> Option<&str> {
+        self.item.last().map(String::as_str)
+    }
+}
+
+/// One field error: where, what kind, the bad value and a detail; and, when the builder reported it, its
+/// [`origin`](Self::origin). The origin is not part of the rendering: `Display` is the upstream
+/// `<path>: <Type>: <detail>`.
+///
+/// ```
+/// use workloadbuilder::{ErrorOrigin, FieldError, Stage};
+/// let err = FieldError::required("spec.podGroupTemplates[0].name", "")
+///     .with_origin(ErrorOrigin::item(Stage::Resolve, ["root", ""]));
+/// assert_eq!(err.to_string(), "spec.podGroupTemplates[0].name: Required value");
+/// assert_eq!(err.stage(), Some(Stage::Resolve));
+/// assert_eq!(err.item_path(), ["root", ""]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {
     /// The kind of error.
@@ -292,6 +375,7 @@ pub struct FieldError {
     pub bad_value: BadValue,
     /// A human-readable detail.
     pub detail: String,
+    origin: Option<ErrorOrigin>,
 }
 
 impl FieldError {
@@ -368,7 +452,42 @@ impl FieldError {
             field: field.into(),
             bad_value,
             detail: detail.into(),
+            origin: None,
         }
+    }
+
+    /// Where the error comes from, when the builder reported it.
+    pub fn origin(&self) -> Option<&ErrorOrigin> {
+        self.origin.as_ref()
+    }
+
+    /// The builder stage that found the error, if known.
+    pub fn stage(&self) -> Option<Stage> {
+        self.origin.as_ref().map(|o| o.stage)
+    }
+
+    /// The name of the item the error is about, if known.
+    pub fn item(&self) -> Option<&str> {
+        self.origin.as_ref().and_then(ErrorOrigin::item_name)
+    }
+
+    /// The names from the root item to the item the error is about (empty when unknown or about no item).
+    pub fn item_path(&self) -> &[String] {
+        self.origin.as_ref().map_or(&[], |o| o.item.as_slice())
+    }
+
+    /// This error with its origin set (replacing any earlier one).
+    pub fn with_origin(mut self, origin: ErrorOrigin) -> Self {
+        self.origin = Some(origin);
+        self
+    }
+
+    /// This error with its origin set to `origin` unless it already has one.
+    pub fn or_origin(mut self, origin: impl FnOnce() -> ErrorOrigin) -> Self {
+        if self.origin.is_none() {
+            self.origin = Some(origin());
+        }
+        self
     }
 
     /// The error without its field path (`Invalid value: 0: must be ...`), as in a `StatusCause.message`.
@@ -403,6 +522,70 @@ impl fmt::Display for FieldError {
 }
 
 impl std::error::Error for FieldError {}
+
+impl serde::Serialize for FieldPath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FieldPath {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Self)
+    }
+}
+
+impl serde::Serialize for FieldErrorType {
+    /// As the `StatusCause.reason` Kubernetes uses (`FieldValueInvalid`, ...).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.cause_type())
+    }
+}
+
+impl serde::Serialize for BadValue {
+    /// `null`, a string, an integer, a boolean or the structured value; [`BadValue::Omitted`] as `null`
+    /// (a [`FieldError`] leaves it out).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Omitted | Self::Null => serializer.serialize_none(),
+            Self::String(s) => serializer.serialize_str(s),
+            Self::Int(i) => serializer.serialize_i64(*i),
+            Self::Bool(b) => serializer.serialize_bool(*b),
+            Self::Json(s) => match serde_json::from_str::<serde_json::Value>(s) {
+                Ok(v) => v.serialize(serializer),
+                Err(_) => serializer.serialize_str(s),
+            },
+        }
+    }
+}
+
+impl serde::Serialize for FieldError {
+    /// `{type, field, badValue?, detail?, message, origin?}`: `type` is the `StatusCause.reason`
+    /// (`FieldValueInvalid`), `message` the upstream rendering (`<path>: <Type>: <detail>`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("type", &self.error_type)?;
+        map.serialize_entry("field", &self.field)?;
+        if self.bad_value != BadValue::Omitted {
+            map.serialize_entry("badValue", &self.bad_value)?;
+        }
+        if !self.detail.is_empty() {
+            map.serialize_entry("detail", &self.detail)?;
+        }
+        map.serialize_entry("message", &self.to_string())?;
+        if let Some(origin) = &self.origin {
+            map.serialize_entry("origin", origin)?;
+        }
+        map.end()
+    }
+}
+
+impl serde::Serialize for FieldErrors {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
 
 /// A list of field errors, collected (never stopping at the first) and rendered like Kubernetes' aggregate:
 /// one error prints alone, several print as `[a, b]` with duplicates removed.
@@ -631,6 +814,62 @@ mod tests {
             FieldError::not_supported(p.child("s"), "Maybe", &["False", "True", "Unknown"]).to_string(),
             "spec.s: Unsupported value: \"Maybe\": supported values: \"False\", \"True\", \"Unknown\""
         );
+    }
+
+    #[test]
+    fn origins_are_kept_out_of_the_rendering_and_serialized() {
+        let plain = FieldError::invalid("spec.x", 0, "must be greater than or equal to 1");
+        assert_eq!(plain.origin(), None);
+        assert_eq!(plain.stage(), None);
+        assert_eq!(plain.item(), None);
+        assert!(plain.item_path().is_empty());
+        let with = plain
+            .clone()
+            .with_origin(ErrorOrigin::item(Stage::Validation, ["root", "workers"]));
+        assert_eq!(with.to_string(), plain.to_string());
+        assert_eq!(with.body(), plain.body());
+        assert_eq!(with.stage(), Some(Stage::Validation));
+        assert_eq!(with.item(), Some("workers"));
+        assert_eq!(with.item_path(), ["root", "workers"]);
+        assert_ne!(with, plain);
+        // `or_origin` keeps an origin that is already there.
+        let kept = with.clone().or_origin(|| ErrorOrigin::stage(Stage::Compile));
+        assert_eq!(kept.stage(), Some(Stage::Validation));
+        assert_eq!(
+            plain.clone().or_origin(|| ErrorOrigin::stage(Stage::Compile)).stage(),
+            Some(Stage::Compile)
+        );
+        assert_eq!(
+            serde_json::to_value(&with).unwrap(),
+            serde_json::json!({
+                "type": "FieldValueInvalid",
+                "field": "spec.x",
+                "badValue": 0,
+                "detail": "must be greater than or equal to 1",
+                "message": "spec.x: Invalid value: 0: must be greater than or equal to 1",
+                "origin": {"stage": "validation", "item": ["root", "workers"]},
+            })
+        );
+        let errs: FieldErrors = vec![
+            FieldError::required("metadata.name", "").with_origin(ErrorOrigin::stage(Stage::Compile)),
+            FieldError::invalid("spec.y", BadValue::Json("{\"a\":1}".into()), "bad"),
+            FieldError::invalid("spec.z", BadValue::Null, "bad"),
+        ]
+        .into();
+        assert_eq!(
+            serde_json::to_value(&errs).unwrap(),
+            serde_json::json!([
+                {"type": "FieldValueRequired", "field": "metadata.name", "message": "metadata.name: Required value",
+                 "origin": {"stage": "compile"}},
+                {"type": "FieldValueInvalid", "field": "spec.y", "badValue": {"a": 1}, "detail": "bad",
+                 "message": "spec.y: Invalid value: {\"a\":1}: bad"},
+                {"type": "FieldValueInvalid", "field": "spec.z", "badValue": null, "detail": "bad",
+                 "message": "spec.z: Invalid value: \"null\": bad"},
+            ])
+        );
+        let origin: ErrorOrigin = serde_json::from_value(serde_json::json!({"stage": "allowlist"})).unwrap();
+        assert_eq!(origin, ErrorOrigin::stage(Stage::Allowlist));
+        assert_eq!(Stage::Sync.to_string(), "sync");
     }
 
     #[test]

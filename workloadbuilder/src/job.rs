@@ -211,14 +211,20 @@ pub fn job_workload_item(job: &Job) -> Result<WorkloadItem, FieldErrors> {
     .with_config_path(scheduling_path()))
 }
 
+/// The builder of a Job's Workload: its tree ([`job_workload_item`]) with the Job integration's allow-list.
+/// [`WorkloadBuilder::resolve`] on it shows what the Job resolves to, [`WorkloadBuilder::build`] compiles it.
+pub fn job_workload_builder(job: &Job) -> Result<WorkloadBuilder, FieldErrors> {
+    Ok(WorkloadBuilder::new(job_workload_item(job)?).allow(job_allow_list()))
+}
+
 /// Every rule the Job integration applies to `spec.scheduling` at admission: the block checks and the
 /// resolved-tree checks (for example `all` disruption with the Basic policy).
 pub fn validate_job_scheduling(job: &Job) -> FieldErrors {
-    let item = match job_workload_item(job) {
-        Ok(item) => item,
+    let builder = match job_workload_builder(job) {
+        Ok(builder) => builder,
         Err(errs) => return errs,
     };
-    match WorkloadBuilder::new(item).allow(job_allow_list()).validate() {
+    match builder.validate() {
         Ok(_) => FieldErrors::new(),
         Err(errs) => errs,
     }
@@ -250,8 +256,7 @@ pub fn validate_job_scheduling_update(new: &Job, old: &Job) -> FieldErrors {
 
 /// Compile a root Job's Workload (named [`job_workload_name`], owned by the Job).
 pub fn build_job_workload(job: &Job) -> Result<Workload, FieldErrors> {
-    let item = job_workload_item(job)?;
-    WorkloadBuilder::new(item).allow(job_allow_list()).build(
+    job_workload_builder(job)?.build(
         &job_workload_name(job),
         job.metadata.namespace.as_deref().unwrap_or_default(),
         // A Job without a uid gets an empty owner, which the builder rejects with field errors.

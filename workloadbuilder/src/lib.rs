@@ -10,12 +10,15 @@
 //! | --- | --- |
 //! | validate the user's API blocks with the controller's allow-lists | [`validate_scheduling_policy`], [`validate_disruption_mode`], their composite twins, [`validate_scheduling_constraints`], [`validate_resource_claims`] |
 //! | map the API blocks to the IR | [`map_pod_group_config`], [`map_composite_group_config`] |
-//! | describe the structure | [`WorkloadItem`], [`SchedulingConfig`], [`Callback`] |
-//! | resolve, validate, compile | [`WorkloadBuilder::resolve`], [`WorkloadBuilder::validate`], [`WorkloadBuilder::build`] |
+//! | describe the structure | [`WorkloadItem`], [`SchedulingConfig`], [`Callback`] ([`WorkloadItem::with_callback`], [`WorkloadItem::with_item_callback`] and its [`ItemView`]) |
+//! | resolve, validate, compile | [`WorkloadBuilder::resolve`] (a [`ResolvedItem`] tree with each value's [`Sources`]), [`WorkloadBuilder::validate`], [`WorkloadBuilder::build`]; [`WorkloadBuilder::build_flat`] for clusters without CompositePodGroups |
 //! | name objects like upstream | [`generate_workload_name`], [`generate_pod_group_name`] |
-//! | create the runtime groups | [`new_composite_pod_group`], [`new_pod_group`] |
+//! | create the runtime groups | [`new_composite_pod_group`], [`new_pod_group`]; from a Workload another controller compiled, [`ExistingWorkloadBuilder`] |
 //! | delegate to child controllers | [`DownwardMapping`] |
+//! | re-sync a live Workload and its groups (a changed gang `minCount`) | [`sync::plan_sync`] |
 //! | check objects like kube-apiserver | [`validate_workload`], [`validate_pod_group`], [`validate_composite_pod_group`] and their `_update` variants |
+//! | report errors | [`FieldErrors`] of [`FieldError`]s, rendered like the apiserver's, each with its [`ErrorOrigin`] ([`Stage`] and item) |
+//! | port Go code | [`porting`]: every upstream Go name and its counterpart here |
 //!
 //! ## Resolution
 //! For every item: a deep copy of the controller's default; each top-level field the user set replaces that
@@ -36,6 +39,10 @@
 //! - The Workload's owner must be a controller reference (`controller: true`).
 //! - Validation errors about an item's configuration are reported under its [`WorkloadItem::config_path`]
 //!   when the controller set one, so users see the path of the field they wrote.
+//! - An item with an empty name (at any depth) fails before resolution: no callback runs on such a tree.
+//! - The owner's `apiVersion` must parse as apimachinery's `schema.ParseGroupVersion` parses it, without an
+//!   empty group or version around the `/` ([`parse_group_version`]).
+//! - Callbacks see their item read-only ([`ItemView`]) and change only the resolved config.
 //!
 //! ## Example: the Job controller (KEP-6089 "Library Usage Example")
 //! ```
@@ -190,24 +197,33 @@
 
 pub mod annotations;
 pub mod builder;
+pub mod existing;
 pub mod field;
 pub mod job;
 pub mod mapconfig;
 pub mod names;
 pub mod podgroup;
+pub mod porting;
 pub mod resolve;
+mod sites;
+pub mod sync;
 pub mod types;
 pub mod validation;
 
 pub use annotations::DownwardMapping;
-pub use builder::{OWNER_NOT_CONTROLLER, WorkloadBuilder, api_group};
-pub use field::{BadValue, FieldError, FieldErrorType, FieldErrors, FieldPath};
+pub use builder::{
+    FLAT_COMPOSITE_ALL, FLAT_COMPOSITE_GANG, FLAT_COMPOSITE_TOPOLOGY, GroupVersion, GroupVersionError,
+    OWNER_NOT_CONTROLLER, WorkloadBuilder, api_group, parse_group_version,
+};
+pub use existing::ExistingWorkloadBuilder;
+pub use field::{BadValue, ErrorOrigin, FieldError, FieldErrorType, FieldErrors, FieldPath, Stage};
 pub use mapconfig::{map_composite_group_config, map_pod_group_config};
 pub use names::{generate_pod_group_name, generate_workload_name};
 pub use podgroup::{InstantiateError, TemplateRef, find_template, new_composite_pod_group, new_pod_group};
 pub use types::{
-    AllowList, Callback, DisruptionMode, DisruptionModeOption, GangSchedulingPolicy, PolicyOption, ResolvedItem,
-    ResourceClaim, SchedulingConfig, SchedulingConstraints, SchedulingPolicy, WorkloadItem,
+    AllowList, Callback, DisruptionMode, DisruptionModeOption, GangSchedulingPolicy, ItemView, PolicyOption,
+    ResolvedItem, ResourceClaim, SchedulingConfig, SchedulingConstraints, SchedulingPolicy, Source, Sources,
+    WorkloadItem,
 };
 pub use validation::api::{
     validate_composite_pod_group, validate_composite_pod_group_status_update, validate_composite_pod_group_update,

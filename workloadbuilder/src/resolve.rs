@@ -6,11 +6,13 @@
 //!    `disruption_mode`, `resource_claims` when non-empty, `priority_class_name` when non-empty. A user
 //!    `gang` with no count therefore replaces a default `basic` (or a default gang's count) and does not
 //!    inherit a default count;
-//! 3. the item's callbacks run in order on the merged config.
+//! 3. the item's callbacks run in order on the merged config (each sees the item through an [`ItemView`]).
 //!
-//! The caller's tree is never mutated: resolution works on copies.
+//! The caller's tree is never mutated: resolution works on copies. Each [`ResolvedItem`] keeps the default,
+//! the user's config, the merge and the result, and records where each resolved field came from
+//! ([`sources`]).
 
-use crate::types::{ResolvedItem, SchedulingConfig, WorkloadItem};
+use crate::types::{ItemView, ResolvedItem, SchedulingConfig, SchedulingPolicy, Source, Sources, WorkloadItem};
 
 /// Merge `user` over `default` (steps 1 and 2 above).
 pub fn merge_configs(default: Option<&SchedulingConfig>, user: Option<&SchedulingConfig>) -> SchedulingConfig {
@@ -35,17 +37,103 @@ pub fn merge_configs(default: Option<&SchedulingConfig>, user: Option<&Schedulin
     resolved
 }
 
-/// Resolve one item and its subtree (merge, then callbacks).
+/// Resolve one item and its subtree (merge, then callbacks), `item` being the root (depth 0).
 pub fn resolve_item(item: &WorkloadItem) -> ResolvedItem {
-    let mut config = merge_configs(item.default_config.as_ref(), item.user_config.as_ref());
-    for callback in &item.callbacks {
-        callback(&mut config);
+    let mut path = Vec::new();
+    resolve_at(item, 0, &mut path)
+}
+
+fn resolve_at<'a>(item: &'a WorkloadItem, depth: usize, path: &mut Vec<&'a str>) -> ResolvedItem {
+    let merged = merge_configs(item.default_config.as_ref(), item.user_config.as_ref());
+    let mut config = merged.clone();
+    path.push(&item.name);
+    {
+        let view = ItemView::new(item, depth, path);
+        for callback in &item.callbacks {
+            callback(&view, &mut config);
+        }
     }
+    let children = item
+        .children
+        .iter()
+        .map(|c| resolve_at(c, depth.saturating_add(1), path))
+        .collect();
+    path.pop();
     ResolvedItem {
         name: item.name.clone(),
-        config,
-        children: item.children.iter().map(resolve_item).collect(),
         config_path: item.config_path.clone(),
+        default_config: item.default_config.clone(),
+        user_config: item.user_config.clone(),
+        sources: sources(item.user_config.as_ref(), &merged, &config),
+        merged,
+        config,
+        callbacks: item.callbacks.len(),
+        children,
+    }
+}
+
+/// Where a field set after the merge came from: the user when the user set it (it replaced the default
+/// whole), else the default; `None` when it is unset.
+fn merged_source(user_set: bool, merged_set: bool) -> Option<Source> {
+    match (user_set, merged_set) {
+        (_, false) => None,
+        (true, true) => Some(Source::User),
+        (false, true) => Some(Source::Default),
+    }
+}
+
+/// A field's source after the callbacks: [`Source::Callback`] when they changed it (and left it set), its
+/// merged source otherwise.
+fn resolved_source(changed: bool, resolved_set: bool, merged: Option<Source>) -> Option<Source> {
+    match (changed, resolved_set) {
+        (_, false) => None,
+        (true, true) => Some(Source::Callback),
+        (false, true) => merged,
+    }
+}
+
+/// Where each field of `resolved` came from, given the user's config, the merge and the resolved config.
+pub fn sources(user: Option<&SchedulingConfig>, merged: &SchedulingConfig, resolved: &SchedulingConfig) -> Sources {
+    let user_sets = |f: fn(&SchedulingConfig) -> bool| user.is_some_and(f);
+    let policy_source = merged_source(user_sets(|u| u.policy.is_some()), merged.policy.is_some());
+    let kind = |c: &SchedulingConfig| c.policy.as_ref().map(SchedulingPolicy::option);
+    let count = |c: &SchedulingConfig| c.gang_policy().and_then(|g| g.min_count);
+    Sources {
+        scheduling_policy: resolved_source(kind(resolved) != kind(merged), resolved.policy.is_some(), policy_source),
+        min_count: resolved_source(
+            count(resolved) != count(merged),
+            count(resolved).is_some(),
+            policy_source,
+        ),
+        scheduling_constraints: resolved_source(
+            resolved.constraints != merged.constraints,
+            resolved.constraints.is_some(),
+            merged_source(user_sets(|u| u.constraints.is_some()), merged.constraints.is_some()),
+        ),
+        disruption_mode: resolved_source(
+            resolved.disruption_mode != merged.disruption_mode,
+            resolved.disruption_mode.is_some(),
+            merged_source(
+                user_sets(|u| u.disruption_mode.is_some()),
+                merged.disruption_mode.is_some(),
+            ),
+        ),
+        resource_claims: resolved_source(
+            resolved.resource_claims != merged.resource_claims,
+            !resolved.resource_claims.is_empty(),
+            merged_source(
+                user_sets(|u| !u.resource_claims.is_empty()),
+                !merged.resource_claims.is_empty(),
+            ),
+        ),
+        priority_class_name: resolved_source(
+            resolved.priority_class() != merged.priority_class(),
+            resolved.priority_class().is_some(),
+            merged_source(
+                user_sets(|u| u.priority_class().is_some()),
+                merged.priority_class().is_some(),
+            ),
+        ),
     }
 }
 
@@ -105,6 +193,91 @@ mod tests {
         assert_eq!(cfg.policy, Some(SchedulingPolicy::Basic));
         assert!(cfg.constraints.unwrap().topology.is_empty());
         assert_eq!(cfg.disruption_mode, Some(DisruptionMode::All));
+    }
+
+    #[test]
+    fn sources_tell_defaults_user_values_and_callbacks_apart() {
+        let default = SchedulingConfig::basic()
+            .with_topology("kwas.dev/rack")
+            .with_priority_class_name("high");
+        let user = SchedulingConfig {
+            disruption_mode: Some(DisruptionMode::All),
+            ..SchedulingConfig::gang(None)
+        };
+        let item = WorkloadItem::new("job")
+            .with_default(default.clone())
+            .with_user_config(Some(user.clone()))
+            .with_callback(|c| {
+                c.default_gang_min_count(4);
+            })
+            .with_callback(|c| {
+                c.resource_claims.push(ResourceClaim {
+                    name: "gpu".into(),
+                    resource_claim_name: Some("c".into()),
+                    resource_claim_template_name: None,
+                });
+            });
+        let r = resolve_item(&item);
+        assert_eq!(r.default_config.as_ref(), Some(&default));
+        assert_eq!(r.user_config.as_ref(), Some(&user));
+        assert_eq!(r.merged, merge_configs(Some(&default), Some(&user)));
+        assert_eq!(r.callbacks, 2);
+        assert_eq!(
+            r.sources,
+            Sources {
+                scheduling_policy: Some(Source::User),
+                min_count: Some(Source::Callback),
+                scheduling_constraints: Some(Source::Default),
+                disruption_mode: Some(Source::User),
+                resource_claims: Some(Source::Callback),
+                priority_class_name: Some(Source::Default),
+            }
+        );
+        // A callback that switches the policy and one that unsets a field.
+        let item = WorkloadItem::new("job")
+            .with_default(SchedulingConfig::gang(Some(2)).with_topology("a"))
+            .with_callback(|c| {
+                c.policy = Some(SchedulingPolicy::Basic);
+                c.constraints = None;
+            });
+        let r = resolve_item(&item);
+        assert_eq!(r.sources.scheduling_policy, Some(Source::Callback));
+        assert_eq!(r.sources.min_count, None);
+        assert_eq!(r.sources.scheduling_constraints, None);
+        // Nothing set anywhere.
+        assert_eq!(resolve_item(&WorkloadItem::new("x")).sources, Sources::default());
+        // A default gang count kept as it is.
+        let r = resolve_item(&WorkloadItem::new("x").with_default(SchedulingConfig::gang(Some(3))));
+        assert_eq!(r.sources.min_count, Some(Source::Default));
+    }
+
+    #[test]
+    fn resolved_trees_round_trip_through_serde() {
+        let item = WorkloadItem::new("root")
+            .with_default(SchedulingConfig::gang(None))
+            .with_callback(|c| {
+                c.default_gang_min_count(2);
+            })
+            .with_config_path("spec.scheduling")
+            .with_child(
+                WorkloadItem::new("leaf")
+                    .with_default(SchedulingConfig::basic())
+                    .with_user_config(Some(SchedulingConfig {
+                        resource_claims: vec![ResourceClaim {
+                            name: "gpu".into(),
+                            resource_claim_name: None,
+                            resource_claim_template_name: Some("t".into()),
+                        }],
+                        priority_class_name: Some("high".into()),
+                        ..SchedulingConfig::default()
+                    })),
+            );
+        let r = resolve_item(&item);
+        let yaml = serde_saphyr::to_string(&r).unwrap();
+        let back: ResolvedItem = serde_saphyr::from_str(&yaml).unwrap();
+        assert_eq!(back, r);
+        assert!(yaml.contains("configPath: spec.scheduling"), "{yaml}");
+        assert!(yaml.contains("resourceClaimTemplateName: t"), "{yaml}");
     }
 
     #[test]

@@ -3,11 +3,34 @@
 //! The IR is the same at every level of a workload: a leaf item (no children) compiles to a PodGroupTemplate,
 //! an item with children to a CompositePodGroupTemplate. Where the API has a one-of union, the IR has a Rust
 //! enum ([`SchedulingPolicy`], [`DisruptionMode`]); `None` means "not set at this layer".
+//!
+//! The IR serializes (and deserializes) in the API's shape and with its member names, so a tool can show it
+//! next to the objects it compiles to: `schedulingPolicy: {gang: {minCount: 4}}`,
+//! `schedulingConstraints: {topology: [{key: ...}]}`, `disruptionMode: {all: {}}`, `resourceClaims`,
+//! `priorityClassName`; unset fields are left out.
+//!
+//! ```
+//! use workloadbuilder::{DisruptionMode, SchedulingConfig};
+//!
+//! let cfg = SchedulingConfig::gang(Some(4)).with_topology("topology.kubernetes.io/zone")
+//!     .with_disruption_mode(DisruptionMode::All);
+//! let json = serde_json::to_value(&cfg).unwrap();
+//! assert_eq!(json, serde_json::json!({
+//!     "schedulingPolicy": {"gang": {"minCount": 4}},
+//!     "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/zone"}]},
+//!     "disruptionMode": {"all": {}},
+//! }));
+//! assert_eq!(serde_json::from_value::<SchedulingConfig>(json).unwrap(), cfg);
+//! // A union with two members is refused, as the API refuses it.
+//! let both = serde_json::json!({"schedulingPolicy": {"basic": {}, "gang": {}}});
+//! assert!(serde_json::from_value::<SchedulingConfig>(both).is_err());
+//! ```
 
 use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint;
+use serde::{Deserialize, Serialize};
 
 use crate::field::FieldPath;
 
@@ -23,17 +46,23 @@ use crate::field::FieldPath;
 /// assert!(cfg.is_gang());
 /// assert_eq!(cfg.topology_key(), Some("topology.kubernetes.io/zone"));
 /// ```
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SchedulingConfig {
     /// Basic or Gang; `None` = not set at this layer.
+    #[serde(rename = "schedulingPolicy", default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<SchedulingPolicy>,
     /// Topology constraints; `None` = not set at this layer.
+    #[serde(rename = "schedulingConstraints", default, skip_serializing_if = "Option::is_none")]
     pub constraints: Option<SchedulingConstraints>,
     /// Single or All; `None` = not set at this layer (the API defaults to Single).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disruption_mode: Option<DisruptionMode>,
     /// Resource claims shared by the group's pods (leaf groups only); empty = not set at this layer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resource_claims: Vec<ResourceClaim>,
     /// The priority class of the group; `None` (or empty) = not set at this layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_class_name: Option<String>,
 }
 
@@ -124,8 +153,9 @@ impl SchedulingConfig {
 }
 
 /// The scheduling policy: how the members of a group (pods at a leaf, child groups at a composite) are
-/// admitted.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// admitted. Serialized as the API's union: `{basic: {}}` or `{gang: {minCount: 4}}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "PolicyUnion", try_from = "PolicyUnion")]
 pub enum SchedulingPolicy {
     /// Standard, member-by-member scheduling.
     Basic,
@@ -143,17 +173,63 @@ impl SchedulingPolicy {
     }
 }
 
+/// The serialized shape of a union of empty members and an optional gang (`{basic: {}}`, `{gang: {...}}`,
+/// `{single: {}}`, `{all: {}}`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyUnion {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    basic: Option<Empty>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gang: Option<GangSchedulingPolicy>,
+}
+
+impl From<SchedulingPolicy> for PolicyUnion {
+    fn from(policy: SchedulingPolicy) -> Self {
+        match policy {
+            SchedulingPolicy::Basic => Self {
+                basic: Some(Empty {}),
+                gang: None,
+            },
+            SchedulingPolicy::Gang(g) => Self {
+                basic: None,
+                gang: Some(g),
+            },
+        }
+    }
+}
+
+impl TryFrom<PolicyUnion> for SchedulingPolicy {
+    type Error = &'static str;
+
+    fn try_from(u: PolicyUnion) -> Result<Self, Self::Error> {
+        match (u.basic, u.gang) {
+            (Some(_), None) => Ok(Self::Basic),
+            (None, Some(g)) => Ok(Self::Gang(g)),
+            _ => Err("schedulingPolicy: must specify exactly one of: `basic`, `gang`"),
+        }
+    }
+}
+
 /// Parameters of the Gang policy.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GangSchedulingPolicy {
     /// `minCount` at a leaf, `minGroupCount` at a composite. Must be set (>= 1) once callbacks have run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_count: Option<i32>,
 }
 
 /// Scheduling constraints (topology).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SchedulingConstraints {
     /// Topology constraints; the API allows at most one.
+    #[serde(default)]
     pub topology: Vec<TopologyConstraint>,
 }
 
@@ -167,7 +243,9 @@ impl SchedulingConstraints {
 }
 
 /// The disruption mode: whether the members of a group may be disrupted one by one or only together.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Serialized as the API's union: `{single: {}}` or `{all: {}}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "DisruptionUnion", try_from = "DisruptionUnion")]
 pub enum DisruptionMode {
     /// Members can be disrupted independently.
     Single,
@@ -193,19 +271,60 @@ impl DisruptionMode {
     }
 }
 
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DisruptionUnion {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    single: Option<Empty>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    all: Option<Empty>,
+}
+
+impl From<DisruptionMode> for DisruptionUnion {
+    fn from(mode: DisruptionMode) -> Self {
+        match mode {
+            DisruptionMode::Single => Self {
+                single: Some(Empty {}),
+                all: None,
+            },
+            DisruptionMode::All => Self {
+                single: None,
+                all: Some(Empty {}),
+            },
+        }
+    }
+}
+
+impl TryFrom<DisruptionUnion> for DisruptionMode {
+    type Error = &'static str;
+
+    fn try_from(u: DisruptionUnion) -> Result<Self, Self::Error> {
+        match (u.single, u.all) {
+            (Some(_), None) => Ok(Self::Single),
+            (None, Some(_)) => Ok(Self::All),
+            _ => Err("disruptionMode: must specify exactly one of: `single`, `all`"),
+        }
+    }
+}
+
 /// A dynamic resource claim shared by the pods of a leaf group. Exactly one source must be set.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceClaim {
     /// Unique name of the claim inside the group (a DNS label).
     pub name: String,
     /// Name of an existing ResourceClaim in the namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_claim_name: Option<String>,
     /// Name of a ResourceClaimTemplate in the namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_claim_template_name: Option<String>,
 }
 
-/// Scheduling policies a controller may allow (KEP-6089 "Controller Opt-In").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Scheduling policies a controller may allow (KEP-6089 "Controller Opt-In"). Serialized as `basic` /
+/// `gang`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PolicyOption {
     /// The Basic policy.
     Basic,
@@ -223,8 +342,9 @@ impl PolicyOption {
     }
 }
 
-/// Disruption modes a controller may allow (KEP-6089 "Controller Opt-In").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Disruption modes a controller may allow (KEP-6089 "Controller Opt-In"). Serialized as `single` / `all`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum DisruptionModeOption {
     /// The Single mode.
     Single,
@@ -253,11 +373,14 @@ impl DisruptionModeOption {
 /// assert!(job.allows_policy(PolicyOption::Gang));
 /// assert!(!AllowList::new().allows_policy(PolicyOption::Basic));
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AllowList {
     /// Allowed scheduling policies.
+    #[serde(default)]
     pub policies: Vec<PolicyOption>,
     /// Allowed disruption modes.
+    #[serde(default)]
     pub disruption_modes: Vec<DisruptionModeOption>,
 }
 
@@ -291,8 +414,105 @@ impl AllowList {
 }
 
 /// A controller-supplied function run on an item's resolved config after the merge (KEP-6089
-/// `WorkloadItemFunc`). Callbacks are mostly defaulting functions (gang `minCount`), but may do anything.
-pub type Callback = Arc<dyn Fn(&mut SchedulingConfig) + Send + Sync>;
+/// `WorkloadItemFunc`, which receives the whole item). Callbacks are mostly defaulting functions (gang
+/// `minCount`), but may do anything. Each one sees the item it runs for ([`ItemView`]) and its config;
+/// [`WorkloadItem::with_callback`] adds one that only looks at the config,
+/// [`WorkloadItem::with_item_callback`] one that also looks at the item.
+pub type Callback = Arc<dyn Fn(&ItemView<'_>, &mut SchedulingConfig) + Send + Sync>;
+
+/// What a callback sees of the item it runs for: a read-only view of the [`WorkloadItem`] and its place in
+/// the tree (KEP-6089's `WorkloadItemFunc` receives the item itself).
+///
+/// ```
+/// use workloadbuilder::{SchedulingConfig, WorkloadBuilder, WorkloadItem};
+///
+/// // A gang of gangs whose minGroupCount defaults to its number of child groups, by looking at the item.
+/// let root = WorkloadItem::new("trainer")
+///     .with_default(SchedulingConfig::gang(None))
+///     .with_item_callback(|item, cfg| {
+///         assert_eq!((item.name(), item.depth()), ("trainer", 0));
+///         let children = i32::try_from(item.child_count()).unwrap_or(i32::MAX);
+///         cfg.default_gang_min_count(children);
+///     })
+///     .with_child(WorkloadItem::new("driver"))
+///     .with_child(WorkloadItem::new("workers"));
+/// let resolved = WorkloadBuilder::new(root).resolve();
+/// assert_eq!(resolved.config.gang_policy().and_then(|g| g.min_count), Some(2));
+/// ```
+#[derive(Clone, Copy)]
+pub struct ItemView<'a> {
+    item: &'a WorkloadItem,
+    depth: usize,
+    path: &'a [&'a str],
+}
+
+impl<'a> ItemView<'a> {
+    pub(crate) fn new(item: &'a WorkloadItem, depth: usize, path: &'a [&'a str]) -> Self {
+        Self { item, depth, path }
+    }
+
+    /// The item's name (its template's name).
+    pub fn name(&self) -> &'a str {
+        &self.item.name
+    }
+
+    /// How deep the item is: 0 for the root, 1 for its children, ...
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// True for the root item.
+    pub fn is_root(&self) -> bool {
+        self.depth == 0
+    }
+
+    /// True when the item has no children (it compiles to a PodGroupTemplate).
+    pub fn is_leaf(&self) -> bool {
+        self.item.is_leaf()
+    }
+
+    /// The names of the item's children, in order.
+    pub fn child_names(&self) -> impl Iterator<Item = &'a str> + 'a {
+        self.item.children.iter().map(|c| c.name.as_str())
+    }
+
+    /// The number of children.
+    pub fn child_count(&self) -> usize {
+        self.item.children.len()
+    }
+
+    /// The names from the root to this item, both included.
+    pub fn path(&self) -> &'a [&'a str] {
+        self.path
+    }
+
+    /// Where the item's configuration lives in the controller's API, if the controller said so.
+    pub fn config_path(&self) -> Option<&'a FieldPath> {
+        self.item.config_path.as_ref()
+    }
+
+    /// The controller's defaults for the item, as given (before the merge).
+    pub fn default_config(&self) -> Option<&'a SchedulingConfig> {
+        self.item.default_config.as_ref()
+    }
+
+    /// The user's configuration of the item, as given (before the merge).
+    pub fn user_config(&self) -> Option<&'a SchedulingConfig> {
+        self.item.user_config.as_ref()
+    }
+}
+
+impl fmt::Debug for ItemView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemView")
+            .field("name", &self.name())
+            .field("depth", &self.depth)
+            .field("path", &self.path)
+            .field("children", &self.child_names().collect::<Vec<_>>())
+            .field("config_path", &self.config_path())
+            .finish()
+    }
+}
 
 /// One logical component of a workload: the whole JobSet, one replicated job, one standalone Job, ...
 ///
@@ -317,7 +537,7 @@ pub struct WorkloadItem {
     pub default_config: Option<SchedulingConfig>,
     /// What the user configured at this level; `None` when the user left the scheduling block unset.
     pub user_config: Option<SchedulingConfig>,
-    /// Run in order on the resolved config after the merge.
+    /// Run in order on the resolved config after the merge, whichever way they were added.
     pub callbacks: Vec<Callback>,
     /// Sub-components.
     pub children: Vec<WorkloadItem>,
@@ -349,8 +569,19 @@ impl WorkloadItem {
         self
     }
 
-    /// This item with a callback appended.
+    /// This item with a callback appended that looks only at the resolved config.
     pub fn with_callback(mut self, f: impl Fn(&mut SchedulingConfig) + Send + Sync + 'static) -> Self {
+        self.callbacks
+            .push(Arc::new(move |_: &ItemView<'_>, cfg: &mut SchedulingConfig| f(cfg)));
+        self
+    }
+
+    /// This item with a callback appended that also sees the item ([`ItemView`]: its name, depth, children,
+    /// config path, default and user configs). Callbacks of both kinds run in the order they were added.
+    pub fn with_item_callback(
+        mut self,
+        f: impl Fn(&ItemView<'_>, &mut SchedulingConfig) + Send + Sync + 'static,
+    ) -> Self {
         self.callbacks.push(Arc::new(f));
         self
     }
@@ -392,17 +623,101 @@ impl fmt::Debug for WorkloadItem {
     }
 }
 
-/// An item after policy resolution: defaults, then the user's overrides, then callbacks.
-#[derive(Clone, Debug, PartialEq)]
+/// Where a resolved value came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Source {
+    /// The controller's default (the user left the field unset).
+    Default,
+    /// The user's configuration (it replaced the default whole).
+    User,
+    /// A callback set or changed it after the merge.
+    Callback,
+}
+
+/// Where each top-level field of a resolved config came from; `None` for a field that is unset after
+/// resolution. The gang count is tracked apart from the policy, so that a user's `gang: {}` completed by a
+/// defaulting callback reads `schedulingPolicy: user, minCount: callback`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Sources {
+    /// The policy's kind (Basic or Gang).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling_policy: Option<Source>,
+    /// The gang's `minCount` (`minGroupCount` at a composite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_count: Option<Source>,
+    /// The scheduling constraints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling_constraints: Option<Source>,
+    /// The disruption mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disruption_mode: Option<Source>,
+    /// The resource claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_claims: Option<Source>,
+    /// The priority class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<Source>,
+}
+
+/// An item after policy resolution: defaults, then the user's overrides, then callbacks. It keeps every
+/// step, so a tool can show where each value came from ([`Sources`]); it serializes (and deserializes) with
+/// the API's member names:
+///
+/// ```
+/// use workloadbuilder::{SchedulingConfig, Source, WorkloadBuilder, WorkloadItem};
+///
+/// let item = WorkloadItem::new("train-pgt-0")
+///     .with_default(SchedulingConfig::basic())
+///     .with_user_config(Some(SchedulingConfig::gang(None)))
+///     .with_callback(|cfg| { cfg.default_gang_min_count(4); });
+/// let resolved = WorkloadBuilder::new(item).resolve();
+/// assert_eq!(resolved.sources.scheduling_policy, Some(Source::User));
+/// assert_eq!(resolved.sources.min_count, Some(Source::Callback));
+/// assert_eq!(serde_json::to_value(&resolved).unwrap(), serde_json::json!({
+///     "name": "train-pgt-0",
+///     "default": {"schedulingPolicy": {"basic": {}}},
+///     "user": {"schedulingPolicy": {"gang": {}}},
+///     "merged": {"schedulingPolicy": {"gang": {}}},
+///     "resolved": {"schedulingPolicy": {"gang": {"minCount": 4}}},
+///     "sources": {"schedulingPolicy": "user", "minCount": "callback"},
+///     "callbacks": 1,
+/// }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResolvedItem {
     /// The item's name.
     pub name: String,
-    /// The resolved configuration.
-    pub config: SchedulingConfig,
-    /// Resolved children, in the item's order.
-    pub children: Vec<ResolvedItem>,
     /// The item's [`WorkloadItem::config_path`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_path: Option<FieldPath>,
+    /// The controller's defaults, as given.
+    #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
+    pub default_config: Option<SchedulingConfig>,
+    /// The user's configuration, as given (`None`: the user configured nothing at this item).
+    #[serde(rename = "user", default, skip_serializing_if = "Option::is_none")]
+    pub user_config: Option<SchedulingConfig>,
+    /// The defaults with the user's fields merged over them: what the callbacks received.
+    #[serde(default)]
+    pub merged: SchedulingConfig,
+    /// The resolved configuration, after the callbacks: what is validated and compiled.
+    #[serde(rename = "resolved", default)]
+    pub config: SchedulingConfig,
+    /// Where each field of [`config`](Self::config) came from.
+    #[serde(default)]
+    pub sources: Sources,
+    /// How many callbacks ran on the item.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub callbacks: usize,
+    /// Resolved children, in the item's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<ResolvedItem>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl ResolvedItem {

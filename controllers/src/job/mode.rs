@@ -33,7 +33,9 @@ pub fn has_parent_workload_owner(job: &Job) -> bool {
         .iter()
         .flatten()
         .find(|r| r.controller == Some(true))
-        .is_some_and(|r| !(r.kind == "CronJob" && workloadbuilder::api_group(&r.api_version) == "batch"))
+        .is_some_and(|r| {
+            !(r.kind == "CronJob" && workloadbuilder::api_group(&r.api_version).is_ok_and(|g| g == "batch"))
+        })
 }
 
 /// Classify a Job. Malformed downward-mapping annotations are an error with their field path.

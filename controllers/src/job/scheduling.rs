@@ -23,7 +23,8 @@
 //!
 //! While the Job is suspended its PodGroup is deleted (the Workload stays); a new one is created on resume.
 //! A changed gang size (`minCount`, or `parallelism` when `minCount` is unset) is written to the
-//! controller-owned Workload template and to the PodGroup the Job owns.
+//! controller-owned Workload template and to the PodGroup the Job owns, as the library's re-sync plan
+//! ([`workloadbuilder::sync::plan_sync`]) decides.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
@@ -32,18 +33,18 @@ use kwas_api::names::conditions::{
     REASON_POD_GROUP_TEMPLATE_NOT_FOUND, REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, REASON_WORKLOAD_NOT_FOUND,
 };
 use workloadbuilder::job::{
-    build_job_workload, delegated_pod_group_name, desired_gang_min_count, job_controller_ref, job_owned_pod_group_name,
-    job_pod_group_name,
+    build_job_workload, delegated_pod_group_name, job_controller_ref, job_owned_pod_group_name, job_pod_group_name,
 };
-use workloadbuilder::{DownwardMapping, TemplateRef, find_template, new_pod_group};
+use workloadbuilder::sync::{SyncInput, plan_sync};
+use workloadbuilder::{DownwardMapping, ExistingWorkloadBuilder, TemplateRef, find_template};
 
 use super::mode::ManagementMode;
 use super::plan::SchedulingDecision;
 use crate::error::Result;
 use crate::index::SchedulingIndex;
 use crate::sync::{
-    EventSink, Lookup, create_pod_group, create_workload, delete, find_pod_groups, find_workloads, get_opt, is_owned,
-    mark_managed, sync_pod_group_min_count, sync_workload_min_count, template_min_count,
+    EventSink, Lookup, apply_pod_group_min_count, apply_workload_min_count, create_pod_group, create_workload, delete,
+    find_pod_groups, find_workloads, get_opt, is_owned, mark_managed,
 };
 
 fn blocked(reason: &str, message: impl Into<String>) -> SchedulingDecision {
@@ -73,12 +74,15 @@ pub fn desired_root_pod_group(
     template: &str,
     controller: &str,
 ) -> std::result::Result<PodGroup, workloadbuilder::InstantiateError> {
-    let owners = job_controller_ref(job)
+    let builder = job_controller_ref(job)
         .into_iter()
         .chain(kube::Resource::owner_ref(workload, &()))
-        .collect();
+        .fold(
+            ExistingWorkloadBuilder::new(workload),
+            ExistingWorkloadBuilder::with_owner,
+        );
     let name = job_owned_pod_group_name(job, &workload.name_any(), template);
-    let mut group = new_pod_group(workload, template, &name, None, owners)?;
+    let mut group = builder.new_pod_group(&name, template, None)?;
     mark_managed(&mut group.metadata, controller);
     Ok(group)
 }
@@ -91,16 +95,12 @@ pub fn desired_delegated_pod_group(
     mapping: &DownwardMapping,
     controller: &str,
 ) -> std::result::Result<PodGroup, workloadbuilder::InstantiateError> {
-    let template = mapping.group_template_name.as_str();
-    let name = job_owned_pod_group_name(job, &workload.name_any(), template);
-    let parent = mapping.parent_composite_pod_group.as_deref();
-    let mut group = new_pod_group(
-        workload,
-        template,
-        &name,
-        parent,
-        job_controller_ref(job).into_iter().collect(),
-    )?;
+    let name = job_owned_pod_group_name(job, &workload.name_any(), &mapping.group_template_name);
+    let builder = job_controller_ref(job).into_iter().fold(
+        ExistingWorkloadBuilder::new(workload),
+        ExistingWorkloadBuilder::with_owner,
+    );
+    let mut group = builder.new_pod_group_from_mapping(&name, mapping)?;
     mark_managed(&mut group.metadata, controller);
     Ok(group)
 }
@@ -232,11 +232,19 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job, pods: PodPresence) -> R
             ));
         }
     };
-    let desired_min = desired_gang_min_count(job);
-    if is_owned(&workload.metadata, cx.controller, &uid)
-        && let Some(count) = desired_min
-    {
-        sync_workload_min_count(cx.client, &workload, &template, count).await?;
+    // The gang size follows the Job (its desired Workload) when the Job's controller created the Workload,
+    // the Workload's template otherwise.
+    let owns_workload = is_owned(&workload.metadata, cx.controller, &uid);
+    let resync = |groups: &[PodGroup]| {
+        plan_sync(SyncInput {
+            desired: owns_workload.then_some(&desired),
+            live: &workload,
+            pod_groups: groups,
+            composite_pod_groups: &[],
+        })
+    };
+    for change in resync(&[]).workload_patches() {
+        apply_workload_min_count(cx.client, &workload, change).await?;
     }
     let group_name = job_owned_pod_group_name(job, &workload_name, &template);
     let mut existing: Option<PodGroup> = get_opt(cx.client, &namespace, &group_name).await?;
@@ -279,13 +287,8 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job, pods: PodPresence) -> R
         return Ok(SchedulingDecision::Wait);
     }
     if is_owned(&group.metadata, cx.controller, &uid) {
-        let count = if is_owned(&workload.metadata, cx.controller, &uid) {
-            desired_min
-        } else {
-            template_min_count(&workload, &template)
-        };
-        if let Some(count) = count {
-            sync_pod_group_min_count(cx.client, &group, count).await?;
+        for change in resync(std::slice::from_ref(&group)).pod_group_patches() {
+            apply_pod_group_min_count(cx.client, &group, change).await?;
         }
     }
     Ok(SchedulingDecision::Group(Some(group.name_any())))
@@ -302,7 +305,10 @@ async fn parent_workloads(cx: SchedulingContext<'_>, job: &Job) -> Result<(Vec<W
     // The name a parent built on workloadbuilder gives its Workload (upstream's naming on its name and uid).
     let (group, kind, name, own) = match owner {
         Some(r) => (
-            workloadbuilder::api_group(&r.api_version).to_string(),
+            // A malformed apiVersion names no group a Workload's controllerRef can match.
+            workloadbuilder::api_group(&r.api_version)
+                .unwrap_or_default()
+                .to_string(),
             r.kind.clone(),
             r.name.clone(),
             workloadbuilder::generate_workload_name(&r.name, &r.uid),
@@ -401,10 +407,17 @@ async fn sync_delegated(
     if group.metadata.deletion_timestamp.is_some() {
         return Ok(SchedulingDecision::Wait);
     }
-    if is_owned(&group.metadata, cx.controller, &uid)
-        && let Some(count) = template_min_count(&workload, template)
-    {
-        sync_pod_group_min_count(cx.client, &group, count).await?;
+    if is_owned(&group.metadata, cx.controller, &uid) {
+        // The parent's Workload is not the Job's: the group follows its template.
+        let plan = plan_sync(SyncInput {
+            desired: None,
+            live: &workload,
+            pod_groups: std::slice::from_ref(&group),
+            composite_pod_groups: &[],
+        });
+        for change in plan.pod_group_patches() {
+            apply_pod_group_min_count(cx.client, &group, change).await?;
+        }
     }
     Ok(SchedulingDecision::Group(Some(group.name_any())))
 }

@@ -86,14 +86,25 @@ pub fn desired_root_group(js: &JobSet, workload: &Workload) -> Result<CompositeP
     Ok(group)
 }
 
-/// A child's PodGroup under centralized management, owned by the JobSet.
+/// A child's PodGroup under centralized management, owned by the JobSet, under the root CompositePodGroup.
 pub fn desired_child_group(js: &JobSet, workload: &Workload, child: &Child) -> Result<PodGroup, InstantiateError> {
     let root = root_group_name(&workload.name_any());
+    desired_child_group_under(js, workload, child, Some(&root))
+}
+
+/// A child's PodGroup under centralized management, owned by the JobSet, under `parent` (`None`: a root
+/// PodGroup, as in a flat Workload whose templates are all top-level).
+pub fn desired_child_group_under(
+    js: &JobSet,
+    workload: &Workload,
+    child: &Child,
+    parent: Option<&str>,
+) -> Result<PodGroup, InstantiateError> {
     let mut group = new_pod_group(
         workload,
         &child.replicated_job,
         &child_group_name(child),
-        Some(&root),
+        parent,
         jobset_owner(js).into_iter().collect(),
     )?;
     let mut l = jobset_labels(js);

@@ -338,15 +338,34 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
         .with_children(children))
 }
 
+/// The builder of the JobSet's Workload: its tree ([`jobset_item`]) with the controller's allow-list.
+/// [`WorkloadBuilder::resolve`] on it shows what the JobSet resolves to.
+pub fn jobset_builder(js: &JobSet) -> Result<WorkloadBuilder, FieldErrors> {
+    Ok(WorkloadBuilder::new(jobset_item(js)?).allow(allow_list()))
+}
+
 /// Compile the JobSet's Workload: named [`jobset_workload_name`], owned by the JobSet.
 pub fn compile(js: &JobSet) -> Result<Workload, FieldErrors> {
-    let item = jobset_item(js)?;
-    WorkloadBuilder::new(item).allow(allow_list()).build(
+    jobset_builder(js)?.build(
         &jobset_workload_name(js),
         js.namespace().as_deref().unwrap_or_default(),
         // A JobSet without a uid gets an empty owner, which the builder rejects with field errors.
         &jobset_owner(js).unwrap_or_default(),
     )
+}
+
+/// The JobSet's Workload for a cluster without CompositePodGroups ([`WorkloadBuilder::build_flat`]): one
+/// PodGroupTemplate per replicated job and no root template, so the root must be Basic (the escape hatch
+/// `schedulingPolicy: {basic: {}}`) with no topology and not `all`. Marked as managed by the JobSet
+/// controller. The controller itself creates nested Workloads; `kwas compile --flat` shows this one.
+pub fn desired_flat_workload(js: &JobSet) -> Result<Workload, FieldErrors> {
+    let mut workload = jobset_builder(js)?.build_flat(
+        &jobset_workload_name(js),
+        js.namespace().as_deref().unwrap_or_default(),
+        &jobset_owner(js).unwrap_or_default(),
+    )?;
+    crate::sync::mark_managed(&mut workload.metadata, kwas_api::names::JOBSET_CONTROLLER_NAME);
+    Ok(workload)
 }
 
 /// The Workload the controller creates: [`compile`]d and marked as managed by the JobSet controller.

@@ -18,6 +18,7 @@ use super::children::{
 use super::compile::desired_workload;
 use super::plan;
 use crate::job::plan::PlannedEvent;
+use workloadbuilder::sync::{SyncInput, SyncPlan, plan_sync};
 
 /// What a reconcile observed.
 #[derive(Debug)]
@@ -125,53 +126,29 @@ fn is_terminal(status: &JobSetStatus) -> bool {
         .any(|c| (c.type_ == conditions::COMPLETED || c.type_ == conditions::FAILED) && c.status == "True")
 }
 
-/// Each leaf template's gang `minCount` in `workload` (leaves that are not gangs are left out).
-pub fn leaf_min_counts(workload: &Workload) -> Vec<(String, i32)> {
-    let mut out = Vec::new();
-    let mut stack: Vec<&k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTemplate> =
-        workload.spec.composite_pod_group_templates.iter().flatten().collect();
-    let leaves = workload.spec.pod_group_templates.iter().flatten();
-    let mut push = |t: &k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate| {
-        if let Some(g) = &t.scheduling_policy.gang {
-            out.push((t.name.clone(), g.min_count));
-        }
-    };
-    leaves.for_each(&mut push);
-    while let Some(c) = stack.pop() {
-        c.pod_group_templates.iter().flatten().for_each(&mut push);
-        stack.extend(c.composite_pod_group_templates.iter().flatten());
-    }
-    out
-}
-
 /// Why the JobSet's current spec cannot be applied to its live Workload `live` (`None`: it can): the spec
-/// does not compile, or (for a Workload this controller owns) the compiled Workload differs from the live
-/// one in more than what kube-apiserver lets change on a Workload (a gang `minCount`), with its messages.
+/// does not compile, or (for a Workload this controller owns) the re-sync `plan` found that the compiled
+/// Workload differs from the live one in more than what kube-apiserver lets change on a Workload (a gang
+/// `minCount`), with its messages.
 pub fn update_rejection(
     desired: &Result<Workload, workloadbuilder::FieldErrors>,
     live: &Workload,
-    owned: bool,
+    plan: &SyncPlan,
 ) -> Option<(&'static str, String)> {
     match desired {
         Err(errs) => Some((
             conditions::REASON_INVALID_SCHEDULING,
             format!("the edited scheduling configuration is not applied: {errs}"),
         )),
-        Ok(_) if !owned => None,
-        Ok(desired) => {
-            let mut candidate = live.clone();
-            candidate.spec = desired.spec.clone();
-            let errs = workloadbuilder::validate_workload_update(&candidate, live);
-            (!errs.is_empty()).then(|| {
-                (
-                    conditions::REASON_IMMUTABLE_FIELD,
-                    format!(
-                        "the edit is not applied: Workload {} cannot change this way: {errs}",
-                        live.name_any()
-                    ),
-                )
-            })
-        }
+        Ok(_) => plan.workload_rejection().map(|errs| {
+            (
+                conditions::REASON_IMMUTABLE_FIELD,
+                format!(
+                    "the edit is not applied: Workload {} cannot change this way: {errs}",
+                    live.name_any()
+                ),
+            )
+        }),
     }
 }
 
@@ -232,23 +209,33 @@ pub fn decide(o: &Observed<'_>) -> Decision {
     // other is reported and nothing else happens until it is reverted, so no running group is orphaned.
     let uid = js.metadata.uid.clone().unwrap_or_default();
     let owned = crate::sync::is_owned(&workload.metadata, JOBSET_CONTROLLER_NAME, &uid);
-    if let Some((reason, message)) = update_rejection(&desired, workload, owned) {
+    // The re-sync plan: only a Workload this controller created for this JobSet is patched (another is used
+    // as it is, its groups follow its templates); centralized PodGroups the JobSet controls follow too.
+    let centralized = o.management == PodGroupManagement::Centralized;
+    let groups: Vec<PodGroup> = o
+        .child_groups
+        .iter()
+        .filter(|g| {
+            centralized && g.metadata.deletion_timestamp.is_none() && crate::sync::is_controlled_by(&g.metadata, &uid)
+        })
+        .cloned()
+        .collect();
+    let sync = plan_sync(SyncInput {
+        desired: if owned { desired.as_ref().ok() } else { None },
+        live: workload,
+        pod_groups: &groups,
+        composite_pod_groups: &[],
+    });
+    if let Some((reason, message)) = update_rejection(&desired, workload, &sync) {
         return reject_update(js, o.now, reason, &message);
     }
     let mut steps = Vec::new();
-    // Only a Workload this controller created for this JobSet is patched; another is used as it is.
-    let gang_sizes = match (&desired, owned) {
-        (Ok(desired), true) => leaf_min_counts(desired),
-        _ => leaf_min_counts(workload),
-    };
-    if owned {
-        for (template, count) in &gang_sizes {
-            steps.push(Step::SyncWorkloadMinCount {
-                workload: Box::new(workload.clone()),
-                template: template.clone(),
-                count: *count,
-            });
-        }
+    for t in &sync.workload {
+        steps.push(Step::SyncWorkloadMinCount {
+            workload: Box::new(workload.clone()),
+            template: t.template.clone(),
+            count: t.desired,
+        });
     }
     let decided = plan::plan(js, o.jobs, o.now);
     let mut status = decided.status.clone();
@@ -296,21 +283,15 @@ pub fn decide(o: &Observed<'_>) -> Decision {
             job_managed_by: o.job_managed_by.clone(),
             restart_attempt: status.restarts,
         };
-        let centralized = wiring.management == PodGroupManagement::Centralized;
-        if centralized && !gang_sizes.is_empty() {
-            let uid = js.metadata.uid.clone().unwrap_or_default();
-            for group in o.child_groups {
-                if group.metadata.deletion_timestamp.is_some() || !crate::sync::is_controlled_by(&group.metadata, &uid)
-                {
-                    continue;
-                }
-                let template = group.spec.workload_ref.as_ref().map(|r| r.template_name.as_str());
-                if let Some((_, count)) = gang_sizes.iter().find(|(t, _)| Some(t.as_str()) == template) {
-                    steps.push(Step::SyncPodGroupMinCount {
-                        group: Box::new(group.clone()),
-                        count: *count,
-                    });
-                }
+        for planned in &sync.pod_groups {
+            if let Some(group) = groups
+                .iter()
+                .find(|g| g.metadata.name.as_deref() == Some(planned.name.as_str()))
+            {
+                steps.push(Step::SyncPodGroupMinCount {
+                    group: Box::new(group.clone()),
+                    count: planned.desired,
+                });
             }
         }
         for child in &decided.create {
@@ -559,5 +540,42 @@ mod tests {
             kinds(&d)
         );
         assert_eq!(d.then, Then::AwaitChange);
+    }
+
+    #[test]
+    fn a_min_count_edit_re_syncs_the_centralized_groups_the_jobset_controls() {
+        let js = gang();
+        let live = desired_workload(&js).unwrap();
+        let root = desired_root_group(&js, &live).unwrap();
+        let all = children(&js);
+        let mut groups: Vec<PodGroup> = all
+            .iter()
+            .map(|c| desired_child_group(&js, &live, c).unwrap())
+            .collect();
+        // A group being deleted and one another JobSet controls are left alone.
+        let mut deleting = groups[0].clone();
+        deleting.metadata.name = Some("deleting".into());
+        deleting.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+        let mut foreign = groups[0].clone();
+        foreign.metadata.name = Some("foreign".into());
+        for r in foreign.metadata.owner_references.iter_mut().flatten() {
+            r.uid = "someone-else".into();
+        }
+        groups.extend([deleting, foreign]);
+        let edited = with_policy(serde_json::json!({"schedulingPolicy": {"gang": {"minCount": 2}}}));
+        let mut o = observe(&edited, std::slice::from_ref(&live), &[], Some(&root));
+        o.child_groups = &groups;
+        let k = kinds(&decide(&o));
+        let synced: Vec<&String> = k.iter().filter(|s| s.starts_with("SyncPodGroupMinCount")).collect();
+        let expected: Vec<String> = all
+            .iter()
+            .map(|c| format!("SyncPodGroupMinCount {}=2", super::super::children::child_group_name(c)))
+            .collect();
+        assert_eq!(synced, expected.iter().collect::<Vec<_>>(), "{k:?}");
+        assert_eq!(k[0], "SyncWorkloadMinCount workers=2", "{k:?}");
+        // Delegated: the Job controller re-syncs its own groups.
+        o.management = PodGroupManagement::Delegated;
+        let k = kinds(&decide(&o));
+        assert!(!k.iter().any(|s| s.starts_with("SyncPodGroupMinCount")), "{k:?}");
     }
 }

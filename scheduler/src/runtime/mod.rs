@@ -357,6 +357,7 @@ impl SchedulerRuntime {
 
             if leader && engine.synced() {
                 engine.retry_evictions(now, &mut actions);
+                engine.publish_health(&mut actions);
             }
             let worked = leader && engine.synced() && engine.schedule_one(now, &mut actions);
             if leader {

@@ -154,9 +154,10 @@ async fn a_higher_priority_gang_preempts_an_all_gang_entirely_which_then_reruns_
         (status.as_str(), reason.as_str()),
         ("True", REASON_PREEMPTION_BY_SCHEDULER)
     );
-    assert_eq!(
-        message,
-        "kwas-scheduler: preempting to accommodate a higher priority podgroup"
+    assert!(
+        message.starts_with("kwas-scheduler: preempting to accommodate a higher priority podgroup ")
+            && message.contains(" (priority "),
+        "{message}"
     );
     eventually("every victim gone", || async {
         let left = still_bound(&e2e, "low", &victims).await;

@@ -181,6 +181,29 @@ impl Snapshot {
             .unwrap_or(&[])
     }
 
+    /// For a gang PodGroup: its members scheduled now (assumed or bound; a terminating member counts
+    /// until it is gone, a finished one does not) and its `minCount`. `None` for an unknown group, a
+    /// CompositePodGroup or a Basic PodGroup (KEP-6413's condition covers gang PodGroups).
+    pub fn gang_members_scheduled(&self, key: &GroupKey) -> Option<(u32, u32)> {
+        let id = self.group_id(key)?;
+        let group = self.group(id);
+        let min = match (&group.key.kind, &group.policy) {
+            (GroupKind::PodGroup, Policy::Gang { min, .. }) => *min,
+            _ => return None,
+        };
+        let scheduled = self
+            .members(id)
+            .iter()
+            .filter(|&&pid| {
+                matches!(
+                    self.pod(pid).state,
+                    crate::core::model::PodState::Bound | crate::core::model::PodState::Assumed
+                )
+            })
+            .count();
+        Some((u32::try_from(scheduled).unwrap_or(u32::MAX), min))
+    }
+
     /// Pods of PodGroup `g` that `Succeeded` (0 for a CompositePodGroup).
     pub(crate) fn succeeded_members(&self, g: u32) -> u32 {
         let group = self.group(g);

@@ -39,6 +39,7 @@ impl Engine {
                 warn!(pod = %pod, node, error = %e, "binding rejected");
                 if matches!(self.snap.pod_state(pod), Some((PodState::Assumed, _))) {
                     let _ = self.snap.forget(pod);
+                    self.pod_health_changed(pod);
                 }
                 // Allocations this binding was to write are free again (unless the informer already
                 // shows them written by a gang mate).

@@ -307,6 +307,7 @@ impl Engine {
             return;
         }
         self.pods.insert(key.clone(), meta);
+        self.pod_health_changed(&key);
         self.route(&key, now);
     }
 
@@ -319,6 +320,7 @@ impl Engine {
 
     /// A pod left the snapshot (deleted or finished): requeue its unit, release what it held.
     pub(super) fn pod_left(&mut self, key: &PodKey, placed: bool, now: Instant) {
+        self.pod_health_changed(key);
         if let Some(meta) = self.pods.remove(key)
             && let Some(g) = meta.group
             && let Ok(unit) = self.snap.root_unit(&GroupKey::pod_group(key.namespace.clone(), g))
@@ -361,6 +363,9 @@ impl Engine {
             return;
         }
         let is_new = !self.groups.contains_key(&key);
+        if key.kind == GroupKind::PodGroup {
+            self.health_dirty.insert(key.clone());
+        }
         self.groups.insert(key.clone(), meta);
         if let Ok(unit) = self.snap.root_unit(&key) {
             self.touch(&unit, now);

@@ -60,6 +60,7 @@ use crate::runtime::scheduling_queue::{Failure, QueueDepth, SchedulingQueue};
 
 mod binding;
 mod gating;
+mod health;
 mod ingest;
 mod preemption;
 mod release;
@@ -296,6 +297,10 @@ pub struct Engine {
     capacity_changed: bool,
     /// Actions decided while applying informer events, for [`Engine::take_deferred`].
     deferred: Vec<Action>,
+    /// PodGroups whose gang health may have changed since the last [`Engine::publish_health`].
+    health_dirty: HashSet<GroupKey>,
+    /// Every gang's health is looked at on the next [`Engine::publish_health`].
+    health_all: bool,
     /// The wall clock of the entry point running now (condition times).
     wall: Timestamp,
 }
@@ -348,6 +353,8 @@ impl Engine {
             aux_keys: HashMap::new(),
             capacity_changed: false,
             deferred: Vec::new(),
+            health_dirty: HashSet::new(),
+            health_all: true,
             wall: Timestamp::UNIX_EPOCH,
         }
     }
@@ -549,6 +556,7 @@ impl Engine {
                 continue;
             }
             self.binding.insert(a.pod.clone(), unit.clone());
+            self.pod_health_changed(&a.pod);
             let mut claims = self.snap.volume_prebind(&a.pod, &a.node);
             if let Some((_, reservations)) = outcome.reservations.iter().find(|(p, _)| *p == a.pod) {
                 let mut allocated = Vec::new();

@@ -17,7 +17,7 @@ use kwas_api::names::conditions::{DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDU
 use kwas_api::names::events;
 use tracing::{debug, info};
 
-use crate::core::{PodState, PreemptionVerdict, UnitKey};
+use crate::core::{GroupKind, PodState, PreemptionVerdict, UnitKey};
 use crate::runtime::actions::{Action, EventRecord, group_ref, pod_ref};
 use crate::runtime::conditions::{DesiredCondition, WAITING_FOR_PREEMPTION};
 
@@ -101,6 +101,8 @@ impl Engine {
     /// This instance stops scheduling: preemptions in progress drop their reservations (the next
     /// leader decides anew). Queue and snapshot stay warm.
     pub fn step_down(&mut self) {
+        // Whoever leads next (this instance again, say) looks at every gang's health once.
+        self.recheck_all_health();
         let units: Vec<UnitKey> = self.ongoing.keys().cloned().collect();
         for u in units {
             self.release(&u);
@@ -166,7 +168,10 @@ impl Engine {
         info!(unit = %unit, victims = p.victims.len(), message = %p.message, "preempting");
         let (preemptor_kind, preemptor_ref, preemptor_name) = match unit {
             UnitKey::Group(g) => (
-                "podgroup",
+                match g.kind {
+                    GroupKind::PodGroup => "podgroup",
+                    GroupKind::CompositePodGroup => "compositepodgroup",
+                },
                 group_ref(g, self.groups.get(g).and_then(|m| m.uid.as_deref())),
                 format!("{}/{}", g.namespace, g.name),
             ),
@@ -179,9 +184,15 @@ impl Engine {
                 )
             }
         };
+        // Upstream's message, then who preempted (victims keep it: `kubectl kwas who-preempted`).
+        let (namespace, name) = match unit {
+            UnitKey::Group(g) => (&g.namespace, &g.name),
+            UnitKey::Pod(k) => (&k.namespace, &k.name),
+        };
         let disruption = format!(
-            "{}: preempting to accommodate a higher priority {preemptor_kind}",
-            self.settings.primary_name
+            "{}: preempting to accommodate a higher priority {preemptor_kind} {namespace}/{name} (priority {})",
+            self.settings.primary_name,
+            self.snap.unit_summary(unit).priority
         );
         let mut victims = HashSet::new();
         let mut cancelled: Vec<UnitKey> = Vec::new();

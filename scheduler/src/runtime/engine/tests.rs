@@ -438,7 +438,7 @@ pub(super) fn preemption_evicts_whole_all_units_reserves_and_then_binds() {
                 assert_eq!(condition.reason, REASON_PREEMPTION_BY_SCHEDULER);
                 assert_eq!(
                     condition.message,
-                    "kwas-scheduler: preempting to accommodate a higher priority podgroup"
+                    "kwas-scheduler: preempting to accommodate a higher priority podgroup ns/high (priority 100)"
                 );
                 assert_eq!(event.note, "Preempted by podgroup ns/high on node n1");
                 Some(pod.name.clone())

@@ -1,0 +1,110 @@
+//! Live gang health (KEP-6413): `PodGroupSatisfied` on gang PodGroups, `True` (`MinCountSatisfied`) while
+//! at least `minCount` members are scheduled (assumed or bound), `False` (`BelowMinCount`) once the gang
+//! has fallen below it, with the message `N of M members scheduled`. Unlike `PodGroupInitiallyScheduled`
+//! it follows the gang both ways; it is absent until the gang first reaches its minimum.
+//!
+//! Which groups to look at is collected as pods and groups change ([`Engine::health_changed`]); the leader
+//! publishes the conditions once per turn ([`Engine::publish_health`]), writing only when the status,
+//! reason or message changes (a count change within the same status rewrites the message only). A new
+//! leader looks at every gang once, so the condition is derived from the cluster after restarts and
+//! leader changes.
+
+use kwas_api::names::conditions::{POD_GROUP_SATISFIED, REASON_BELOW_MIN_COUNT, REASON_MIN_COUNT_SATISFIED};
+
+use crate::core::{GroupKey, GroupKind};
+
+use super::*;
+
+/// The condition a gang with `scheduled` of `min` members gets, given whether it has the condition
+/// already: `None` while a gang that never reached its minimum has none (the condition is absent until
+/// the first transition).
+pub(crate) fn desired_health(scheduled: u32, min: u32, has_condition: bool) -> Option<(bool, &'static str, String)> {
+    let satisfied = scheduled >= min;
+    if !satisfied && !has_condition {
+        return None;
+    }
+    let reason = if satisfied {
+        REASON_MIN_COUNT_SATISFIED
+    } else {
+        REASON_BELOW_MIN_COUNT
+    };
+    Some((satisfied, reason, format!("{scheduled} of {min} members scheduled")))
+}
+
+impl Engine {
+    /// Notes that the gang health of PodGroup `group` in `namespace` may have changed.
+    pub(super) fn health_changed(&mut self, namespace: &str, group: &str) {
+        self.health_dirty
+            .insert(GroupKey::pod_group(namespace.to_string(), group.to_string()));
+    }
+
+    /// Notes that the gang health of `pod`'s group may have changed.
+    pub(super) fn pod_health_changed(&mut self, pod: &PodKey) {
+        if let Some(g) = self.pods.get(pod).and_then(|m| m.group.clone()) {
+            let ns = pod.namespace.clone();
+            self.health_changed(&ns, &g);
+        }
+    }
+
+    /// Every gang is looked at on the next [`Engine::publish_health`] (a new leader).
+    pub(super) fn recheck_all_health(&mut self) {
+        self.health_all = true;
+    }
+
+    /// Writes `PodGroupSatisfied` where it changed (a leader's job; a follower only collects).
+    pub fn publish_health(&mut self, out: &mut Vec<Action>) {
+        let keys: Vec<GroupKey> = if std::mem::take(&mut self.health_all) {
+            self.health_dirty.clear();
+            self.groups
+                .keys()
+                .filter(|k| k.kind == GroupKind::PodGroup)
+                .cloned()
+                .collect()
+        } else {
+            self.health_dirty.drain().collect()
+        };
+        for key in keys {
+            let Some((scheduled, min)) = self.snap.gang_members_scheduled(&key) else {
+                continue;
+            };
+            let has = self
+                .groups
+                .get(&key)
+                .is_some_and(|m| m.conditions.iter().any(|c| c.type_ == POD_GROUP_SATISFIED));
+            if let Some((status, reason, message)) = desired_health(scheduled, min, has) {
+                self.group_condition(&key, POD_GROUP_SATISFIED, status, reason, &message, out);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_condition_follows_the_gang_both_ways_once_it_formed() {
+        assert_eq!(desired_health(0, 4, false), None);
+        assert_eq!(desired_health(3, 4, false), None);
+        assert_eq!(
+            desired_health(4, 4, false),
+            Some((true, REASON_MIN_COUNT_SATISFIED, "4 of 4 members scheduled".into()))
+        );
+        assert_eq!(
+            desired_health(3, 4, true),
+            Some((false, REASON_BELOW_MIN_COUNT, "3 of 4 members scheduled".into()))
+        );
+        assert_eq!(
+            desired_health(u32::MAX, u32::MAX, true),
+            Some((
+                true,
+                REASON_MIN_COUNT_SATISFIED,
+                format!("{} of {} members scheduled", u32::MAX, u32::MAX)
+            ))
+        );
+        assert_eq!(
+            desired_health(0, 1, true),
+            Some((false, REASON_BELOW_MIN_COUNT, "0 of 1 members scheduled".into()))
+        );
+    }
+}
