@@ -93,9 +93,27 @@ fn a_gang_that_fits_is_bound_in_one_rack_and_a_gpu_gang_is_told_why() {
     assert!(report.bindings.iter().all(|b| b.pod_group.as_deref() == Some("train")));
 
     let groups = report.last_group_conditions();
-    let train = groups.iter().find(|c| c.group == "PodGroup ns/train").unwrap();
+    let condition = |group: &str, type_: &str| {
+        groups
+            .iter()
+            .find(|c| c.group == group && c.type_ == type_)
+            .unwrap_or_else(|| panic!("no {type_} on {group}: {groups:#?}"))
+    };
+    let train = condition("PodGroup ns/train", "PodGroupInitiallyScheduled");
     assert_eq!((train.status.as_str(), train.reason.as_str()), ("True", "Scheduled"));
-    let gpu = groups.iter().find(|c| c.group == "PodGroup ns/gpu").unwrap();
+    // The live loop's gang health (KEP-6413) runs in the replay too.
+    let health = condition("PodGroup ns/train", "PodGroupSatisfied");
+    assert_eq!(
+        (health.status.as_str(), health.reason.as_str(), health.message.as_str()),
+        ("True", "MinCountSatisfied", "4 of 4 members scheduled")
+    );
+    assert!(
+        !groups
+            .iter()
+            .any(|c| c.group == "PodGroup ns/gpu" && c.type_ == "PodGroupSatisfied"),
+        "absent until the gang forms"
+    );
+    let gpu = condition("PodGroup ns/gpu", "PodGroupInitiallyScheduled");
     assert_eq!(
         (gpu.type_.as_str(), gpu.status.as_str(), gpu.reason.as_str()),
         ("PodGroupInitiallyScheduled", "False", "Unschedulable")
@@ -187,7 +205,12 @@ fn bound_pods_stay_and_a_preemption_names_its_victims_then_binds_the_preemptor()
         waiting.message,
         "pod group is waiting for podgroup preemption to complete"
     );
-    assert_eq!(report.last_group_conditions()[0].status, "True");
+    assert!(
+        report
+            .last_group_conditions()
+            .iter()
+            .any(|c| c.type_ == "PodGroupInitiallyScheduled" && c.status == "True")
+    );
     assert!(report.pending.is_empty());
     assert!(text.contains("PodGroup ns/urgent preempts 2 pods:"), "{text}");
 }

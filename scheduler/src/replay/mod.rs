@@ -6,9 +6,11 @@
 //! item and field at fault.
 //!
 //! [`replay`] (`kwas replay`) feeds the objects to the runtime's [`Engine`](crate::runtime::Engine) the
-//! way the informers do at start-up (a list of every kind), then runs the live loop's turns: binding
-//! results and informer updates applied, [`end_of_batch`](crate::runtime::Engine::end_of_batch),
-//! eviction retries, one [`schedule_one`](crate::runtime::Engine::schedule_one). Decisions are therefore
+//! way the informers do at start-up (a list of every kind), then runs the live loop's turns as the
+//! leader: binding results and informer updates applied,
+//! [`end_of_batch`](crate::runtime::Engine::end_of_batch), eviction retries, gang health
+//! ([`publish_health`](crate::runtime::Engine::publish_health)), one
+//! [`schedule_one`](crate::runtime::Engine::schedule_one). Decisions are therefore
 //! the live scheduler's own: the same engine, queue, cycle, preemption and condition code; only the I/O
 //! is simulated:
 //!
