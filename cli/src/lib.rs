@@ -11,7 +11,9 @@ pub mod dev;
 pub mod kube_client;
 pub mod placement;
 pub mod plugin;
+pub mod replay;
 pub mod scheduler;
+pub mod snapshot;
 pub mod strict;
 
 use clap::ValueEnum;

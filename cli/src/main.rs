@@ -1,6 +1,6 @@
 //! The `kwas` command line.
 
-use kwas::{Management, compile, controllers, demo, dev, plugin, scheduler};
+use kwas::{Management, compile, controllers, demo, dev, plugin, replay, scheduler, snapshot};
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -61,6 +61,10 @@ enum Command {
     Why(plugin::UnitArgs),
     /// Who preempted a pod or a gang: the preemptor, both priorities, when.
     WhoPreempted(plugin::UnitArgs),
+    /// Write the scheduling inputs of a cluster (what the scheduler's informers read) to one file.
+    Snapshot(snapshot::SnapshotArgs),
+    /// Replay the scheduler on a snapshot offline: the bindings, conditions and preemptions it would decide.
+    Replay(replay::ReplayArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -182,6 +186,8 @@ fn main() -> ExitCode {
         Command::Tree(args) => runtime().and_then(|rt| rt.block_on(plugin::run_tree(args))),
         Command::Why(args) => runtime().and_then(|rt| rt.block_on(plugin::run_why(args))),
         Command::WhoPreempted(args) => runtime().and_then(|rt| rt.block_on(plugin::run_who_preempted(args))),
+        Command::Snapshot(args) => runtime().and_then(|rt| rt.block_on(snapshot::run(args))),
+        Command::Replay(args) => replay::run(&args, &mut std::io::stdout().lock()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

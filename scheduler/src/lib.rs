@@ -9,9 +9,14 @@
 //! `runtime` (cargo feature `runtime`, on by default) runs the core against a cluster with kube-rs:
 //! informers, a PreEnqueue-gated queue with backoff, binding, group and pod conditions, events,
 //! preemption actuation, leader election and `/healthz`, `/readyz`, `/metrics`.
+//!
+//! `replay` (with `runtime`) takes a snapshot of a cluster's scheduling inputs and replays the
+//! runtime's decisions on it offline: `kwas snapshot`, `kwas replay`.
 
 #![warn(missing_docs)]
 
 pub mod core;
+#[cfg(feature = "runtime")]
+pub mod replay;
 #[cfg(feature = "runtime")]
 pub mod runtime;
