@@ -272,6 +272,20 @@ impl Io {
         {
             Ok(_) => BindResult::Bound,
             Err(e) if is_status(&e, 409) || is_status(&e, 404) => BindResult::Conflict(e.to_string()),
+            Err(e) if outcome_unknown(&e) => {
+                // The binding may have taken effect (an answer lost after the commit): the pod says.
+                self.metrics.api_error("bind");
+                for attempt in 1..=MAX_WRITE_ATTEMPTS {
+                    match api.get_opt(&pod.name).await {
+                        Ok(p) => {
+                            let bound_to = p.as_ref().map(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()));
+                            return settle_binding(bound_to, node, &api_message(&e));
+                        }
+                        Err(_) => tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await,
+                    }
+                }
+                BindResult::Failed(api_message(&e))
+            }
             Err(e) => {
                 self.metrics.api_error("bind");
                 BindResult::Failed(api_message(&e))
@@ -453,6 +467,27 @@ impl Io {
     }
 }
 
+/// Whether a request answered `err` may have taken effect anyway: a 5xx (a 504 is an answer lost after
+/// the commit) or no answer at all. kube's clients no longer resend such writes (`kwas_api::client`), so a
+/// binding that ends so is checked on the pod instead of being taken as rejected.
+fn outcome_unknown(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Api(s) => s.code >= 500,
+        _ => true,
+    }
+}
+
+/// A binding whose answer was lost, settled by the pod read back: `bound_to` is `None` when the pod is
+/// gone, else its `spec.nodeName`.
+fn settle_binding(bound_to: Option<Option<&str>>, node: &str, error: &str) -> BindResult {
+    match bound_to {
+        Some(Some(n)) if n == node => BindResult::Bound,
+        Some(Some(n)) => BindResult::Conflict(format!("{error}; the pod is bound to {n}")),
+        None => BindResult::Conflict(format!("{error}; the pod is gone")),
+        Some(None) => BindResult::Failed(error.to_string()),
+    }
+}
+
 fn api_message(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) => s.message.clone(),
@@ -539,6 +574,28 @@ async fn publish_events(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binding_whose_answer_was_lost_is_settled_by_the_pod() {
+        assert_eq!(settle_binding(Some(Some("n1")), "n1", "504"), BindResult::Bound);
+        assert!(
+            matches!(settle_binding(Some(Some("n2")), "n1", "504"), BindResult::Conflict(m) if m.ends_with("bound to n2"))
+        );
+        assert!(matches!(settle_binding(None, "n1", "504"), BindResult::Conflict(_)));
+        assert_eq!(
+            settle_binding(Some(None), "n1", "504"),
+            BindResult::Failed("504".into())
+        );
+        let api_error = |code: u16| {
+            let status: kube::core::Status =
+                serde_json::from_value(serde_json::json!({"status": "Failure", "message": "m", "code": code})).unwrap();
+            kube::Error::Api(status.into())
+        };
+        assert!(outcome_unknown(&api_error(504)));
+        assert!(outcome_unknown(&api_error(500)));
+        let rejected = api_error(403);
+        assert!(!outcome_unknown(&rejected));
+    }
 
     #[test]
     fn a_term_ends_when_leadership_changes() {
