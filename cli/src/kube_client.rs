@@ -1,30 +1,39 @@
-//! Connecting to a cluster: an explicit kubeconfig, else `KUBECONFIG` / `~/.kube/config`, else the
-//! in-cluster service account (kube's inference). Requests are retried as client-go retries them
-//! ([`kwas_api::client`]): a create whose response was lost is never sent twice.
+//! Connecting to a cluster as kubectl does: `--kubeconfig`, else `KUBECONFIG` / `~/.kube/config`, else the
+//! in-cluster service account; `--context` picks a context. The components that write (`kwas controllers`,
+//! `kwas scheduler`) get clients that never resend a write the server may have acted on
+//! ([`kwas_api::client`]); the read-only commands build theirs from [`config`] with kube's defaults.
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{Result, anyhow};
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-/// A client for the cluster of `kubeconfig` (or the inferred one).
-pub async fn client(kubeconfig: Option<&Path>) -> Result<Client> {
-    match kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
-            let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+/// The configuration kubectl would use for `kubeconfig` (or the inferred one) and `context`.
+pub async fn config(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<kube::Config> {
+    let options = KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..KubeConfigOptions::default()
+    };
+    match (kubeconfig, context) {
+        (Some(path), _) => {
+            let kc = Kubeconfig::read_from(path).map_err(|e| anyhow!("reading {}: {e}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &options)
                 .await
-                .with_context(|| format!("loading {}", path.display()))?;
-            Ok(kwas_api::client::client(config)?)
+                .map_err(|e| anyhow!("loading {}: {e}", path.display()))
         }
-        None => {
-            let config = kube::Config::infer()
-                .await
-                .context("no kubeconfig and no in-cluster configuration")?;
-            Ok(kwas_api::client::client(config)?)
-        }
+        (None, Some(c)) => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| anyhow!("loading the kubeconfig for context {c}: {e}")),
+        (None, None) => kube::Config::infer().await.map_err(|e| {
+            anyhow!("no kubeconfig ($KUBECONFIG, ~/.kube/config, --kubeconfig) and no in-cluster configuration: {e}")
+        }),
     }
+}
+
+/// A client for the cluster of `kubeconfig` (or the inferred one) that never resends a write.
+pub async fn client(kubeconfig: Option<&Path>) -> Result<Client> {
+    Ok(kwas_api::client::client(config(kubeconfig, None).await?)?)
 }
 
 /// This instance's identity for leader election: `POD_NAME`, else the host name, else a random one.

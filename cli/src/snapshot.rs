@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, anyhow};
 use clap::{Args, ValueEnum};
 use kube::Client;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kwas_api::names::SCHEDULER_NAME;
 use kwas_scheduler::replay;
 
@@ -39,29 +38,12 @@ pub struct SnapshotArgs {
     pub scheduler_names: Vec<String>,
 }
 
-/// A client as kubectl resolves one: `--kubeconfig`, else `KUBECONFIG` / `~/.kube/config`, else the
-/// in-cluster service account; `--context` picks a context of the kubeconfig. A snapshot only lists, so
-/// kube's resend of failed requests stays on (a list sent twice changes nothing).
+/// A client as kubectl resolves one ([`crate::kube_client::config`]). A snapshot only lists, so kube's
+/// resend of failed requests stays on (a list sent twice changes nothing).
 pub async fn connect(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Client> {
-    let options = KubeConfigOptions {
-        context: context.map(str::to_string),
-        ..KubeConfigOptions::default()
-    };
-    let config = match (kubeconfig, context) {
-        (Some(path), _) => {
-            let kc = Kubeconfig::read_from(path).map_err(|e| anyhow!("reading {}: {e}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &options)
-                .await
-                .map_err(|e| anyhow!("loading {}: {e}", path.display()))?
-        }
-        (None, Some(c)) => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| anyhow!("loading the kubeconfig for context {c}: {e}"))?,
-        (None, None) => kube::Config::infer()
-            .await
-            .map_err(|e| anyhow!("no kubeconfig and no in-cluster configuration: {e}"))?,
-    };
-    Ok(Client::try_from(config)?)
+    Ok(Client::try_from(
+        crate::kube_client::config(kubeconfig, context).await?,
+    )?)
 }
 
 impl SnapshotArgs {

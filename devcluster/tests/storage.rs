@@ -113,7 +113,6 @@ async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
             .then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
         pods.get("app").await.unwrap().status.unwrap().phase.as_deref(),
         Some("Pending")
@@ -159,7 +158,10 @@ async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
     .await;
     // Deleting the claim waits for the pod; then the claim and its volume go.
     claims.delete("data", &Default::default()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    common::eventually(T, "the claim marked for deletion", || async {
+        claims.get("data").await.ok()?.metadata.deletion_timestamp.map(|_| ())
+    })
+    .await;
     assert!(claims.get("data").await.unwrap().metadata.deletion_timestamp.is_some());
     pods.delete("app", &Default::default()).await.unwrap();
     common::eventually(T, "claim and volume gone", || async {

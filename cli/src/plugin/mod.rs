@@ -32,7 +32,6 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use kube::api::{Api, ListParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Resource};
 use kwas_api::jobset::JobSet;
 use kwas_api::names::events;
@@ -141,28 +140,7 @@ fn parse_interval(s: &str) -> Result<Duration, String> {
 
 /// A client and the namespace to read, resolved as kubectl resolves them.
 pub async fn connect(args: &ClusterArgs) -> Result<(Client, String)> {
-    let options = KubeConfigOptions {
-        context: args.context.clone(),
-        cluster: None,
-        user: None,
-    };
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &options)
-                .await
-                .with_context(|| format!("loading {}", path.display()))?
-        }
-        None => match kube::Config::from_kubeconfig(&options).await {
-            Ok(c) => c,
-            Err(e) if args.context.is_some() => return Err(anyhow!(e).context("loading the kubeconfig")),
-            Err(e) => kube::Config::incluster().map_err(|_| {
-                anyhow!(e).context(
-                    "no kubeconfig ($KUBECONFIG, ~/.kube/config, --kubeconfig) and no in-cluster configuration",
-                )
-            })?,
-        },
-    };
+    let config = crate::kube_client::config(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     let namespace = args
         .namespace
         .clone()
@@ -474,21 +452,28 @@ pub fn render_why(
 
 /// `kwas why`.
 pub async fn run_why(args: UnitArgs) -> Result<()> {
-    why_command(args).await.map_err(|e| anyhow!("{e:#}"))
+    unit_command(args, Events::FailedScheduling, render_why).await
 }
 
-async fn why_command(args: UnitArgs) -> Result<()> {
-    parse_target(&args.target).map_err(|e| anyhow!(e))?;
-    let (client, namespace) = connect(&args.cluster).await?;
-    let snap = fetch(&client, &namespace, Events::FailedScheduling).await?;
-    emit(&render_why(
-        &snap,
-        &args.target,
-        args.output,
-        style_for_stdout(),
-        Some(k8s_openapi::jiff::Timestamp::now()),
-    )?)?;
-    Ok(())
+/// The renderer of a command about one unit (`why`, `who-preempted`).
+type RenderUnit = fn(&Snapshot, &str, Output, Style, Option<k8s_openapi::jiff::Timestamp>) -> Result<String>;
+
+/// Fetches what a unit command reads (with the events of reason `events`) and prints `render`'s output.
+async fn unit_command(args: UnitArgs, events: Events, render: RenderUnit) -> Result<()> {
+    let run = async {
+        parse_target(&args.target).map_err(|e| anyhow!(e))?;
+        let (client, namespace) = connect(&args.cluster).await?;
+        let snap = fetch(&client, &namespace, events).await?;
+        emit(&render(
+            &snap,
+            &args.target,
+            args.output,
+            style_for_stdout(),
+            Some(k8s_openapi::jiff::Timestamp::now()),
+        )?)?;
+        Ok::<(), anyhow::Error>(())
+    };
+    run.await.map_err(|e| anyhow!("{e:#}"))
 }
 
 /// `who-preempted`'s output for one snapshot.
@@ -510,21 +495,7 @@ pub fn render_preempted(
 
 /// `kwas who-preempted`.
 pub async fn run_who_preempted(args: UnitArgs) -> Result<()> {
-    preempted_command(args).await.map_err(|e| anyhow!("{e:#}"))
-}
-
-async fn preempted_command(args: UnitArgs) -> Result<()> {
-    parse_target(&args.target).map_err(|e| anyhow!(e))?;
-    let (client, namespace) = connect(&args.cluster).await?;
-    let snap = fetch(&client, &namespace, Events::Preempted).await?;
-    emit(&render_preempted(
-        &snap,
-        &args.target,
-        args.output,
-        style_for_stdout(),
-        Some(k8s_openapi::jiff::Timestamp::now()),
-    )?)?;
-    Ok(())
+    unit_command(args, Events::Preempted, render_preempted).await
 }
 
 #[cfg(test)]

@@ -106,8 +106,8 @@ const DRAFT_NAMES: [(&str, &str, &str); 4] = [
 /// (`unknown field "spec.scheduling.policy" (did you mean "spec.scheduling.schedulingPolicy"?)`).
 pub(crate) fn describe_unknown(field: &str) -> String {
     let (parent, last) = field.rsplit_once('.').unwrap_or(("", field));
-    let within =
-        |scope: &str| parent.contains(scope) || parent.contains("TemplatePolicies") || parent.contains("Templates[");
+    // Workload templates hold the scheduling blocks directly (`spec.podGroupTemplates[0].policy`).
+    let within = |scope: &str| parent.contains(scope) || (scope == "scheduling" && parent.contains("Templates["));
     let hint = DRAFT_NAMES
         .iter()
         .find(|(draft, _, scope)| *draft == last && within(scope))

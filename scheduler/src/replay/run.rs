@@ -669,9 +669,8 @@ pub fn replay(snapshot: &SchedulingSnapshot, options: &ReplayOptions) -> ReplayR
         if turns > max_turns {
             break Stop::MaxCycles;
         }
-        // One turn of the live loop (`SchedulerRuntime::run`, as the leader), in its order: informer
-        // events and binding results, end of batch, deferred actions, eviction retries, gang health,
-        // one unit. A step added to that loop belongs here too.
+        // One turn of the live loop (`SchedulerRuntime::run`, as the leader): informer events and binding
+        // results, then the engine's `turn`.
         let now = at(offset);
         let mut actions = Vec::new();
         for ev in std::mem::take(&mut run.feedback) {
@@ -681,11 +680,7 @@ pub fn replay(snapshot: &SchedulingSnapshot, options: &ReplayOptions) -> ReplayR
             run.engine
                 .bind_finished(&pod, &node, BindResult::Bound, now, &mut actions);
         }
-        run.engine.end_of_batch(now);
-        run.engine.take_deferred(&mut actions);
-        run.engine.retry_evictions(now, &mut actions);
-        run.engine.publish_health(&mut actions);
-        let worked = cycles < options.max_cycles && run.engine.schedule_one(now, &mut actions);
+        let worked = run.engine.turn(now, true, cycles < options.max_cycles, &mut actions);
         if worked {
             cycles += 1;
         }

@@ -442,11 +442,7 @@ impl Metrics {
 
     /// Counts a preemption attempt by a group (`workload`, upstream's workload preemption) or a plain pod.
     pub fn preemption_attempt(&self, workload: bool, result: &str) {
-        self.preemption_attempts
-            .get_or_create(&ResultLabel {
-                result: result.to_string(),
-            })
-            .inc();
+        self.kwas_preemption_attempt(result);
         if workload {
             self.upstream
                 .workload_preemption_attempts

@@ -350,16 +350,9 @@ impl SchedulerRuntime {
             if leader_rx.has_changed().unwrap_or(false) {
                 leader = on_leadership(&mut engine, &writers, *leader_rx.borrow_and_update(), &health, &metrics);
             }
-            engine.end_of_batch(now);
-            engine.take_deferred(&mut actions);
+            let worked = engine.turn(now, leader && engine.synced(), true, &mut actions);
             health.set_ready(engine.synced());
             health.beat();
-
-            if leader && engine.synced() {
-                engine.retry_evictions(now, &mut actions);
-                engine.publish_health(&mut actions);
-            }
-            let worked = leader && engine.synced() && engine.schedule_one(now, &mut actions);
             if leader {
                 for a in actions.drain(..) {
                     writers.dispatch(a);

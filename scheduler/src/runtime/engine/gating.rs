@@ -13,6 +13,21 @@ use crate::runtime::scheduling_queue::QueueState;
 use super::*;
 
 impl Engine {
+    /// One turn of the scheduler's loop after the informer events and binding results of the turn were
+    /// applied, in its order: end of batch, deferred actions, then, when `lead` (the leader of a synced
+    /// snapshot), eviction retries, gang health and, when `schedule` too, one unit. The live loop and the
+    /// offline replay both run it. Returns whether a unit was scheduled.
+    pub fn turn(&mut self, now: Now, lead: bool, schedule: bool, out: &mut Vec<Action>) -> bool {
+        self.end_of_batch(now);
+        self.take_deferred(out);
+        if !lead {
+            return false;
+        }
+        self.retry_evictions(now, out);
+        self.publish_health(out);
+        schedule && self.schedule_one(now, out)
+    }
+
     /// Wakes unschedulable units after a batch that freed or added capacity, and preemptors whose
     /// victims are gone or whose reservation timed out.
     pub fn end_of_batch(&mut self, now: Now) {
