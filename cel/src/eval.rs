@@ -999,7 +999,7 @@ fn optional_inner(v: &Value) -> Option<Option<Value>> {
 }
 
 /// cel-go's name of a value's type.
-pub(crate) fn type_name(v: &Value) -> String {
+pub fn type_name(v: &Value) -> String {
     match v {
         Value::List(_) => "list".into(),
         Value::Map(_) => "map".into(),

@@ -85,15 +85,15 @@ fn empty_unions_are_rejected_with_the_field() {
         ),
         (
             jobset("{schedulingPolicy: {}}"),
-            r#"spec.scheduling.schedulingPolicy: Invalid value: "object": must specify one of: `basic`, `gang`"#,
+            r#"spec.scheduling.schedulingPolicy: Invalid value: must specify one of: `basic`, `gang`"#,
         ),
         (
             jobset("{disruptionMode: {}}"),
-            r#"spec.scheduling.disruptionMode: Invalid value: "object": must specify one of: `single`, `all`"#,
+            r#"spec.scheduling.disruptionMode: Invalid value: must specify one of: `single`, `all`"#,
         ),
         (
             jobset("{replicatedJobPolicies: [{targetReplicatedJob: workers, schedulingPolicy: {}}]}"),
-            r#"spec.scheduling.replicatedJobPolicies[0].schedulingPolicy: Invalid value: "object": must specify one of: `basic`, `gang`"#,
+            r#"spec.scheduling.replicatedJobPolicies[0].schedulingPolicy: Invalid value: must specify one of: `basic`, `gang`"#,
         ),
     ];
     for (manifest, expected) in cases {

@@ -425,7 +425,7 @@ async fn conflicting_and_invalid_configurations_fail_with_field_paths_and_create
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, kube::Error::Api(s) if s.code == 422 && s.message.contains("spec.replicatedJobs: Invalid value: \"object\": a replicated job's scheduling may be set in its Job template or in spec.scheduling.replicatedJobPolicies, not both")),
+        matches!(&err, kube::Error::Api(s) if s.code == 422 && s.message.contains("spec.replicatedJobs: Invalid value: a replicated job's scheduling may be set in its Job template or in spec.scheduling.replicatedJobPolicies, not both")),
         "{err}"
     );
     // A policy naming no replicated job.

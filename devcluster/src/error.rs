@@ -74,6 +74,25 @@ impl FieldCause {
         }
     }
 
+    /// `<field>: Invalid value: detail`: the value omitted (`field.OmitValueType`), as kube-apiserver
+    /// reports a failed CEL rule on an object or a list.
+    pub fn invalid_omitted(field: impl Into<String>, detail: &str) -> Self {
+        FieldCause {
+            field: field.into(),
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {detail}"),
+        }
+    }
+
+    /// `<field>: Internal error: detail`.
+    pub fn internal(field: impl Into<String>, detail: &str) -> Self {
+        FieldCause {
+            field: field.into(),
+            reason: "InternalError",
+            message: format!("Internal error: {detail}"),
+        }
+    }
+
     /// `<field>: Forbidden: detail`.
     pub fn forbidden(field: impl Into<String>, detail: &str) -> Self {
         FieldCause {

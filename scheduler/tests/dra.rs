@@ -436,7 +436,7 @@ fn claims_not_ready_or_not_honoured_are_explained() {
     let Verdict::Unschedulable { message, .. } = &out.verdict else {
         panic!()
     };
-    assert!(message.contains("nests"), "{message}");
+    assert!(message.contains("recursion limit exceeded"), "{message}");
 }
 
 #[test]
@@ -516,4 +516,182 @@ fn a_topology_constrained_gang_allocates_in_the_placement_it_chooses() {
         .collect();
     assert_eq!(other.len(), 1);
     assert_ne!(other, racks);
+}
+
+// ----- hostile claims: one user's claim costs its own pod at most one budget -----
+
+/// A normal pod of a normal gang still binds after a hostile claim was tried, and quickly.
+fn a_normal_gang_still_binds(snap: &mut Snapshot, tag: &str) {
+    snap.upsert_pod_group(&GroupBuilder::gang("ns", tag, 2).pod_group())
+        .unwrap();
+    for i in 0..2 {
+        let c = format!("{tag}-c{i}");
+        snap.upsert_resource_claim(&claim("ns", &c, gpus(1)));
+        snap.upsert_pod(&pod_with_claim("ns", &format!("{tag}-p{i}"), Some(tag), &c))
+            .unwrap();
+    }
+    let t = std::time::Instant::now();
+    let out = schedule(snap, &UnitKey::Group(GroupKey::pod_group("ns", tag)));
+    assert_eq!(out.verdict, Verdict::Scheduled, "{out:?}");
+    assert_eq!(out.assignments.len(), 2);
+    assert!(t.elapsed() < std::time::Duration::from_secs(1), "{:?}", t.elapsed());
+}
+
+fn selector_claim(name: &str, expression: &str) -> ResourceClaim {
+    claim(
+        "ns",
+        name,
+        json!({"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER,
+            "selectors": [{"cel": {"expression": expression}}]}}]}),
+    )
+}
+
+fn unschedulable_message(out: &kwas_scheduler::core::CycleOutcome) -> String {
+    match &out.verdict {
+        Verdict::Unschedulable { message, .. } => message.clone(),
+        other => panic!("expected unschedulable, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_selector_asking_for_a_trillion_elements_fails_its_pod_without_allocating_them() {
+    let mut snap = cluster(&[("n1", "r1", 8, "KW100"), ("n2", "r1", 8, "KW100")]);
+    snap.upsert_resource_claim(&selector_claim("huge", "lists.range(1000000000000).size() > 0"));
+    snap.upsert_pod(&pod_with_claim("ns", "hostile", None, "huge")).unwrap();
+    let t = std::time::Instant::now();
+    let out = schedule(&mut snap, &pod_unit("hostile"));
+    let message = unschedulable_message(&out);
+    assert!(
+        message.contains("claim ns/huge: selector #0 on device gpu.kwas.dev/n1/gpu-0: CEL runtime error: operation cancelled: actual cost limit exceeded"),
+        "{message}"
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+    a_normal_gang_still_binds(&mut snap, "after-huge");
+}
+
+#[test]
+fn nested_comprehensions_cost_their_pod_one_budget_and_name_the_claim() {
+    let mut snap = cluster(&[
+        ("n1", "r1", 8, "KW100"),
+        ("n2", "r1", 8, "KW100"),
+        ("n3", "r2", 8, "KW100"),
+    ]);
+    snap.upsert_resource_claim(&selector_claim(
+        "nested",
+        "lists.range(100000).all(i, lists.range(100000).all(j, i + j >= 0))",
+    ));
+    snap.upsert_pod(&pod_with_claim("ns", "hostile", None, "nested"))
+        .unwrap();
+    let t = std::time::Instant::now();
+    let out = schedule(&mut snap, &pod_unit("hostile"));
+    let message = unschedulable_message(&out);
+    assert!(
+        message.starts_with(
+            "claim ns/nested: allocation exceeded the scheduler's device allocation budget for one pod (5000000 steps)"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("actual cost limit exceeded"), "{message}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(10), "{:?}", t.elapsed());
+    a_normal_gang_still_binds(&mut snap, "after-nested");
+}
+
+#[test]
+fn an_all_request_over_32_devices_is_refused_with_upstreams_message() {
+    let mut snap = cluster(&[("n1", "r1", 40, "KW100")]);
+    snap.upsert_resource_claim(&claim(
+        "ns",
+        "all",
+        json!({"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER, "allocationMode": "All"}}]}),
+    ));
+    snap.upsert_pod(&pod_with_claim("ns", "greedy", None, "all")).unwrap();
+    let out = schedule(&mut snap, &pod_unit("greedy"));
+    let message = unschedulable_message(&out);
+    assert!(
+        message.contains("claim ns/all: number of requested devices 40 exceeds the claim limit of 32"),
+        "{message}"
+    );
+    // Exactly 32 is fine, and the search does not recurse per device: a small stack suffices.
+    let handle = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(|| {
+            let mut snap = cluster(&[("n1", "r1", 32, "KW100")]);
+            snap.upsert_resource_claim(&claim(
+                "ns",
+                "all",
+                json!({"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER, "allocationMode": "All"}}]}),
+            ));
+            snap.upsert_pod(&pod_with_claim("ns", "p", None, "all")).unwrap();
+            let out = schedule(&mut snap, &pod_unit("p"));
+            assert_eq!(out.verdict, Verdict::Scheduled, "{out:?}");
+            devices_of(&out, "p").len()
+        })
+        .unwrap();
+    assert_eq!(handle.join().expect("no stack overflow"), 32);
+    let mut snap = cluster(&[("n1", "r1", 8, "KW100")]);
+    a_normal_gang_still_binds(&mut snap, "after-all");
+}
+
+#[test]
+fn a_combinatorial_claim_stops_at_the_per_pod_budget_across_thousands_of_nodes() {
+    // 2,000 nodes of 16 devices. Three requests of 4 and a fourth no device matches: a search over every
+    // combination of the first three (63 million per node, 1.3e11 in all) before the budget; it now
+    // stops at the pod's budget on the first node tried.
+    let nodes: Vec<(String, String)> = (0..2000)
+        .map(|i| (format!("n{i:04}"), format!("r{}", i / 16)))
+        .collect();
+    let spec: Vec<(&str, &str, usize, &str)> = nodes
+        .iter()
+        .map(|(n, r)| (n.as_str(), r.as_str(), 16, "KW100"))
+        .collect();
+    let mut snap = cluster(&spec);
+    let four = |name: &str| json!({"name": name, "exactly": {"deviceClassName": DRIVER, "count": 4}});
+    snap.upsert_resource_claim(&claim(
+        "ns",
+        "combo",
+        json!({"requests": [four("a"), four("b"), four("c"),
+            {"name": "none", "exactly": {"deviceClassName": DRIVER,
+                "selectors": [{"cel": {"expression": format!("device.attributes[\"{DRIVER}\"].index > 100")}}]}}]}),
+    ));
+    snap.upsert_pod(&pod_with_claim("ns", "hostile", None, "combo"))
+        .unwrap();
+    let t = std::time::Instant::now();
+    let out = schedule(&mut snap, &pod_unit("hostile"));
+    let message = unschedulable_message(&out);
+    assert!(
+        message.starts_with("claim ns/combo: allocation exceeded the scheduler's device allocation budget for one pod"),
+        "{message}"
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(15), "{:?}", t.elapsed());
+    a_normal_gang_still_binds(&mut snap, "after-combo");
+}
+
+#[test]
+fn a_cycles_budget_stops_a_costly_gang_after_one_cycle_budget() {
+    // Each pod's selector is affordable for the pod (8 devices x ~200,000) but the gang's together are
+    // not: the cycle stops at its budget, naming the claim it was working on.
+    let mut snap = cluster(&[("n1", "r1", 8, "KW100"), ("n2", "r1", 8, "KW100")]);
+    snap.upsert_pod_group(&GroupBuilder::gang("ns", "g", 8).pod_group())
+        .unwrap();
+    for i in 0..8 {
+        let c = format!("slow{i}");
+        snap.upsert_resource_claim(&selector_claim(&c, &format!("lists.range(40000).all(i, i + {i} >= 0)")));
+        snap.upsert_pod(&pod_with_claim("ns", &format!("g{i}"), Some("g"), &c))
+            .unwrap();
+    }
+    let cfg = SchedulerConfig {
+        dra_pod_budget: 5_000_000,
+        dra_cycle_budget: 8_000_000,
+        ..SchedulerConfig::default()
+    };
+    let t = std::time::Instant::now();
+    let out = Scheduler::new(cfg).schedule(&mut snap, &UnitKey::Group(GroupKey::pod_group("ns", "g")));
+    let message = unschedulable_message(&out);
+    assert!(t.elapsed() < std::time::Duration::from_secs(20), "{:?}", t.elapsed());
+    assert!(
+        message
+            .contains("allocation stopped: this scheduling cycle spent its device allocation budget (8000000 steps)"),
+        "{message}"
+    );
+    a_normal_gang_still_binds(&mut snap, "after-cycle");
 }

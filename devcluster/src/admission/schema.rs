@@ -64,8 +64,8 @@ pub(crate) fn admit_custom(res: &ResourceInfo, obj: &mut Value) -> Result<(), Ap
 /// Evaluates the schema's `x-kubernetes-validations` rules on an admitted object (`old`: the stored one,
 /// on update).
 pub(crate) fn check_rules(res: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
-    let Some(schema) = &res.schema else { return Ok(()) };
-    let causes = super::rules::evaluate(schema, obj, old);
+    let Some(rules) = &res.rules else { return Ok(()) };
+    let causes = super::rules::evaluate(rules, obj, old);
     if causes.is_empty() {
         Ok(())
     } else {

@@ -202,6 +202,17 @@ fn check(res: &ResourceInfo, old: Option<&Value>, obj: &Value) -> Result<(), Api
             "must have exactly one version marked as storage version",
         ));
     }
+    // CEL rules compile and fit their cost budgets (checked again only when a schema changed).
+    let schemas = |crd: &Value| {
+        crd.pointer("/spec/versions").and_then(Value::as_array).map(|vs| {
+            vs.iter()
+                .map(|v| v.pointer("/schema/openAPIV3Schema").cloned())
+                .collect::<Vec<_>>()
+        })
+    };
+    if old.is_none_or(|o| schemas(o) != schemas(obj)) {
+        causes.extend(crate::admission::rules::crd_errors(&spec));
+    }
     if let Some(old) = old {
         for f in ["group"] {
             if old["spec"].get(f) != spec.get(f) {
@@ -339,6 +350,10 @@ fn serve(crd: &Value) -> Effect {
             categories: meta::string_list(names.get("categories")),
             status_subresource: v.pointer("/subresources/status").is_some(),
             storage: GroupResource::new(&group, &plural),
+            rules: v
+                .pointer("/schema/openAPIV3Schema")
+                .map(kwas_cel::crd::compile)
+                .filter(|r| r.has_rules()),
             schema: Some(
                 v.pointer("/schema/openAPIV3Schema")
                     .cloned()

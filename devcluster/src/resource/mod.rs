@@ -57,6 +57,9 @@ pub(crate) struct ResourceInfo {
     pub storage: GroupResource,
     /// For custom resources: the version's OpenAPI v3 schema (pruning, defaulting).
     pub schema: Option<Value>,
+    /// For custom resources: the version's `x-kubernetes-validations` rules, compiled once when the CRD
+    /// is written (and dropped with it), `None` when it declares none.
+    pub rules: Option<Arc<kwas_cel::crd::CompiledSchema>>,
     /// For custom resources: additional printer columns.
     pub printer_columns: Vec<PrinterColumn>,
     /// For custom resources: extra selectable fields (`.spec.foo` paths).
@@ -88,6 +91,7 @@ impl ResourceInfo {
             status_subresource: false,
             storage: GroupResource::new(group, plural),
             schema: None,
+            rules: None,
             printer_columns: Vec::new(),
             selectable_fields: Vec::new(),
             strategy: Arc::new(strategy),

@@ -91,6 +91,12 @@ pub struct SchedulerConfig {
     pub backtracking_limit: u32,
     /// Cap on the topology placements scored per group.
     pub placement_limit: PlacementLimit,
+    /// The device allocation work (allocator steps and selector cost units) one pod may do, across all
+    /// the nodes tried for it; past it the pod is rejected `Unschedulable` naming its claim.
+    pub dra_pod_budget: u64,
+    /// The device allocation work one cycle may do, across its pods: past it the pod being placed is
+    /// rejected likewise (the cycle's other pods keep what they placed).
+    pub dra_cycle_budget: u64,
 }
 
 impl SchedulerConfig {
@@ -113,6 +119,7 @@ impl SchedulerConfig {
             secure_minimums_first: false,
             backtracking_limit: 0,
             placement_limit: PlacementLimit::ScoreAll,
+            ..Self::default()
         }
     }
 }
@@ -127,6 +134,8 @@ impl Default for SchedulerConfig {
             secure_minimums_first: true,
             backtracking_limit: 16,
             placement_limit: PlacementLimit::Adaptive,
+            dra_pod_budget: crate::core::dra::DEFAULT_POD_ALLOCATION_BUDGET,
+            dra_cycle_budget: crate::core::dra::DEFAULT_CYCLE_ALLOCATION_BUDGET,
         }
     }
 }

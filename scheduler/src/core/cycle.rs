@@ -95,6 +95,7 @@ pub(crate) struct Cycle<'a> {
 
 impl<'a> Cycle<'a> {
     pub(crate) fn new(snap: &'a mut Snapshot, cfg: SchedulerConfig) -> Self {
+        snap.dra.budget.start_cycle(cfg.dra_pod_budget, cfg.dra_cycle_budget);
         Self {
             snap,
             journal: Journal::new(),

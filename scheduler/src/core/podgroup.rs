@@ -38,6 +38,8 @@ fn dra_reject(r: super::snapshot::dra::DraReject) -> super::filters::Reject {
         DraReject::CannotAllocate => Reject::CannotAllocate,
         DraReject::ClassNotFound(c) => Reject::DeviceClassNotFound(c),
         DraReject::Cel(e) => Reject::Cel(e),
+        DraReject::TooMany(m) => Reject::DeviceLimit(m),
+        DraReject::Budget(m) => Reject::AllocationBudget(m),
     }
 }
 
@@ -161,6 +163,13 @@ impl Cycle<'_> {
                 None if !claims.is_empty() => self.snap.dra_fit(claims, n).err().map(dra_reject),
                 other => other,
             };
+            if let Some(super::filters::Reject::AllocationBudget(message)) = reject {
+                return Failure {
+                    message,
+                    unresolvable: false,
+                    unsupported: false,
+                };
+            }
             if let Some(r) = reject {
                 unresolvable &= r.unresolvable();
                 *reasons.entry(r.message()).or_default() += 1;
@@ -213,9 +222,27 @@ impl Cycle<'_> {
         // DynamicResources last: its allocation search is the costliest filter. Scores normalized over
         // the feasible nodes (inter-pod affinity, spread) need every node filtered first; otherwise the
         // nodes are tried best first and the first that fits is the one a full filter would pick.
+        // The pod's allocation budget is shared by every node tried; once it is spent the pod fails
+        // with the claim named, without trying further nodes.
         let has_claims = !prepared.claims.is_empty();
+        if has_claims {
+            self.snap.dra.budget.start_pod();
+        }
+        let over_budget = |message: String| Failure {
+            message,
+            unresolvable: false,
+            unsupported: false,
+        };
         if has_claims && prepared.scores_anything() {
-            candidates.retain(|(n, _)| self.snap.dra_fit(&prepared.claims, *n).is_ok());
+            let mut kept = Vec::with_capacity(candidates.len());
+            for (n, score) in candidates {
+                match self.snap.dra_fit(&prepared.claims, n) {
+                    Ok(_) => kept.push((n, score)),
+                    Err(super::snapshot::dra::DraReject::Budget(m)) => return Err(over_budget(m)),
+                    Err(_) => {}
+                }
+            }
+            candidates = kept;
         }
         if candidates.is_empty() {
             return Err(self.diagnose(pid, dom, Some(&prepared)));
@@ -241,9 +268,13 @@ impl Cycle<'_> {
                 break;
             }
             // DynamicResources Reserve: the claims not allocated yet get their devices on this node.
-            if let Ok(a) = self.snap.dra_fit(&prepared.claims, n) {
-                chosen = Some((n, a));
-                break;
+            match self.snap.dra_fit(&prepared.claims, n) {
+                Ok(a) => {
+                    chosen = Some((n, a));
+                    break;
+                }
+                Err(super::snapshot::dra::DraReject::Budget(m)) => return Err(over_budget(m)),
+                Err(_) => {}
             }
         }
         let Some((n, allocations)) = chosen else {

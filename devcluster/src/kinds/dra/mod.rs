@@ -90,8 +90,8 @@ pub(crate) fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) 
     Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
 }
 
-/// Field causes collected during a validation, and the CEL expressions to compile at the end (together,
-/// on the compiler's thread: see [`cel::compile_all`]).
+/// Field causes collected during a validation, and the CEL expressions to compile at the end (see
+/// [`cel::compile_all`]).
 #[derive(Debug, Default)]
 pub(crate) struct Causes {
     /// The causes so far.
@@ -119,8 +119,12 @@ impl Causes {
         let pending = std::mem::take(&mut self.cel);
         let results = cel::compile_all(pending.iter().map(|(_, e, b)| (e.clone(), *b)).collect());
         for ((path, expression, _), result) in pending.into_iter().zip(results) {
-            if let Err(detail) = result {
-                self.push(FieldCause::invalid(path, &json!(expression), &detail));
+            match result {
+                Ok(()) => {}
+                Err(cel::Refusal::Invalid(detail)) => self.push(FieldCause::invalid(path, &json!(expression), &detail)),
+                Err(cel::Refusal::TooComplex) => {
+                    self.push(FieldCause::forbidden(path, "too complex, exceeds cost limit"))
+                }
             }
         }
         self.list

@@ -2,15 +2,21 @@
 //! (each request's alternatives in order, each alternative's devices in device order without
 //! permutations), checking every constraint as devices are chosen and backtracking when a later
 //! request cannot be satisfied.
+//!
+//! Bounded as upstream bounds it, and more: a claim may hold at most [`ALLOCATION_RESULTS_MAX`]
+//! devices (`AllocationResultsMaxSize`; an `All` request counts every matching device), the search
+//! keeps its own stack (no recursion per device), and every step and every selector evaluation is
+//! charged to the pod's [`Budget`](super::Budget), shared across the nodes tried and with the cycle:
+//! once it is spent the search stops and the pod is rejected with a message naming the claim.
 
 use std::collections::BTreeMap;
 
-use super::cel::{Attr, DeviceView};
+use super::cel::{Attr, DeviceView, Match};
 use super::{Allocated, Claim, DraState, Reach, tolerated};
 use crate::core::filters::NodeView;
 
-/// Steps a search may take per node before it gives up (the node counts as not fitting).
-pub(crate) const STEP_BUDGET: u32 = 100_000;
+/// Upstream's `AllocationResultsMaxSize`: the most devices one claim's allocation may hold.
+pub(crate) const ALLOCATION_RESULTS_MAX: usize = 32;
 
 /// Why claims cannot be allocated on a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +27,10 @@ pub(crate) enum Failure {
     ClassNotFound(String),
     /// A selector failed at runtime on some device (reported in the message).
     Cel(String),
+    /// A claim asks for more devices than an allocation may hold (upstream's message).
+    TooMany(String),
+    /// The pod's or the cycle's allocation budget is spent (the message names the claim).
+    Budget(String),
 }
 
 /// A request alternative's result name, count (`None`: `All`) and candidate devices.
@@ -41,12 +51,31 @@ pub(crate) fn allocate(state: &mut DraState, claims: &[u32], node: &NodeView<'_>
     // Candidate devices per (claim, request, alternative): available on the node, free, matching.
     let mut plan: Vec<(usize, usize, Vec<Candidates>)> = Vec::new();
     let mut cel_error: Option<String> = None;
+    let reachable: Vec<u32> = state
+        .by_node
+        .get(node.name)
+        .into_iter()
+        .flatten()
+        .chain(state.shared.iter())
+        .copied()
+        .collect();
     for (ci, &id) in claims.iter().enumerate() {
         let Some(claim) = state.claim(id).cloned() else {
             return Err(Failure::CannotAllocate);
         };
+        let claim_name = format!("{}/{}", claim.namespace, claim.name);
+        let out_of_budget = |state: &DraState, cel_error: &Option<String>| {
+            let mut m = state.budget.exhausted_message(&claim_name);
+            if let Some(e) = cel_error {
+                m.push_str("; first selector error: ");
+                m.push_str(e);
+            }
+            Failure::Budget(m)
+        };
+        let mut min_devices = 0usize;
         for (ri, r) in claim.requests.iter().enumerate() {
             let mut alts = Vec::new();
+            let mut request_min: Option<usize> = None;
             for alt in &r.alternatives {
                 let Some((class_selectors, _)) = state.class(&alt.class).cloned() else {
                     if r.alternatives.len() == 1 {
@@ -54,61 +83,87 @@ pub(crate) fn allocate(state: &mut DraState, claims: &[u32], node: &NodeView<'_>
                     }
                     continue;
                 };
-                for &e in class_selectors.iter().chain(alt.selectors.iter()) {
-                    state.exprs.ensure(e, &state.devices);
-                }
                 let mut candidates = Vec::new();
                 let mut all_matching_free = true;
-                let reachable: Vec<u32> = state
-                    .by_node
-                    .get(node.name)
-                    .into_iter()
-                    .flatten()
-                    .chain(state.shared.iter())
-                    .copied()
-                    .collect();
-                for d in reachable {
-                    let dev = &state.devices[d as usize];
+                let mut matching = 0usize;
+                for &d in &reachable {
+                    let DraState {
+                        devices,
+                        exprs,
+                        budget,
+                        in_use,
+                        ..
+                    } = &mut *state;
+                    let Some(dev) = devices.get(d as usize) else { continue };
                     if dev.unsupported || !dev.reach.admits(node) || !tolerated(&dev.taints, &alt.tolerations) {
                         continue;
                     }
+                    if !budget.charge(1) {
+                        return Err(out_of_budget(state, &cel_error));
+                    }
                     let view = DeviceView {
                         driver: &dev.key.0,
-                        attributes: Some(&dev.attributes),
-                        capacity: Some(&dev.capacity),
+                        attributes: &dev.attributes,
+                        capacity: &dev.capacity,
                         allow_multiple_allocations: false,
                     };
                     let mut ok = true;
-                    for &e in class_selectors.iter().chain(alt.selectors.iter()) {
-                        match state.exprs.matches(e, d, &view) {
-                            Ok(true) => {}
-                            Ok(false) => {
+                    let selectors = class_selectors
+                        .iter()
+                        .map(|s| (true, s))
+                        .chain(alt.selectors.iter().map(|s| (false, s)));
+                    for (k, (of_class, sel)) in selectors.enumerate() {
+                        match exprs.matches(sel, d, &view, budget) {
+                            Match::Yes => {}
+                            Match::No => {
                                 ok = false;
                                 break;
                             }
-                            Err(m) => {
-                                cel_error.get_or_insert(m);
+                            Match::Error(m) => {
+                                cel_error.get_or_insert_with(|| {
+                                    let (driver, pool, name) = &dev.key;
+                                    let owner = if of_class {
+                                        format!("class {}", alt.class)
+                                    } else {
+                                        format!("claim {claim_name}")
+                                    };
+                                    let k = if of_class { k } else { k - class_selectors.len() };
+                                    format!("{owner}: selector #{k} on device {driver}/{pool}/{name}: CEL runtime error: {m}")
+                                });
                                 ok = false;
                                 break;
                             }
+                            Match::OutOfBudget => return Err(out_of_budget(state, &cel_error)),
                         }
                     }
                     if !ok {
                         continue;
                     }
-                    if state.in_use.get(d as usize).copied().unwrap_or(0) > 0 {
+                    matching += 1;
+                    if in_use.get(d as usize).copied().unwrap_or(0) > 0 {
                         all_matching_free = false;
                         continue;
                     }
                     candidates.push(d);
                 }
+                let needed = match alt.count {
+                    Some(n) => n as usize,
+                    None => matching,
+                };
+                request_min = Some(request_min.map_or(needed, |m| m.min(needed)));
                 // `All` needs every matching device, and at least one (upstream).
                 if alt.count.is_none() && (!all_matching_free || candidates.is_empty()) {
                     candidates.clear();
                 }
                 alts.push((alt.name.clone(), alt.count, candidates));
             }
+            min_devices = min_devices.saturating_add(request_min.unwrap_or(0));
             plan.push((ci, ri, alts));
+        }
+        if min_devices > ALLOCATION_RESULTS_MAX {
+            return Err(Failure::TooMany(format!(
+                "claim {claim_name}: number of requested devices {min_devices} exceeds the claim limit of {ALLOCATION_RESULTS_MAX}"
+            )));
         }
     }
     let claims_data: Vec<Claim> = claims.iter().filter_map(|&id| state.claim(id).cloned()).collect();
@@ -136,22 +191,54 @@ pub(crate) fn allocate(state: &mut DraState, claims: &[u32], node: &NodeView<'_>
         taken: Vec::new(),
         pinned: BTreeMap::new(),
         distinct: BTreeMap::new(),
-        steps: 0,
+        budget: &mut state.budget,
     };
-    if search.request(0) {
-        let chosen = search.chosen;
-        Ok(chosen
-            .into_iter()
-            .map(|devices| {
-                let node_selector = node_selector(state, &devices, node);
-                Allocated { devices, node_selector }
-            })
-            .collect())
-    } else if let Some(e) = cel_error {
-        Err(Failure::Cel(e))
-    } else {
-        Err(Failure::CannotAllocate)
+    match search.run() {
+        Outcome::Found => {
+            let chosen = search.chosen;
+            Ok(chosen
+                .into_iter()
+                .map(|devices| {
+                    let node_selector = node_selector(state, &devices, node);
+                    Allocated { devices, node_selector }
+                })
+                .collect())
+        }
+        Outcome::OutOfBudget => {
+            let claim = claims_data
+                .first()
+                .map(|c| format!("{}/{}", c.namespace, c.name))
+                .unwrap_or_default();
+            Err(Failure::Budget(state.budget.exhausted_message(&claim)))
+        }
+        Outcome::NotFound => match cel_error {
+            Some(e) => Err(Failure::Cel(e)),
+            None => Err(Failure::CannotAllocate),
+        },
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Found,
+    NotFound,
+    OutOfBudget,
+}
+
+/// The search's stack: one frame per request being filled and per device being chosen.
+#[derive(Debug)]
+enum Frame {
+    /// Filling request `slot`; alternatives from `next_alt` on are still to be tried.
+    Request { slot: usize, next_alt: usize },
+    /// Choosing `need` more devices of alternative `alt` of `slot` from its candidates from `next` on;
+    /// `took` is the device this frame holds while its child frame runs.
+    Pick {
+        slot: usize,
+        alt: usize,
+        next: usize,
+        need: usize,
+        took: Option<u32>,
+    },
 }
 
 struct Search<'a> {
@@ -164,57 +251,129 @@ struct Search<'a> {
     pinned: BTreeMap<(usize, String), (Attr, u32)>,
     /// (claim, attribute) -> values used by distinct constraints.
     distinct: BTreeMap<(usize, String), Vec<Attr>>,
-    steps: u32,
+    budget: &'a mut super::Budget,
 }
 
 impl Search<'_> {
-    fn request(&mut self, slot: usize) -> bool {
-        let Some(s) = self.slots.get(slot) else {
-            return true;
-        };
-        for (name, count, candidates) in &s.alternatives {
-            let need = match count {
-                Some(n) => *n as usize,
-                None => candidates.len(),
-            };
-            if need == 0 || candidates.len() < need {
-                continue;
-            }
-            if self.pick(slot, name, candidates, 0, need) {
-                return true;
-            }
-            if self.steps > STEP_BUDGET {
-                return false;
+    /// The depth-first search, without recursion: `ret` carries a finished frame's answer to its parent.
+    fn run(&mut self) -> Outcome {
+        let mut stack = vec![Frame::Request { slot: 0, next_alt: 0 }];
+        let mut ret: Option<bool> = None;
+        while let Some(top) = stack.last_mut() {
+            match top {
+                Frame::Request { slot, next_alt } => {
+                    let slot = *slot;
+                    if slot >= self.slots.len() {
+                        stack.pop();
+                        ret = Some(true);
+                        continue;
+                    }
+                    if ret.take() == Some(true) {
+                        stack.pop();
+                        ret = Some(true);
+                        continue;
+                    }
+                    let s = &self.slots[slot];
+                    let next = s.alternatives[*next_alt..]
+                        .iter()
+                        .position(|(_, count, candidates)| {
+                            let need = count.map_or(candidates.len(), |n| n as usize);
+                            need > 0 && candidates.len() >= need
+                        })
+                        .map(|i| i + *next_alt);
+                    match next {
+                        None => {
+                            stack.pop();
+                            ret = Some(false);
+                        }
+                        Some(alt) => {
+                            *next_alt = alt + 1;
+                            let (_, count, candidates) = &s.alternatives[alt];
+                            let need = count.map_or(candidates.len(), |n| n as usize);
+                            stack.push(Frame::Pick {
+                                slot,
+                                alt,
+                                next: 0,
+                                need,
+                                took: None,
+                            });
+                        }
+                    }
+                }
+                Frame::Pick {
+                    slot,
+                    alt,
+                    next,
+                    need,
+                    took,
+                } => {
+                    let (slot, alt) = (*slot, *alt);
+                    if *need == 0 {
+                        // This request is filled: the next one decides.
+                        match ret.take() {
+                            Some(r) => {
+                                stack.pop();
+                                ret = Some(r);
+                            }
+                            None => stack.push(Frame::Request {
+                                slot: slot + 1,
+                                next_alt: 0,
+                            }),
+                        }
+                        continue;
+                    }
+                    if let Some(r) = ret.take() {
+                        if r {
+                            stack.pop();
+                            ret = Some(true);
+                            continue;
+                        }
+                        if let Some(d) = took.take() {
+                            self.untake(slot, d);
+                        }
+                    }
+                    let s = &self.slots[slot];
+                    let (name, _, candidates) = &s.alternatives[alt];
+                    let mut pushed = None;
+                    while *next < candidates.len() {
+                        let i = *next;
+                        *next += 1;
+                        if candidates.len() - i < *need {
+                            break;
+                        }
+                        if !self.budget.charge(1) {
+                            return Outcome::OutOfBudget;
+                        }
+                        let d = candidates[i];
+                        if self.taken.contains(&d) || !self.admit(s.claim, &s.constraints, d) {
+                            continue;
+                        }
+                        self.take(s.claim, &s.constraints, d, name);
+                        *took = Some(d);
+                        pushed = Some(Frame::Pick {
+                            slot,
+                            alt,
+                            next: i + 1,
+                            need: *need - 1,
+                            took: None,
+                        });
+                        break;
+                    }
+                    match pushed {
+                        Some(f) => stack.push(f),
+                        None => {
+                            stack.pop();
+                            ret = Some(false);
+                        }
+                    }
+                }
             }
         }
-        false
-    }
-
-    /// Picks `need` more devices for `slot` from `candidates[from..]`, then continues with the next slot.
-    fn pick(&mut self, slot: usize, name: &str, candidates: &[u32], from: usize, need: usize) -> bool {
-        if need == 0 {
-            return self.request(slot + 1);
+        if ret == Some(true) {
+            Outcome::Found
+        } else {
+            Outcome::NotFound
         }
-        let s = &self.slots[slot];
-        for i in from..candidates.len() {
-            if candidates.len() - i < need {
-                return false;
-            }
-            self.steps += 1;
-            if self.steps > STEP_BUDGET {
-                return false;
-            }
-            let d = candidates[i];
-            if self.taken.contains(&d) || !self.admit(s.claim, &s.constraints, d) {
-                continue;
-            }
-            self.take(s.claim, &s.constraints, d, name);
-            if self.pick(slot, name, candidates, i + 1, need - 1) {
-                return true;
-            }
-            self.untake(s.claim, &s.constraints, d);
-        }
-        false
     }
 
     fn admit(&self, claim: usize, constraints: &[&super::Constraint], d: u32) -> bool {
@@ -249,7 +408,9 @@ impl Search<'_> {
         self.chosen[claim].push((name.to_string(), d));
     }
 
-    fn untake(&mut self, claim: usize, constraints: &[&super::Constraint], d: u32) {
+    fn untake(&mut self, slot: usize, d: u32) {
+        let s = &self.slots[slot];
+        let (claim, constraints) = (s.claim, &s.constraints);
         let dev = &self.devices[d as usize];
         for k in constraints {
             if !dev.attributes.contains_key(&k.attribute) {

@@ -1,211 +1,153 @@
-//! CEL device selectors (`spec.selectors[].cel.expression` of DeviceClasses and requests), evaluated
-//! with the `kube-cel` crate (the `cel` interpreter plus Kubernetes' libraries: quantities, semver,
-//! strings, lists, regex), in upstream DRA's environment: the variable `device` with `driver`,
-//! `attributes` (domain -> name -> value), `capacity` (domain -> name -> quantity) and
-//! `allowMultipleAllocations`.
+//! CEL device selectors (`spec.selectors[].cel.expression` of DeviceClasses and requests), compiled and
+//! evaluated by [`kwas_cel::dra`]: upstream DRA's environment (the variable `device` with `driver`,
+//! `attributes` domain -> name -> value, `capacity` domain -> name -> quantity and
+//! `allowMultipleAllocations`), each evaluation stopped past `CELSelectorExpressionMaxCost` (1,000,000)
+//! with upstream's `operation cancelled: actual cost limit exceeded`.
 //!
-//! Choices: an expression is compiled once and evaluated for every device at once, its results cached
-//! until the device set changes. The parser and the interpreter recurse deeply (the generated parser
-//! takes megabytes of stack per nesting level in unoptimized builds), so both run on a stack of their
-//! own ([`stacker::grow`]: 256 MiB reserved, committed as used), and expressions longer than upstream's
-//! 10 KiB, nested deeper than 250 or with more than 1,000 operators are refused before parsing (the
-//! parser itself stops at 96 levels with an error). A runtime error (say a missing attribute) makes the
-//! device not match, and the first such error is reported in the pod's message; upstream fails the
-//! allocation attempt with it instead.
+//! Choices:
+//! - A selector is compiled once per distinct expression and shared ([`Selector`], reference counted)
+//!   by the classes and requests that use it; it is freed with the last of them, and the table that
+//!   finds it by text drops dead entries as it grows. Stored selectors are not refused for their
+//!   estimated cost (kube-apiserver checked that when they were written; upstream's allocator compiles
+//!   them with cost estimation off); the runtime limit bounds them.
+//! - Results are cached per (selector, device) until the devices change, and a selector is evaluated
+//!   only for the devices the allocator looks at (those reachable from the node being tried), never for
+//!   every device of the cluster. The cache is cleared past a bound on its size.
+//! - Every evaluation is charged to the pod's allocation [`Budget`](super::Budget); an evaluation
+//!   stopped by the budget (rather than by its own limit) is not a result and is not cached.
+//! - A runtime error (say a missing attribute) makes the device not match and the first such error is
+//!   reported in the pod's message; upstream fails the allocation attempt with it instead.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use kube_cel::KubeCelExt;
-use kube_cel::cel::objects::{Key, Map};
-use kube_cel::cel::{Context, Program, Value};
+use kwas_cel::dra::{self, CEL_SELECTOR_EXPRESSION_MAX_COST, CEL_SELECTOR_EXPRESSION_MAX_LENGTH};
+use kwas_cel::{EvalError, Program, Value};
 
-/// Upstream's `CELSelectorExpressionMaxLength`.
-pub(crate) const MAX_EXPRESSION_LEN: usize = 10 * 1024;
-const MAX_NESTING: usize = 250;
-const MAX_OPERATORS: usize = 1_000;
-/// Stack reserved for parsing and evaluating.
-const CEL_STACK: usize = 256 * 1024 * 1024;
+pub(crate) use kwas_cel::dra::Attribute as Attr;
 
-/// Index of a compiled expression.
-pub(crate) type ExprId = u32;
+/// Results cached before the cache is cleared.
+const MAX_RESULTS: usize = 1 << 20;
+/// Parsed quantities kept.
+const MAX_QUANTITIES: usize = 4096;
 
-/// A device attribute value.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum Attr {
-    Bool(bool),
-    Int(i64),
-    String(String),
-    Version(String),
+/// A compiled selector, shared by every class and request that uses the same expression.
+#[derive(Debug)]
+pub(crate) struct Selector {
+    id: u64,
+    program: Result<Program, String>,
 }
 
+impl PartialEq for Selector {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for Selector {}
+
+/// A reference to a compiled selector.
+pub(crate) type Sel = Arc<Selector>;
+
 /// What CEL sees of one device.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct DeviceView<'a> {
     pub driver: &'a str,
     /// Fully qualified attribute name (`domain/name`) -> value.
-    pub attributes: Option<&'a BTreeMap<String, Attr>>,
+    pub attributes: &'a BTreeMap<String, Attr>,
     /// Fully qualified capacity name -> quantity text.
-    pub capacity: Option<&'a BTreeMap<String, String>>,
+    pub capacity: &'a BTreeMap<String, String>,
     pub allow_multiple_allocations: bool,
 }
 
-/// Compiled expressions and their results per device.
+/// One device against one selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Match {
+    Yes,
+    No,
+    /// A runtime error (the device does not match).
+    Error(String),
+    /// The pod's or the cycle's budget ran out first.
+    OutOfBudget,
+}
+
+/// Compiled selectors and their results per device.
+#[derive(Debug, Default)]
 pub(crate) struct Exprs {
-    base: Context<'static>,
-    programs: Vec<Result<Program, String>>,
-    index: HashMap<String, ExprId>,
-    /// (expression, device) -> result.
-    results: HashMap<(ExprId, u32), Result<bool, String>>,
-    /// Device -> its CEL value (built on first use).
+    interned: HashMap<String, Weak<Selector>>,
+    prune_at: usize,
+    next_id: u64,
+    /// (selector, device) -> result.
+    results: HashMap<(u64, u32), Result<bool, String>>,
+    /// Device -> its CEL value.
     values: HashMap<u32, Value>,
-    /// Expressions evaluated for every device since the devices last changed.
-    complete: std::collections::HashSet<ExprId>,
     quantities: HashMap<String, Value>,
 }
 
-impl std::fmt::Debug for Exprs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Exprs")
-            .field("expressions", &self.programs.len())
-            .field("cached_results", &self.results.len())
-            .finish()
-    }
-}
-
-impl Default for Exprs {
-    fn default() -> Self {
-        Self {
-            base: Context::default().with_all(),
-            programs: Vec::new(),
-            index: HashMap::new(),
-            results: HashMap::new(),
-            values: HashMap::new(),
-            complete: std::collections::HashSet::new(),
-            quantities: HashMap::new(),
-        }
-    }
-}
-
-/// Why an expression is refused before parsing, if it is.
+/// Why an expression is refused before it is compiled.
 pub(crate) fn precheck(expr: &str) -> Result<(), String> {
-    if expr.len() > MAX_EXPRESSION_LEN {
+    if expr.len() > CEL_SELECTOR_EXPRESSION_MAX_LENGTH {
         return Err(format!(
-            "expression is {} bytes long, more than the maximum of {MAX_EXPRESSION_LEN}",
-            expr.len()
-        ));
-    }
-    let (mut depth, mut max_depth, mut operators) = (0usize, 0usize, 0usize);
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    let mut prev = ' ';
-    for c in expr.chars() {
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
-            continue;
-        }
-        match c {
-            '"' | '\'' => quote = Some(c),
-            '(' | '[' | '{' => {
-                depth += 1;
-                max_depth = max_depth.max(depth);
-            }
-            ')' | ']' | '}' => depth = depth.saturating_sub(1),
-            '.' | '+' | '-' | '*' | '/' | '%' | '?' | '!' | '<' | '>' => operators += 1,
-            '&' | '|' | '=' if prev != c => operators += 1,
-            _ => {}
-        }
-        prev = c;
-    }
-    if max_depth > MAX_NESTING {
-        return Err(format!(
-            "expression nests {max_depth} deep, more than the maximum of {MAX_NESTING}"
-        ));
-    }
-    if operators > MAX_OPERATORS {
-        return Err(format!(
-            "expression has {operators} operators, more than the maximum of {MAX_OPERATORS}"
+            "Too long: may not be more than {CEL_SELECTOR_EXPRESSION_MAX_LENGTH} bytes"
         ));
     }
     Ok(())
 }
 
-/// Compiles `expr` as a device selector: the precheck, then the parser (on its own stack).
-pub(crate) fn compile(expr: &str) -> Result<Program, String> {
-    precheck(expr)?;
-    stacker::grow(CEL_STACK, || {
-        Program::compile(expr).map_err(|e| format!("compilation failed: {e}"))
-    })
-}
-
 impl Exprs {
-    /// The id of `expr`, compiling it the first time.
-    pub(crate) fn intern(&mut self, expr: &str) -> ExprId {
-        if let Some(&id) = self.index.get(expr) {
-            return id;
+    /// The compiled selector of `expr`, compiling it the first time (or after its last user went).
+    pub(crate) fn intern(&mut self, expr: &str) -> Sel {
+        if let Some(sel) = self.interned.get(expr).and_then(Weak::upgrade) {
+            return sel;
         }
-        let id = self.programs.len() as ExprId;
-        self.programs.push(compile(expr));
-        self.index.insert(expr.to_string(), id);
-        id
+        let program = precheck(expr).and_then(|()| dra::compile(expr).map_err(|e| e.detail().to_string()));
+        self.next_id += 1;
+        let sel = Arc::new(Selector {
+            id: self.next_id,
+            program,
+        });
+        self.interned.insert(expr.to_string(), Arc::downgrade(&sel));
+        if self.interned.len() > self.prune_at {
+            self.interned.retain(|_, w| w.strong_count() > 0);
+            let live: std::collections::HashSet<u64> =
+                self.interned.values().filter_map(Weak::upgrade).map(|s| s.id).collect();
+            self.results.retain(|(id, _), _| live.contains(id));
+            self.prune_at = self.interned.len().saturating_mul(2).max(64);
+        }
+        sel
     }
 
-    /// The compile error of `id`, if any.
-    pub(crate) fn error(&self, id: ExprId) -> Option<&str> {
-        match self.programs.get(id as usize) {
-            Some(Err(e)) => Some(e),
-            _ => None,
-        }
+    /// How many selectors are compiled and alive.
+    #[cfg(test)]
+    pub(crate) fn live(&self) -> usize {
+        self.interned.values().filter(|w| w.strong_count() > 0).count()
     }
 
     /// Forgets every cached result (the devices changed).
     pub(crate) fn devices_changed(&mut self) {
         self.results.clear();
         self.values.clear();
-        self.complete.clear();
     }
 
-    /// Evaluates expression `id` for every device of `devices` not evaluated yet, on one stack of its own.
-    pub(crate) fn ensure(&mut self, id: ExprId, devices: &[super::Device]) {
-        if !self.complete.insert(id) {
-            return;
+    /// Whether device `device` (seen as `view`) matches `sel`, charging the evaluation to `budget`.
+    pub(crate) fn matches(
+        &mut self,
+        sel: &Selector,
+        device: u32,
+        view: &DeviceView<'_>,
+        budget: &mut super::Budget,
+    ) -> Match {
+        let program = match &sel.program {
+            Ok(p) => p,
+            Err(e) => return Match::Error(e.clone()),
+        };
+        if let Some(r) = self.results.get(&(sel.id, device)) {
+            return to_match(r.clone());
         }
-        stacker::grow(CEL_STACK, || {
-            for (d, dev) in devices.iter().enumerate() {
-                let key = (id, d as u32);
-                if self.results.contains_key(&key) {
-                    continue;
-                }
-                let view = DeviceView {
-                    driver: &dev.key.0,
-                    attributes: Some(&dev.attributes),
-                    capacity: Some(&dev.capacity),
-                    allow_multiple_allocations: false,
-                };
-                let r = self.evaluate(id, d as u32, &view);
-                self.results.insert(key, r);
-            }
-        });
-    }
-
-    /// Whether device `device` (seen as `view`) matches expression `id` (evaluated on its own stack
-    /// unless [`Exprs::ensure`] evaluated it already).
-    pub(crate) fn matches(&mut self, id: ExprId, device: u32, view: &DeviceView<'_>) -> Result<bool, String> {
-        if let Some(r) = self.results.get(&(id, device)) {
-            return r.clone();
+        let left = budget.left();
+        if left == 0 {
+            return Match::OutOfBudget;
         }
-        let result = stacker::grow(CEL_STACK, || self.evaluate(id, device, view));
-        self.results.insert((id, device), result.clone());
-        result
-    }
-
-    fn evaluate(&mut self, id: ExprId, device: u32, view: &DeviceView<'_>) -> Result<bool, String> {
         let value = match self.values.get(&device) {
             Some(v) => v.clone(),
             None => {
@@ -214,88 +156,61 @@ impl Exprs {
                 v
             }
         };
-        let program = match self.programs.get(id as usize) {
-            Some(Ok(p)) => p,
-            Some(Err(e)) => return Err(e.clone()),
-            None => return Err("unknown expression".into()),
-        };
-        let mut ctx = self.base.new_inner_scope();
-        ctx.add_variable_from_value("device", value);
-        match program.execute(&ctx) {
+        let limit = CEL_SELECTOR_EXPRESSION_MAX_COST.min(left);
+        let vars = [("device", value)];
+        let out = program.evaluate(&vars, limit);
+        // The work done is at most the limit (a call that would pass it is refused before it runs).
+        budget.charge(out.cost.min(limit).max(1));
+        let result = match out.result {
+            Err(EvalError::CostLimitExceeded) if limit < CEL_SELECTOR_EXPRESSION_MAX_COST => {
+                return Match::OutOfBudget;
+            }
             Ok(Value::Bool(b)) => Ok(b),
-            Ok(other) => Err(format!("expression must evaluate to bool, got {:?}", other.type_of())),
-            Err(e) => Err(format!("CEL runtime error: {e}")),
+            Ok(other) => Err(format!(
+                "CEL result of type {} could not be converted to bool",
+                kwas_cel::eval::type_name(&other)
+            )),
+            Err(e) => Err(e.to_string()),
+        };
+        if self.results.len() >= MAX_RESULTS {
+            self.results.clear();
         }
+        self.results.insert((sel.id, device), result.clone());
+        to_match(result)
     }
 
     fn quantity(&mut self, text: &str) -> Value {
         if let Some(v) = self.quantities.get(text) {
             return v.clone();
         }
-        let v = Program::compile(&format!("quantity('{}')", text.replace('\'', "")))
-            .ok()
-            .and_then(|p| p.execute(&self.base).ok())
-            .unwrap_or(Value::Null);
+        let v = kwas_cel::value::quantity(text).unwrap_or(Value::Null);
+        if self.quantities.len() >= MAX_QUANTITIES {
+            self.quantities.clear();
+        }
         self.quantities.insert(text.to_string(), v.clone());
         v
     }
 
     fn device_value(&mut self, view: &DeviceView<'_>) -> Value {
-        let mut attributes: BTreeMap<String, HashMap<Key, Value>> = BTreeMap::new();
-        for (qualified, a) in view.attributes.into_iter().flatten() {
-            let (domain, name) = split(qualified, view.driver);
-            let v = match a {
-                Attr::Bool(b) => Value::Bool(*b),
-                Attr::Int(i) => Value::Int(*i),
-                Attr::String(s) => Value::String(Arc::new(s.clone())),
-                Attr::Version(s) => Program::compile(&format!("semver('{}')", s.replace('\'', "")))
-                    .ok()
-                    .and_then(|p| p.execute(&self.base).ok())
-                    .unwrap_or(Value::Null),
-            };
-            attributes
-                .entry(domain.to_string())
-                .or_default()
-                .insert(Key::String(Arc::new(name.to_string())), v);
-        }
-        let mut capacity: BTreeMap<String, HashMap<Key, Value>> = BTreeMap::new();
-        for (qualified, q) in view.capacity.into_iter().flatten() {
-            let (domain, name) = split(qualified, view.driver);
-            let v = self.quantity(q);
-            capacity
-                .entry(domain.to_string())
-                .or_default()
-                .insert(Key::String(Arc::new(name.to_string())), v);
-        }
-        let nested = |m: BTreeMap<String, HashMap<Key, Value>>| {
-            Value::Map(Map {
-                map: Arc::new(
-                    m.into_iter()
-                        .map(|(k, v)| (Key::String(Arc::new(k)), Value::Map(Map { map: Arc::new(v) })))
-                        .collect(),
-                ),
-            })
-        };
-        let mut device: HashMap<Key, Value> = HashMap::new();
-        device.insert(
-            Key::String(Arc::new("driver".into())),
-            Value::String(Arc::new(view.driver.to_string())),
-        );
-        device.insert(Key::String(Arc::new("attributes".into())), nested(attributes));
-        device.insert(Key::String(Arc::new("capacity".into())), nested(capacity));
-        device.insert(
-            Key::String(Arc::new("allowMultipleAllocations".into())),
-            Value::Bool(view.allow_multiple_allocations),
-        );
-        Value::Map(Map { map: Arc::new(device) })
+        let capacity: Vec<(&str, Value)> = view
+            .capacity
+            .iter()
+            .map(|(k, q)| (k.as_str(), self.quantity(q)))
+            .collect();
+        dra::device(
+            view.driver,
+            view.attributes.iter().map(|(k, v)| (k.as_str(), v)),
+            capacity,
+            view.allow_multiple_allocations,
+        )
     }
 }
 
-/// `domain/name` -> (domain, name); an unqualified name belongs to the driver's domain.
-pub(crate) fn split<'a>(qualified: &'a str, driver: &'a str) -> (&'a str, &'a str) {
-    match qualified.split_once('/') {
-        Some((d, n)) => (d, n),
-        None => (driver, qualified),
+fn to_match(r: Result<bool, String>) -> Match {
+    match r {
+        Ok(true) => Match::Yes,
+        Ok(false) => Match::No,
+        Err(e) => Match::Error(e),
     }
 }
 
@@ -305,5 +220,12 @@ pub(crate) fn qualify(name: &str, driver: &str) -> String {
         name.to_string()
     } else {
         format!("{driver}/{name}")
+    }
+}
+
+impl Selector {
+    /// Why it does not compile, if it does not.
+    pub(crate) fn error(&self) -> Option<&str> {
+        self.program.as_ref().err().map(String::as_str)
     }
 }

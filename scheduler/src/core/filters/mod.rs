@@ -94,6 +94,10 @@ pub(crate) enum Reject {
     DeviceClassNotFound(String),
     /// A CEL selector failed on a device.
     Cel(String),
+    /// A claim asks for more devices than an allocation may hold (the message is upstream's).
+    DeviceLimit(String),
+    /// The pod's or the cycle's device allocation budget is spent (the message names the claim).
+    AllocationBudget(String),
 }
 
 impl Reject {
@@ -120,6 +124,7 @@ impl Reject {
             Reject::CannotAllocate => "cannot allocate all claims".to_string(),
             Reject::DeviceClassNotFound(c) => format!("device class {c} does not exist"),
             Reject::Cel(e) => format!("cannot allocate all claims: {e}"),
+            Reject::DeviceLimit(m) | Reject::AllocationBudget(m) => m.clone(),
         }
     }
 
@@ -138,6 +143,7 @@ impl Reject {
                 | Reject::ClaimNotAvailable
                 | Reject::DeviceClassNotFound(_)
                 | Reject::Cel(_)
+                | Reject::DeviceLimit(_)
         )
     }
 }

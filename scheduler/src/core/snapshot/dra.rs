@@ -204,6 +204,8 @@ impl Snapshot {
             Err(Failure::CannotAllocate) => Err(DraReject::CannotAllocate),
             Err(Failure::ClassNotFound(c)) => Err(DraReject::ClassNotFound(c)),
             Err(Failure::Cel(e)) => Err(DraReject::Cel(e)),
+            Err(Failure::TooMany(m)) => Err(DraReject::TooMany(m)),
+            Err(Failure::Budget(m)) => Err(DraReject::Budget(m)),
         }
     }
 
@@ -318,6 +320,10 @@ pub(crate) enum DraReject {
     CannotAllocate,
     ClassNotFound(String),
     Cel(String),
+    /// A claim asks for more devices than an allocation may hold.
+    TooMany(String),
+    /// The pod's or the cycle's allocation budget is spent.
+    Budget(String),
 }
 
 /// The API object form of a claim the snapshot holds (for re-ingesting it with a new allocation).
