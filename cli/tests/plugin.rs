@@ -1,8 +1,8 @@
 //! `kubectl kwas` as an operator runs it: the `kwas` binary as `kubectl-kwas` on `PATH` (a symlink, as
 //! `kubectl plugin list` finds it), driven through the real kubectl 1.37 against `kwas dev`: the tree of a
 //! JobSet and of a gang Job (text and `-o json`, and `--watch` printing a tree per change when piped),
-//! `why` for a GPU shortage and an anti-affinity conflict, and `who-preempted` after a high-priority gang
-//! evicted an `all` gang (examples/preemption/).
+//! `why` for a GPU shortage and an anti-affinity conflict, `who-preempted` after a high-priority gang
+//! evicted an `all` gang (examples/preemption/), and the tree of CompositePodGroups whose parents loop.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -255,6 +255,101 @@ fn kubectl_kwas_trees_a_jobset_and_a_gang_job() {
         assert!(!success, "{args:?}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+}
+
+/// A Workload whose CompositePodGroups name each other (`loop-a` and `loop-b`) or themselves
+/// (`loop-self`) as parent, with a PodGroup under `loop-b`.
+const LOOPS: &str = "apiVersion: scheduling.k8s.io/v1alpha3
+kind: Workload
+metadata:
+  name: loops
+spec:
+  compositePodGroupTemplates:
+  - name: outer
+    schedulingPolicy:
+      gang:
+        minGroupCount: 1
+    podGroupTemplates:
+    - name: workers
+      schedulingPolicy:
+        gang:
+          minCount: 1
+---
+apiVersion: scheduling.k8s.io/v1alpha3
+kind: CompositePodGroup
+metadata:
+  name: loop-a
+spec:
+  workloadRef: {workloadName: loops, templateName: outer}
+  parentCompositePodGroupName: loop-b
+  schedulingPolicy: {gang: {minGroupCount: 1}}
+---
+apiVersion: scheduling.k8s.io/v1alpha3
+kind: CompositePodGroup
+metadata:
+  name: loop-b
+spec:
+  workloadRef: {workloadName: loops, templateName: outer}
+  parentCompositePodGroupName: loop-a
+  schedulingPolicy: {gang: {minGroupCount: 1}}
+---
+apiVersion: scheduling.k8s.io/v1alpha3
+kind: CompositePodGroup
+metadata:
+  name: loop-self
+spec:
+  workloadRef: {workloadName: loops, templateName: outer}
+  parentCompositePodGroupName: loop-self
+  schedulingPolicy: {gang: {minGroupCount: 1}}
+---
+apiVersion: scheduling.k8s.io/v1alpha3
+kind: PodGroup
+metadata:
+  name: loop-b-workers
+spec:
+  workloadRef: {workloadName: loops, templateName: workers}
+  parentCompositePodGroupName: loop-b
+  schedulingPolicy: {gang: {minCount: 1}}
+";
+
+#[test]
+fn kubectl_kwas_tree_shows_each_composite_pod_group_of_a_parent_loop_once() {
+    let dev = start(&[]);
+    let plugin = PluginDir::new();
+    common::apply(&dev, LOOPS);
+
+    let text = plugin.kwas(&dev, &["tree", "workload/loops"]);
+    for name in ["loop-a", "loop-b", "loop-self"] {
+        assert_eq!(
+            text.matches(&format!("── CompositePodGroup {name}  ")).count(),
+            1,
+            "{name} shown once:\n{text}"
+        );
+    }
+    assert_eq!(text.matches("PodGroup loop-b-workers  ").count(), 1, "{text}");
+    for name in ["loop-a", "loop-self"] {
+        assert_eq!(
+            text.matches(&format!("↻ CompositePodGroup {name} (cycle: already shown above)"))
+                .count(),
+            1,
+            "{text}"
+        );
+    }
+    assert_eq!(text.matches('↻').count(), 2, "{text}");
+
+    let doc = plugin.json(&dev, &["tree", "workload/loops"]);
+    let root = &doc["root"];
+    let composites = of_kind(root, "CompositePodGroup");
+    let marked: Vec<(&str, &str)> = composites
+        .iter()
+        .filter(|c| c.get("elided").is_some())
+        .map(|c| (c["name"].as_str().unwrap(), c["elided"].as_str().unwrap()))
+        .collect();
+    assert_eq!(marked, [("loop-a", "cycle"), ("loop-self", "cycle")], "{root}");
+    for c in composites.iter().filter(|c| c.get("elided").is_some()) {
+        assert!(c.get("children").is_none() && c.get("pods").is_none(), "{c}");
+    }
+    assert_eq!(composites.len(), 5, "three groups and two markers: {root}");
 }
 
 fn crowd() -> String {

@@ -312,13 +312,12 @@ impl Snapshot {
         (composites, groups)
     }
 
-    /// The children of CompositePodGroup `name`, by name.
+    /// The children of CompositePodGroup `name`, by name (itself among them when it is its own parent).
     pub fn children_of(&self, name: &str) -> (Vec<&CompositePodGroup>, Vec<&PodGroup>) {
         let mut composites: Vec<&CompositePodGroup> = self
             .composites
             .iter()
             .filter(|c| c.spec.parent_composite_pod_group_name.as_deref() == Some(name))
-            .filter(|c| c.name_any() != name)
             .collect();
         composites.sort_by_key(|c| c.name_any());
         let mut groups: Vec<&PodGroup> = self

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::model::Kind;
 use super::preempted::{PreemptedView, Preemption, describe_preemptor};
-use super::tree::{ConditionView, PodCounts, TreeNode};
+use super::tree::{ConditionView, Elided, PodCounts, TreeNode};
 use super::why::WhyView;
 
 /// How text is styled.
@@ -132,6 +132,20 @@ fn phase_text(style: Style, n: &TreeNode) -> String {
 }
 
 fn head(style: Style, n: &TreeNode, namespace: Option<&str>) -> String {
+    if let Some(why) = n.elided {
+        // A group reached again or too deep: its name and why, nothing below.
+        let mark = match why {
+            Elided::Cycle | Elided::AlreadyShown => "↻",
+            Elided::TooDeep => "…",
+        };
+        return format!(
+            "{} {} {} {}",
+            style.yellow(mark),
+            style.bold(n.kind.as_str()),
+            style.cyan(&n.name),
+            style.dim(&why.note())
+        );
+    }
     let name = match (n.kind, namespace) {
         (Kind::Job | Kind::JobSet | Kind::Workload, Some(ns)) => format!("{ns}/{}", n.name),
         _ => n.name.clone(),

@@ -1,6 +1,11 @@
 //! `tree`: Job / JobSet -> Workload -> CompositePodGroups -> PodGroups -> pods, each with its policy,
 //! minimum, topology constraint and the domain it landed in, its node and its live state. Pure: a
 //! [`Snapshot`] in, a [`TreeNode`] out.
+//!
+//! Each group is shown once. CompositePodGroups name their parents, so bad data can loop (parents that
+//! form a cycle, a group its own parent): a group reached again is a single node marked
+//! [`Elided::Cycle`] (on the path to itself) or [`Elided::AlreadyShown`], without its subtree, and a
+//! Workload's groups that a loop keeps from hanging under a root are shown from the loop's first member.
 
 use std::collections::BTreeSet;
 
@@ -15,8 +20,32 @@ use serde::Serialize;
 
 use super::model::{Kind, ObjectRef, Snapshot, finished, node_of, phase_of, pod_group_of, terminating};
 
-/// How deep CompositePodGroups may nest before the tree stops (a guard against cycles in bad data).
-const MAX_DEPTH: usize = 32;
+/// How deep CompositePodGroups may nest before the tree stops (the scheduler allows 4 levels; this bounds
+/// the work on a long chain of bad data).
+pub const MAX_DEPTH: usize = 32;
+
+/// Why a group's node stands alone, without what is below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Elided {
+    /// The group is on the path from the root to here: its parents loop back to it.
+    Cycle,
+    /// The group is shown earlier in the tree.
+    AlreadyShown,
+    /// The group nests deeper than [`MAX_DEPTH`] CompositePodGroups.
+    TooDeep,
+}
+
+impl Elided {
+    /// Why, as shown after the group's name.
+    pub fn note(self) -> String {
+        match self {
+            Elided::Cycle => "(cycle: already shown above)".into(),
+            Elided::AlreadyShown => "(already shown above)".into(),
+            Elided::TooDeep => format!("(nested deeper than {MAX_DEPTH} levels: not shown)"),
+        }
+    }
+}
 
 /// One object of the tree. Fields that do not apply to its kind are left out of the JSON.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -56,6 +85,10 @@ pub struct TreeNode {
     /// Pods: being deleted.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub terminating: bool,
+    /// Groups reached again (a parent cycle, or shown earlier) or nested too deep: this node only names
+    /// the group, its details and subtree are not repeated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elided: Option<Elided>,
     /// What sits below.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<TreeNode>,
@@ -76,7 +109,15 @@ impl TreeNode {
             node: None,
             phase: None,
             terminating: false,
+            elided: None,
             children: Vec::new(),
+        }
+    }
+
+    fn elided(kind: Kind, name: String, why: Elided) -> Self {
+        Self {
+            elided: Some(why),
+            ..Self::new(kind, name)
         }
     }
 
@@ -200,35 +241,50 @@ impl ConditionView {
 
 /// The tree of `target`.
 pub fn tree(snap: &Snapshot, target: &ObjectRef) -> TreeNode {
+    let seen = &mut Seen::default();
     match target.kind {
         Kind::Job => match snap.job(&target.name) {
-            Some(j) => job_node(snap, j),
+            Some(j) => job_node(snap, j, seen),
             None => TreeNode::new(Kind::Job, target.name.clone()),
         },
         Kind::JobSet => match snap.jobset(&target.name) {
-            Some(js) => jobset_node(snap, js),
+            Some(js) => jobset_node(snap, js, seen),
             None => TreeNode::new(Kind::JobSet, target.name.clone()),
         },
         Kind::Workload => match snap.workload(&target.name) {
-            Some(w) => workload_node(snap, w),
+            Some(w) => workload_node(snap, w, seen),
             None => TreeNode::new(Kind::Workload, target.name.clone()),
         },
         Kind::CompositePodGroup => match snap.composite(&target.name) {
-            Some(c) => composite_node(snap, c, 0),
+            Some(c) => composite_node(snap, c, seen),
             None => TreeNode::new(Kind::CompositePodGroup, target.name.clone()),
         },
         Kind::PodGroup => match snap.group(&target.name) {
-            Some(g) => group_node(snap, g),
+            Some(g) => group_node(snap, g, seen),
             None => TreeNode::new(Kind::PodGroup, target.name.clone()),
         },
         // A pod is shown in its PodGroup, with the gang it belongs to.
         Kind::Pod => match snap.pod(&target.name) {
             Some(p) => match pod_group_of(p).and_then(|g| snap.group(g)) {
-                Some(g) => group_node(snap, g),
+                Some(g) => group_node(snap, g, seen),
                 None => pod_node(p),
             },
             None => TreeNode::new(Kind::Pod, target.name.clone()),
         },
+    }
+}
+
+/// Where the walk that builds a tree is: the CompositePodGroups from the root down to here, and every
+/// group shown so far.
+#[derive(Debug, Default)]
+struct Seen {
+    path: Vec<String>,
+    shown: BTreeSet<(Kind, String)>,
+}
+
+impl Seen {
+    fn shown(&self, kind: Kind, name: &str) -> bool {
+        self.shown.contains(&(kind, name.to_string()))
     }
 }
 
@@ -274,29 +330,18 @@ pub fn jobset_status(js: &JobSet) -> String {
     "Active".to_string()
 }
 
-/// Names of the PodGroups in `nodes` (recursively).
-fn covered_groups(nodes: &[TreeNode]) -> BTreeSet<String> {
-    nodes
-        .iter()
-        .flat_map(TreeNode::walk)
-        .filter(|n| n.kind == Kind::PodGroup)
-        .map(|n| n.name.clone())
-        .collect()
-}
-
 /// The children of a Job or JobSet: its Workloads' trees, then the groups its pods name outside them,
 /// then its pods that name no group.
-fn owner_children(snap: &Snapshot, workloads: Vec<&Workload>, pods: &[&Pod]) -> Vec<TreeNode> {
-    let mut children: Vec<TreeNode> = workloads.into_iter().map(|w| workload_node(snap, w)).collect();
-    let covered = covered_groups(&children);
+fn owner_children(snap: &Snapshot, workloads: Vec<&Workload>, pods: &[&Pod], seen: &mut Seen) -> Vec<TreeNode> {
+    let mut children: Vec<TreeNode> = workloads.into_iter().map(|w| workload_node(snap, w, seen)).collect();
     let others: BTreeSet<&str> = pods
         .iter()
         .filter_map(|p| pod_group_of(p))
-        .filter(|g| !covered.contains(*g))
+        .filter(|g| !seen.shown(Kind::PodGroup, g))
         .collect();
     for g in others {
         match snap.group(g) {
-            Some(group) => children.push(group_node(snap, group)),
+            Some(group) => children.push(group_node(snap, group, seen)),
             None => {
                 // The pods name a PodGroup that does not exist (yet): shown under that name.
                 let mut node = TreeNode::new(Kind::PodGroup, g.to_string());
@@ -318,17 +363,17 @@ fn owner_children(snap: &Snapshot, workloads: Vec<&Workload>, pods: &[&Pod]) -> 
     children
 }
 
-fn job_node(snap: &Snapshot, j: &Job) -> TreeNode {
+fn job_node(snap: &Snapshot, j: &Job, seen: &mut Seen) -> TreeNode {
     let name = j.name_any();
     let mut node = TreeNode::new(Kind::Job, name.clone());
     node.status = Some(job_status(j));
     let pods = snap.pods_of_job(&name);
     node.pods = Some(PodCounts::of(&pods));
-    node.children = owner_children(snap, snap.workloads_of("Job", &name), &pods);
+    node.children = owner_children(snap, snap.workloads_of("Job", &name), &pods, seen);
     node
 }
 
-fn jobset_node(snap: &Snapshot, js: &JobSet) -> TreeNode {
+fn jobset_node(snap: &Snapshot, js: &JobSet, seen: &mut Seen) -> TreeNode {
     let name = js.name_any();
     let mut node = TreeNode::new(Kind::JobSet, name.clone());
     node.status = Some(jobset_status(js));
@@ -339,19 +384,38 @@ fn jobset_node(snap: &Snapshot, js: &JobSet) -> TreeNode {
         .collect();
     pods.sort_by_key(|p| p.name_any());
     node.pods = Some(PodCounts::of(&pods));
-    node.children = owner_children(snap, snap.workloads_of("JobSet", &name), &pods);
+    node.children = owner_children(snap, snap.workloads_of("JobSet", &name), &pods, seen);
     node
 }
 
-fn workload_node(snap: &Snapshot, w: &Workload) -> TreeNode {
+fn workload_node(snap: &Snapshot, w: &Workload, seen: &mut Seen) -> TreeNode {
     let name = w.name_any();
     let mut node = TreeNode::new(Kind::Workload, name.clone());
     let (composites, groups) = snap.roots_of_workload(&name);
-    node.children = composites
-        .into_iter()
-        .map(|c| composite_node(snap, c, 0))
-        .chain(groups.into_iter().map(|g| group_node(snap, g)))
+    for c in composites {
+        node.children.push(composite_node(snap, c, seen));
+    }
+    // CompositePodGroups whose parents loop hang under no root: each loop from its first member by name
+    // (the rest of it, and what hangs under it, below that one).
+    let mut looped: Vec<&CompositePodGroup> = snap
+        .composites
+        .iter()
+        .filter(|c| c.spec.workload_ref.workload_name == name)
+        .filter(|c| {
+            snap.ancestors(c.spec.parent_composite_pod_group_name.as_deref())
+                .iter()
+                .any(|a| a.name_any() == c.name_any())
+        })
         .collect();
+    looped.sort_by_key(|c| c.name_any());
+    for c in looped {
+        if !seen.shown(Kind::CompositePodGroup, &c.name_any()) {
+            node.children.push(composite_node(snap, c, seen));
+        }
+    }
+    for g in groups {
+        node.children.push(group_node(snap, g, seen));
+    }
     node.pods = Some(sum_counts(&node.children));
     node
 }
@@ -421,21 +485,34 @@ fn topology(constraints: Option<&Vec<TopologyConstraint>>, snap: &Snapshot, pods
         .collect()
 }
 
-/// Every pod below CompositePodGroup `c`.
-fn descendant_pods<'a>(snap: &'a Snapshot, c: &CompositePodGroup, depth: usize) -> Vec<&'a Pod> {
-    if depth > MAX_DEPTH {
-        return Vec::new();
-    }
-    let (composites, groups) = snap.children_of(&c.name_any());
-    let mut pods: Vec<&Pod> = groups.iter().flat_map(|g| snap.pods_of_group(&g.name_any())).collect();
-    for child in composites {
-        pods.extend(descendant_pods(snap, child, depth + 1));
+/// Every pod below CompositePodGroup `name`, each once (however its descendants loop).
+fn descendant_pods<'a>(snap: &'a Snapshot, name: &str) -> Vec<&'a Pod> {
+    let mut pods: Vec<&Pod> = Vec::new();
+    let mut visited: BTreeSet<String> = BTreeSet::new();
+    let mut next = vec![name.to_string()];
+    while let Some(c) = next.pop() {
+        if !visited.insert(c.clone()) {
+            continue;
+        }
+        let (composites, groups) = snap.children_of(&c);
+        pods.extend(groups.iter().flat_map(|g| snap.pods_of_group(&g.name_any())));
+        next.extend(composites.iter().map(|child| child.name_any()));
     }
     pods
 }
 
-fn composite_node(snap: &Snapshot, c: &CompositePodGroup, depth: usize) -> TreeNode {
+fn composite_node(snap: &Snapshot, c: &CompositePodGroup, seen: &mut Seen) -> TreeNode {
     let name = c.name_any();
+    if seen.path.contains(&name) {
+        return TreeNode::elided(Kind::CompositePodGroup, name, Elided::Cycle);
+    }
+    if seen.shown(Kind::CompositePodGroup, &name) {
+        return TreeNode::elided(Kind::CompositePodGroup, name, Elided::AlreadyShown);
+    }
+    if seen.path.len() >= MAX_DEPTH {
+        return TreeNode::elided(Kind::CompositePodGroup, name, Elided::TooDeep);
+    }
+    seen.shown.insert((Kind::CompositePodGroup, name.clone()));
     let mut node = TreeNode::new(Kind::CompositePodGroup, name.clone());
     node.policy = Some(match &c.spec.scheduling_policy.gang {
         Some(g) => Policy {
@@ -459,7 +536,7 @@ fn composite_node(snap: &Snapshot, c: &CompositePodGroup, depth: usize) -> TreeN
         }
     });
     node.priority = c.spec.priority;
-    let pods = descendant_pods(snap, c, depth);
+    let pods = descendant_pods(snap, &name);
     node.topology = topology(
         c.spec.scheduling_constraints.as_ref().and_then(|s| s.topology.as_ref()),
         snap,
@@ -467,19 +544,23 @@ fn composite_node(snap: &Snapshot, c: &CompositePodGroup, depth: usize) -> TreeN
     );
     node.pods = Some(PodCounts::of(&pods));
     node.conditions = conditions_of(c.status.as_ref().and_then(|s| s.conditions.as_ref()));
-    if depth < MAX_DEPTH {
-        let (composites, groups) = snap.children_of(&name);
-        node.children = composites
-            .into_iter()
-            .map(|child| composite_node(snap, child, depth + 1))
-            .chain(groups.into_iter().map(|g| group_node(snap, g)))
-            .collect();
+    let (composites, groups) = snap.children_of(&name);
+    seen.path.push(name);
+    for child in composites {
+        node.children.push(composite_node(snap, child, seen));
     }
+    for g in groups {
+        node.children.push(group_node(snap, g, seen));
+    }
+    seen.path.pop();
     node
 }
 
-fn group_node(snap: &Snapshot, g: &PodGroup) -> TreeNode {
+fn group_node(snap: &Snapshot, g: &PodGroup, seen: &mut Seen) -> TreeNode {
     let name = g.name_any();
+    if !seen.shown.insert((Kind::PodGroup, name.clone())) {
+        return TreeNode::elided(Kind::PodGroup, name, Elided::AlreadyShown);
+    }
     let mut node = TreeNode::new(Kind::PodGroup, name.clone());
     node.policy = Some(match &g.spec.scheduling_policy.gang {
         Some(gang) => Policy {
@@ -669,27 +750,189 @@ mod tests {
         }
     }
 
-    #[test]
-    fn composite_cycles_end() {
-        let cpg = |name: &str, parent: &str| -> CompositePodGroup {
-            serde_json::from_value(json!({
-                "metadata": {"name": name},
-                "spec": {"parentCompositePodGroupName": parent, "schedulingPolicy": {"gang": {"minGroupCount": 2147483647}}, "workloadRef": {"templateName": "t", "workloadName": "w"}}
-            }))
-            .unwrap()
-        };
-        let snap = Snapshot {
-            composites: vec![cpg("a", "b"), cpg("b", "a")],
+    fn composite(name: &str, parent: Option<&str>) -> CompositePodGroup {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "parentCompositePodGroupName": parent,
+                "schedulingPolicy": {"gang": {"minGroupCount": 2147483647}},
+                "workloadRef": {"templateName": "t", "workloadName": "w"}
+            }
+        }))
+        .unwrap()
+    }
+
+    fn member_group(name: &str, parent: &str) -> PodGroup {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "parentCompositePodGroupName": parent,
+                "schedulingPolicy": {"gang": {"minCount": 1}},
+                "workloadRef": {"templateName": "t", "workloadName": "w"}
+            }
+        }))
+        .unwrap()
+    }
+
+    /// Hostile parents: `a` and `b` each other's parent, `s` its own, and `c00` -> ... -> `c39` a chain
+    /// deeper than [`MAX_DEPTH`] under the root `c00`; a PodGroup with one pod under `b`, `s` and `c39`.
+    fn hostile() -> Snapshot {
+        let workload: Workload = serde_json::from_value(json!({"metadata": {"name": "w"}})).unwrap();
+        let mut composites = vec![
+            composite("a", Some("b")),
+            composite("b", Some("a")),
+            composite("s", Some("s")),
+            composite("c00", None),
+        ];
+        for i in 1..40 {
+            composites.push(composite(&format!("c{i:02}"), Some(&format!("c{:02}", i - 1))));
+        }
+        Snapshot {
+            namespace: "default".into(),
+            workloads: vec![workload],
+            composites,
+            groups: vec![
+                member_group("b-pg", "b"),
+                member_group("s-pg", "s"),
+                member_group("c39-pg", "c39"),
+            ],
+            pods: vec![
+                pod("b-0", "b-pg", Some("n1"), "Running"),
+                pod("s-0", "s-pg", None, "Pending"),
+                pod("c39-0", "c39-pg", None, "Pending"),
+            ],
             ..Snapshot::default()
-        };
-        let t = tree(
-            &snap,
-            &ObjectRef {
-                kind: Kind::CompositePodGroup,
-                name: "a".into(),
-            },
+        }
+    }
+
+    fn of(kind: Kind, name: &str) -> ObjectRef {
+        ObjectRef {
+            kind,
+            name: name.into(),
+        }
+    }
+
+    /// The names of the nodes shown in full (not elided), each as often as it appears.
+    fn shown(t: &TreeNode) -> Vec<&str> {
+        t.walk()
+            .into_iter()
+            .filter(|n| n.elided.is_none())
+            .map(|n| n.name.as_str())
+            .collect()
+    }
+
+    fn elided(t: &TreeNode) -> Vec<(&str, Elided)> {
+        t.walk()
+            .into_iter()
+            .filter_map(|n| n.elided.map(|e| (n.name.as_str(), e)))
+            .collect()
+    }
+
+    #[test]
+    fn a_two_cycle_is_shown_once_with_the_return_marked() {
+        let snap = hostile();
+        let t = tree(&snap, &of(Kind::CompositePodGroup, "a"));
+        assert_eq!(shown(&t), ["a", "b", "b-pg", "b-0"], "{t:#?}");
+        assert_eq!(elided(&t), [("a", Elided::Cycle)]);
+        let b = &t.children[0];
+        assert_eq!(b.name, "b");
+        let back = &b.children[0];
+        assert_eq!(back.elided, Some(Elided::Cycle));
+        assert!(back.children.is_empty() && back.pods.is_none() && back.policy.is_none());
+        // Pods are counted once however the parents loop.
+        assert_eq!(t.pods.unwrap().total, 1);
+        assert_eq!(b.pods.unwrap().total, 1);
+        assert_eq!(t.policy.as_ref().unwrap().min_group_count, Some(i32::MAX));
+    }
+
+    #[test]
+    fn a_composite_that_is_its_own_parent_is_marked_under_itself() {
+        let snap = hostile();
+        let t = tree(&snap, &of(Kind::CompositePodGroup, "s"));
+        assert_eq!(shown(&t), ["s", "s-pg", "s-0"], "{t:#?}");
+        assert_eq!(elided(&t), [("s", Elided::Cycle)]);
+        assert_eq!(t.pods.unwrap().total, 1);
+    }
+
+    #[test]
+    fn a_long_chain_shows_each_group_once_down_to_the_depth_limit() {
+        let snap = hostile();
+        let t = tree(&snap, &of(Kind::CompositePodGroup, "c00"));
+        let names = shown(&t);
+        let expected: Vec<String> = (0..MAX_DEPTH).map(|i| format!("c{i:02}")).collect();
+        assert_eq!(names, expected, "{names:?}");
+        assert_eq!(elided(&t), [("c32", Elided::TooDeep)]);
+        // The pod below the cut still counts at the top.
+        assert_eq!(t.pods.unwrap().total, 1);
+    }
+
+    #[test]
+    fn a_workload_shows_every_group_once_even_those_a_loop_keeps_from_a_root() {
+        let snap = hostile();
+        let t = tree(&snap, &of(Kind::Workload, "w"));
+        let tops: Vec<&str> = t.children.iter().map(|c| c.name.as_str()).collect();
+        // The root first, then each loop from its first member by name.
+        assert_eq!(tops, ["c00", "a", "s"], "{t:#?}");
+        let names = shown(&t);
+        let unique: BTreeSet<&str> = names.iter().copied().collect();
+        assert_eq!(unique.len(), names.len(), "each group shown once: {names:?}");
+        for name in ["a", "b", "s", "b-pg", "s-pg", "c00", "c31"] {
+            assert!(unique.contains(name), "{name} shown: {names:?}");
+        }
+        assert_eq!(
+            elided(&t),
+            [("c32", Elided::TooDeep), ("a", Elided::Cycle), ("s", Elided::Cycle)]
         );
-        assert!(t.walk().len() <= MAX_DEPTH + 2);
-        assert_eq!(t.policy.unwrap().min_group_count, Some(i32::MAX));
+        assert_eq!(t.pods.unwrap().total, 3);
+    }
+
+    #[test]
+    fn a_group_reached_again_is_one_marked_line_in_text_and_a_field_in_json() {
+        let snap = hostile();
+        let t = tree(&snap, &of(Kind::Workload, "w"));
+        let text = crate::plugin::render::tree(
+            crate::plugin::render::Style::default(),
+            &t,
+            "default",
+            crate::plugin::render::TreeOptions::default(),
+        );
+        for name in ["a", "b", "s"] {
+            let full = format!("── CompositePodGroup {name}  ");
+            assert_eq!(text.matches(&full).count(), 1, "{name} once in full:\n{text}");
+        }
+        assert_eq!(
+            text.matches("↻ CompositePodGroup a (cycle: already shown above)")
+                .count(),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("↻ CompositePodGroup s (cycle: already shown above)")
+                .count(),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("… CompositePodGroup c32 (nested deeper than 32 levels: not shown)")
+                .count(),
+            1,
+            "{text}"
+        );
+        assert!(!text.contains("CompositePodGroup c33"), "{text}");
+        // The marked line has nothing under it: the next line is b's PodGroup, a sibling.
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.contains("↻ CompositePodGroup a")).unwrap();
+        assert!(lines[at + 1].contains("PodGroup b-pg"), "{text}");
+
+        let json = serde_json::to_value(&t).unwrap();
+        let back = &json["children"][1]["children"][0]["children"][0];
+        assert_eq!(
+            back,
+            &json!({"kind": "CompositePodGroup", "name": "a", "elided": "cycle"})
+        );
+        assert!(
+            !json["children"][0].to_string().contains("c33"),
+            "nothing below the depth limit"
+        );
     }
 }

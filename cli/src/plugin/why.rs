@@ -174,7 +174,7 @@ struct Scope<'a> {
 fn group_nodes(t: &TreeNode) -> Vec<TreeNode> {
     t.walk()
         .into_iter()
-        .filter(|n| matches!(n.kind, Kind::PodGroup | Kind::CompositePodGroup))
+        .filter(|n| matches!(n.kind, Kind::PodGroup | Kind::CompositePodGroup) && n.elided.is_none())
         .map(|n| TreeNode {
             children: Vec::new(),
             ..n.clone()

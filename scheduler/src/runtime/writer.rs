@@ -1,7 +1,10 @@
 //! The I/O edge: carries out the engine's [`Action`]s against the API server.
 //!
 //! - **Bindings** go through `pods/binding` (a `Binding` with the pod's uid as precondition), at most
-//!   `bind_concurrency` at once; each result goes back to the scheduling loop.
+//!   `bind_concurrency` at once; each result goes back to the scheduling loop. A binding whose answer is
+//!   lost (a 5xx or none) is settled by reading the pod back: the same pod (its uid) bound to the node is
+//!   Bound; bound elsewhere, gone, or re-created under its name with another uid is a Conflict; unbound
+//!   is Failed.
 //! - **Status patches, evictions** run at most `write_concurrency` at once, and in order per object
 //!   (one write per object in flight), so an older decision never overtakes a newer one. A patch
 //!   carrying a `resourceVersion` precondition that meets a conflict is decided again on the fresh
@@ -256,7 +259,7 @@ impl Io {
             metadata: ObjectMeta {
                 name: Some(pod.name.clone()),
                 namespace: Some(pod.namespace.clone()),
-                uid,
+                uid: uid.clone(),
                 ..Default::default()
             },
             target: ObjectReference {
@@ -277,10 +280,7 @@ impl Io {
                 self.metrics.api_error("bind");
                 for attempt in 1..=MAX_WRITE_ATTEMPTS {
                     match api.get_opt(&pod.name).await {
-                        Ok(p) => {
-                            let bound_to = p.as_ref().map(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()));
-                            return settle_binding(bound_to, node, &api_message(&e));
-                        }
+                        Ok(p) => return settle_binding(p.as_ref(), uid.as_deref(), node, &api_message(&e)),
                         Err(_) => tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await,
                     }
                 }
@@ -477,14 +477,26 @@ fn outcome_unknown(err: &kube::Error) -> bool {
     }
 }
 
-/// A binding whose answer was lost, settled by the pod read back: `bound_to` is `None` when the pod is
-/// gone, else its `spec.nodeName`.
-fn settle_binding(bound_to: Option<Option<&str>>, node: &str, error: &str) -> BindResult {
-    match bound_to {
-        Some(Some(n)) if n == node => BindResult::Bound,
-        Some(Some(n)) => BindResult::Conflict(format!("{error}; the pod is bound to {n}")),
-        None => BindResult::Conflict(format!("{error}; the pod is gone")),
-        Some(None) => BindResult::Failed(error.to_string()),
+/// A binding of the pod with `uid` to `node` whose answer was lost, settled by the pod read back by
+/// name (`None`: no pod has the name). A pod of that name with another uid was re-created after the one
+/// being bound was deleted: the bound pod is gone, and the new one is not this binding's to claim.
+fn settle_binding(read_back: Option<&Pod>, uid: Option<&str>, node: &str, error: &str) -> BindResult {
+    let Some(pod) = read_back else {
+        return BindResult::Conflict(format!("{error}; the pod is gone"));
+    };
+    let read_uid = pod.metadata.uid.as_deref();
+    if let Some(uid) = uid
+        && read_uid != Some(uid)
+    {
+        return BindResult::Conflict(format!(
+            "{error}; the pod is gone (its name now belongs to uid {})",
+            read_uid.unwrap_or("unknown")
+        ));
+    }
+    match pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+        Some(n) if n == node => BindResult::Bound,
+        Some(n) => BindResult::Conflict(format!("{error}; the pod is bound to {n}")),
+        None => BindResult::Failed(error.to_string()),
     }
 }
 
@@ -575,16 +587,26 @@ async fn publish_events(
 mod tests {
     use super::*;
 
+    /// Pod `p` with `uid`, bound to `node` when given.
+    fn pod(uid: &str, node: Option<&str>) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": uid},
+            "spec": {"nodeName": node, "containers": []}
+        }))
+        .unwrap()
+    }
+
     #[test]
     fn a_binding_whose_answer_was_lost_is_settled_by_the_pod() {
-        assert_eq!(settle_binding(Some(Some("n1")), "n1", "504"), BindResult::Bound);
-        assert!(
-            matches!(settle_binding(Some(Some("n2")), "n1", "504"), BindResult::Conflict(m) if m.ends_with("bound to n2"))
-        );
-        assert!(matches!(settle_binding(None, "n1", "504"), BindResult::Conflict(_)));
+        let settle = |read_back: Option<&Pod>| settle_binding(read_back, Some("u1"), "n1", "504");
+        assert_eq!(settle(Some(&pod("u1", Some("n1")))), BindResult::Bound);
+        assert!(matches!(settle(Some(&pod("u1", Some("n2")))), BindResult::Conflict(m) if m.ends_with("bound to n2")));
+        assert!(matches!(settle(None), BindResult::Conflict(m) if m.ends_with("the pod is gone")));
+        assert_eq!(settle(Some(&pod("u1", None))), BindResult::Failed("504".into()));
+        // Without a uid to compare (the informer had none), the name decides.
         assert_eq!(
-            settle_binding(Some(None), "n1", "504"),
-            BindResult::Failed("504".into())
+            settle_binding(Some(&pod("u9", Some("n1"))), None, "n1", "504"),
+            BindResult::Bound
         );
         let api_error = |code: u16| {
             let status: kube::core::Status =
@@ -595,6 +617,27 @@ mod tests {
         assert!(outcome_unknown(&api_error(500)));
         let rejected = api_error(403);
         assert!(!outcome_unknown(&rejected));
+    }
+
+    #[test]
+    fn a_pod_deleted_and_re_created_under_its_name_is_gone_whatever_the_new_one_shows() {
+        // Bound by someone else to the very node, unbound, or bound elsewhere: none is the pod being bound.
+        for node in [Some("n1"), None, Some("n2")] {
+            let recreated = pod("u2", node);
+            assert!(
+                matches!(
+                    settle_binding(Some(&recreated), Some("u1"), "n1", "504"),
+                    BindResult::Conflict(m) if m.contains("the pod is gone") && m.contains("uid u2")
+                ),
+                "re-created pod on {node:?}"
+            );
+        }
+        let mut without_uid = pod("u2", Some("n1"));
+        without_uid.metadata.uid = None;
+        assert!(matches!(
+            settle_binding(Some(&without_uid), Some("u1"), "n1", "504"),
+            BindResult::Conflict(_)
+        ));
     }
 
     #[test]
