@@ -143,34 +143,47 @@ fn same(a: &str, b: &str, field: &str) -> String {
     format!("(has({a}.{field}) == has({b}.{field}) && (!has({a}.{field}) || {a}.{field} == {b}.{field}))")
 }
 
-/// Pod-group scheduling `a` (a Job's `spec.scheduling` or a `replicatedJobPolicies` entry) equals `b`
-/// except for its gang's `minCount`, the one field a Workload's PodGroupTemplate lets change.
-fn same_but_min_count(a: &str, b: &str) -> String {
+/// Pod-group scheduling `a` (a Job's `spec.scheduling`, with `claims`, or a `replicatedJobPolicies`
+/// entry, without) equals `b` except for its gang's `minCount`, the one field a Workload's
+/// PodGroupTemplate lets change.
+fn same_but_min_count(a: &str, b: &str, claims: bool) -> String {
     let (pa, pb) = (format!("{a}.schedulingPolicy"), format!("{b}.schedulingPolicy"));
+    let claims = if claims {
+        format!("{} && ", same(a, b, "resourceClaims"))
+    } else {
+        String::new()
+    };
     format!(
-        "{} && {} && {} && has({pa}) == has({pb}) && (!has({pa}) || (has({pa}.basic) == has({pb}.basic) && has({pa}.gang) == has({pb}.gang)))",
+        "{} && {} && {claims}has({pa}) == has({pb}) && (!has({pa}) || (has({pa}.basic) == has({pb}.basic) && has({pa}.gang) == has({pb}.gang)))",
         same(a, b, "schedulingConstraints"),
         same(a, b, "disruptionMode"),
-        same(a, b, "resourceClaims"),
     )
 }
 
 /// The transition rule of `spec.scheduling`: set or unset for good; its root blocks, management and the
 /// targets of `replicatedJobPolicies` fixed; each policy fixed but for its gang's `minCount`. Every list it
-/// walks is bounded (at most 8 policies), so its estimated cost stays small.
+/// walks is bounded (at most 8 policies) and read through its own field path, so kube-apiserver's cost
+/// estimator sizes every comparison from the schema and the estimate stays small (a list read through a
+/// conditional would lose its path and make each comparison of its items unbounded).
 fn scheduling_transition_rule() -> String {
-    let policies =
-        |x: &str| format!("(has({x}.scheduling.replicatedJobPolicies) ? {x}.scheduling.replicatedJobPolicies : [])");
-    let (new, old) = (policies("self"), policies("oldSelf"));
+    let set = |x: &str| {
+        format!("(has({x}.scheduling.replicatedJobPolicies) && size({x}.scheduling.replicatedJobPolicies) > 0)")
+    };
+    let (new, old) = (
+        "self.scheduling.replicatedJobPolicies",
+        "oldSelf.scheduling.replicatedJobPolicies",
+    );
     format!(
         "has(self.scheduling) == has(oldSelf.scheduling) && (!has(self.scheduling) || ({} && {} && {} && {} && \
-         {new}.map(p, p.targetReplicatedJob) == {old}.map(p, p.targetReplicatedJob) && \
-         {new}.all(p, {old}.exists(q, q.targetReplicatedJob == p.targetReplicatedJob && {}))))",
+         {set_new} == {set_old} && (!{set_new} || ({new}.map(p, p.targetReplicatedJob) == {old}.map(p, p.targetReplicatedJob) && \
+         {new}.all(p, {old}.exists(q, q.targetReplicatedJob == p.targetReplicatedJob && {}))))))",
         same("self.scheduling", "oldSelf.scheduling", "schedulingPolicy"),
         same("self.scheduling", "oldSelf.scheduling", "schedulingConstraints"),
         same("self.scheduling", "oldSelf.scheduling", "disruptionMode"),
         same("self.scheduling", "oldSelf.scheduling", "podGroupManagement"),
-        same_but_min_count("p", "q"),
+        same_but_min_count("p", "q", false),
+        set_new = set("self"),
+        set_old = set("oldSelf"),
     )
 }
 
@@ -193,7 +206,7 @@ fn template_transition_rules() -> serde_json::Value {
          "fieldPath": ".spec"},
         {"rule": format!(
             "has(self.spec.scheduling) == has(oldSelf.spec.scheduling) && (!has(self.spec.scheduling) || {})",
-            same_but_min_count("self.spec.scheduling", "oldSelf.spec.scheduling")),
+            same_but_min_count("self.spec.scheduling", "oldSelf.spec.scheduling", true)),
          "message": "spec.scheduling is immutable, except the gang's minCount",
          "fieldPath": ".spec.scheduling"},
     ])
@@ -344,6 +357,7 @@ pub struct JobSetScheduling {
 #[schemars(extend("x-kubernetes-validations" = leaf_union_rules()))]
 pub struct ReplicatedJobPolicy {
     /// The replicated job this policy applies to.
+    #[schemars(length(min = 1, max = 63))]
     pub target_replicated_job: String,
 
     /// Basic or Gang for each of its Jobs' PodGroups (gang `minCount` defaults to the Job's parallelism).

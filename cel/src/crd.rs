@@ -480,11 +480,13 @@ fn decl(schema: &Json, root: bool, depth: usize) -> Decl {
                 let max = int("maxProperties").unwrap_or((m - 2) / value.min_serialized_size.saturating_add(6));
                 return Decl::map(Decl::scalar(Ty::String, 0), value, max);
             }
+            // Without properties (say `x-kubernetes-preserve-unknown-fields`), an object has no fields
+            // rules may read, as upstream declares it.
             let Some(props) = props else {
                 if root || embedded {
                     return object_meta(BTreeMap::new(), "Object");
                 }
-                return Decl::scalar(Ty::Dyn, m - 2);
+                return Decl::object("Object", BTreeMap::new());
             };
             let required: Vec<&str> = schema
                 .get("required")

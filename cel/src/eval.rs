@@ -28,6 +28,10 @@ use crate::functions::{self, Cost, NAMESPACES, Spec};
 /// Bytes of hidden work (copying, counting) charged as one cost unit.
 pub const WORK_BYTES: u64 = 16;
 
+/// What setting up a library call costs beyond the call itself (a scope, its arguments converted in
+/// and the result out), in cost units: a few times one node's evaluation.
+const LIBRARY_CALL_OVERHEAD: u64 = 4;
+
 /// Bytes of arguments a library call copies for free (most calls take a few short values).
 const FREE_COPY_BYTES: u64 = 256;
 
@@ -552,6 +556,63 @@ impl<'p, 'v> Machine<'p, 'v> {
                 }
                 return Ok(Value::List(Arc::new((0..n).map(Value::Int).collect())));
             }
+            // The commonest string functions natively: a library call costs more to set up than they do.
+            "startsWith" | "endsWith" | "contains" | "lowerAscii" | "upperAscii" | "trim"
+                if matches!(this, Some(Value::String(_))) =>
+            {
+                let Some(Value::String(text)) = &this else {
+                    return Err(EvalError::no_overload());
+                };
+                let arg = || match args.first() {
+                    Some(Value::String(a)) => Ok(a.as_str()),
+                    _ => Err(EvalError::no_overload()),
+                };
+                return Ok(match name {
+                    "startsWith" => Value::Bool(text.starts_with(arg()?)),
+                    "endsWith" => Value::Bool(text.ends_with(arg()?)),
+                    "contains" => Value::Bool(text.contains(arg()?)),
+                    "lowerAscii" => Value::String(Arc::new(text.to_ascii_lowercase())),
+                    "upperAscii" => Value::String(Arc::new(text.to_ascii_uppercase())),
+                    _ => Value::String(Arc::new(text.trim().to_string())),
+                });
+            }
+            "indexOf" | "lastIndexOf" if matches!(this, Some(Value::String(_))) => {
+                let (Some(Value::String(text)), Some(Value::String(sub))) = (&this, args.first()) else {
+                    return Err(EvalError::no_overload());
+                };
+                return string_index(text, sub, args.get(1), name == "lastIndexOf");
+            }
+            "matches" | "find" | "findAll" => {
+                let (Some(Value::String(text)), Some(Value::String(pattern))) =
+                    (first, arg_of(this.is_some(), &args, 0))
+                else {
+                    return Err(EvalError::no_overload());
+                };
+                let (re, compiled) = compiled_regex(pattern);
+                if compiled {
+                    // A pattern not seen before is compiled (then cached): charged by its length.
+                    self.charge(100u64.saturating_add((pattern.len() as u64).saturating_mul(10)))?;
+                }
+                let re = re.map_err(|e| EvalError::Runtime(format!("{name}: invalid regex: {e}")))?;
+                return Ok(match name {
+                    "matches" => Value::Bool(re.is_match(text)),
+                    "find" => Value::String(Arc::new(
+                        re.find(text).map(|m| m.as_str().to_string()).unwrap_or_default(),
+                    )),
+                    _ => {
+                        let limit = match arg_of(this.is_some(), &args, 1) {
+                            Some(Value::Int(n)) if *n >= 0 => usize::try_from(*n).unwrap_or(usize::MAX),
+                            _ => usize::MAX,
+                        };
+                        Value::List(Arc::new(
+                            re.find_iter(text)
+                                .take(limit)
+                                .map(|m| Value::String(Arc::new(m.as_str().to_string())))
+                                .collect(),
+                        ))
+                    }
+                });
+            }
             "optional.of" => return Ok(optional(args.into_iter().next())),
             "optional.none" => return Ok(optional(None)),
             "optional.ofNonZeroValue" => {
@@ -593,9 +654,71 @@ impl<'p, 'v> Machine<'p, 'v> {
         for v in this.iter().chain(args.iter()) {
             weight = weight.saturating_add(deep_bytes(v, cap));
         }
-        self.charge(weight.saturating_sub(FREE_COPY_BYTES) / WORK_BYTES)?;
+        self.charge((weight.saturating_sub(FREE_COPY_BYTES) / WORK_BYTES).saturating_add(LIBRARY_CALL_OVERHEAD))?;
         delegate(name, this, args)
     }
+}
+
+/// `indexOf` / `lastIndexOf` on strings, in characters as cel-go counts them (an offset, when given,
+/// is where the search starts: forwards, or backwards for `lastIndexOf`).
+fn string_index(text: &str, sub: &str, offset: Option<&Value>, last: bool) -> R {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let len = chars.len();
+    let offset = match offset {
+        None => None,
+        Some(Value::Int(o)) => match usize::try_from(*o).ok().filter(|&o| o <= len) {
+            Some(o) => Some(o),
+            None => return Err(EvalError::Runtime(format!("index out of range: {o}"))),
+        },
+        Some(_) => return Err(EvalError::no_overload()),
+    };
+    let byte_at = |c: usize| chars.get(c).map_or(text.len(), |(b, _)| *b);
+    let char_of = |b: usize| chars.partition_point(|(x, _)| *x < b);
+    let found = if last {
+        let end = offset.map_or(text.len(), |o| (byte_at(o) + sub.len()).min(text.len()));
+        text.get(..end).and_then(|t| t.rfind(sub))
+    } else {
+        let start = offset.map_or(0, byte_at);
+        text.get(start..).and_then(|t| t.find(sub)).map(|b| b + start)
+    };
+    Ok(Value::Int(
+        found.map_or(-1, |b| i64::try_from(char_of(b)).unwrap_or(-1)),
+    ))
+}
+
+/// Argument `i` of a call (not counting the receiver; the first argument is the receiver of a global
+/// call of a member-style function).
+fn arg_of(member: bool, args: &[Value], i: usize) -> Option<&Value> {
+    args.get(if member { i } else { i + 1 })
+}
+
+/// Compiled regular expressions kept per thread, past this many the cache starts over.
+const REGEX_CACHE: usize = 256;
+
+thread_local! {
+    static REGEXES: std::cell::RefCell<std::collections::HashMap<String, Result<regex::Regex, String>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The compiled `pattern` (RE2 syntax, as cel-go's), and whether it was compiled now. The `cel` crate
+/// compiles a pattern on every call; a cache makes a regex in a loop cost what its matching costs.
+fn compiled_regex(pattern: &str) -> (Result<regex::Regex, String>, bool) {
+    REGEXES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(r) = cache.get(pattern) {
+            return (r.clone(), false);
+        }
+        let r = regex::RegexBuilder::new(pattern)
+            .size_limit(1 << 20)
+            .dfa_size_limit(1 << 20)
+            .build()
+            .map_err(|e| e.to_string());
+        if cache.len() >= REGEX_CACHE {
+            cache.clear();
+        }
+        cache.insert(pattern.to_string(), r.clone());
+        (r, true)
+    })
 }
 
 /// Calls a registered function with evaluated arguments, bound as variables of a scope of their own.

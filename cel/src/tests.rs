@@ -54,6 +54,18 @@ fn expressions_evaluate_with_cel_semantics() {
         ("[[1], [2, 3]].flatten() == [1, 2, 3]", true),
         ("[3, 1, 2].sort() == [1, 2, 3]", true),
         ("sets.contains([1, 2, 3], [1])", true),
+        (
+            "'héllo'.indexOf('l') == 2 && 'héllo'.lastIndexOf('l') == 3 && 'abc'.indexOf('z') == -1",
+            true,
+        ),
+        (
+            "'abcabc'.indexOf('b', 2) == 4 && 'abcabc'.lastIndexOf('b', 3) == 1",
+            true,
+        ),
+        (
+            "' x '.trim() == 'x' && 'Ab'.lowerAscii() == 'ab' && 'ab'.upperAscii() == 'AB'",
+            true,
+        ),
     ] {
         assert_eq!(eval(expr), Ok(Value::Bool(want)), "{expr}");
     }

@@ -1,0 +1,302 @@
+//! Untrusted users, as a hostile one tries it with kubectl 1.37 on `kwas dev`: CEL that would stop the
+//! scheduler or the API server (DRA selectors, CRD validation rules) is refused when written if its
+//! estimated cost is over kube-apiserver's budget, and bounded when it runs. Every test ends by checking
+//! that the API server still answers within a second and that a normal gang still binds.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use common::{Dev, apply, eventually, kubectl_stdin, ok, start};
+
+/// The API server's `host:port`, read from the kubeconfig `kwas dev` wrote.
+fn server(dev: &Dev) -> String {
+    let config = std::fs::read_to_string(&dev.kubeconfig).unwrap();
+    let url = config
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: "))
+        .unwrap()
+        .trim()
+        .trim_matches('"');
+    url.trim_start_matches("http://").trim_end_matches('/').to_string()
+}
+
+/// How long one plain GET takes, over a connection of its own.
+fn get_latency(dev: &Dev, path: &str) -> Duration {
+    let t = Instant::now();
+    let mut s = std::net::TcpStream::connect(server(dev)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    t.elapsed()
+}
+
+/// The API server answers within a second and a normal gang Job (`tag`) binds whole.
+fn still_serving(dev: &Dev, tag: &str) {
+    let latency = get_latency(dev, "/api/v1/namespaces/default");
+    assert!(latency < Duration::from_secs(1), "GET took {latency:?}");
+    apply(
+        dev,
+        &format!(
+            "apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {tag}
+spec:
+  managedBy: kwas.dev/job-controller
+  parallelism: 2
+  completions: 2
+  scheduling:
+    schedulingPolicy:
+      gang: {{}}
+  template:
+    spec:
+      schedulerName: kwas-scheduler
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: busybox
+        resources:
+          requests:
+            cpu: '1'
+"
+        ),
+    );
+    eventually(&format!("gang {tag} to bind"), || {
+        let out = ok(
+            dev,
+            &[
+                "get",
+                "pods",
+                "-l",
+                &format!("batch.kubernetes.io/job-name={tag}"),
+                "-o",
+                "jsonpath={range .items[*]}{.spec.nodeName}{\"\\n\"}{end}",
+            ],
+        );
+        let bound = out.lines().filter(|l| !l.is_empty()).count();
+        bound == 2
+    });
+}
+
+fn claim(name: &str, expression: &str) -> String {
+    format!(
+        "apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: {name}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.kwas.dev
+        selectors:
+        - cel:
+            expression: {expression:?}
+"
+    )
+}
+
+#[test]
+fn selectors_over_the_cost_limit_are_refused_when_written() {
+    let dev = start(&[]);
+    for (name, expression) in [
+        ("trillion", "lists.range(1000000000000).size() > 0"),
+        (
+            "nested",
+            "lists.range(100000).all(i, lists.range(100000).all(j, i + j >= 0))",
+        ),
+    ] {
+        let (created, _, stderr) = kubectl_stdin(&dev, &["apply", "-f", "-"], Some(&claim(name, expression)));
+        assert!(!created, "{name} was stored");
+        assert!(
+            stderr.contains(
+                "spec.devices.requests[0].exactly.selectors[0].cel.expression: Forbidden: too complex, exceeds cost limit"
+            ),
+            "{stderr}"
+        );
+    }
+    let class = "apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: hostile
+spec:
+  selectors:
+  - cel:
+      expression: 'lists.range(1000000000000).size() > 0'
+";
+    let (created, _, stderr) = kubectl_stdin(&dev, &["apply", "-f", "-"], Some(class));
+    assert!(!created);
+    assert!(
+        stderr.contains("spec.selectors[0].cel.expression: Forbidden: too complex, exceeds cost limit"),
+        "{stderr}"
+    );
+    still_serving(&dev, "after-refusal");
+}
+
+#[test]
+fn a_costly_selector_costs_its_pod_one_budget_and_other_gangs_still_bind() {
+    let dev = start(&[]);
+    // Accepted (about 200,000 per device, under the 1,000,000 estimate limit), but matching no device it
+    // is evaluated on every one of the cluster's 64 GPUs, 13,000,000 in all: the scheduler stops at the
+    // pod's budget.
+    apply(
+        &dev,
+        &claim(
+            "costly",
+            "lists.range(40000).all(i, i >= 0) && device.driver == 'none.example.com'",
+        ),
+    );
+    apply(
+        &dev,
+        "apiVersion: v1
+kind: Pod
+metadata:
+  name: costly
+spec:
+  schedulerName: kwas-scheduler
+  resourceClaims:
+  - name: gpu
+    resourceClaimName: costly
+  containers:
+  - name: c
+    image: busybox
+    resources:
+      claims:
+      - name: gpu
+",
+    );
+    eventually("the costly pod to be rejected naming its claim", || {
+        let (_, out, _) = common::kubectl(
+            &dev,
+            &[
+                "get",
+                "pod",
+                "costly",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}",
+            ],
+        );
+        out.contains("claim default/costly: allocation exceeded the scheduler's device allocation budget for one pod")
+    });
+    still_serving(&dev, "after-costly");
+}
+
+fn crd(rule: &str, items: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.hostile.example.com
+spec:
+  group: hostile.example.com
+  scope: Namespaced
+  names: {{plural: widgets, singular: widget, kind: Widget}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: {rule:?}
+            properties:
+              items: {items}
+"
+    )
+}
+
+#[test]
+fn a_crd_whose_rules_cost_too_much_is_refused_when_written() {
+    let dev = start(&[]);
+    let (created, _, stderr) = kubectl_stdin(
+        &dev,
+        &["apply", "-f", "-"],
+        Some(&crd(
+            "self.items.all(a, self.items.all(b, a + b >= 0))",
+            "{type: array, items: {type: integer}}",
+        )),
+    );
+    assert!(!created);
+    assert!(
+        stderr.contains(
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Forbidden: \
+             estimated rule cost exceeds budget by factor of more than 100x"
+        ),
+        "{stderr}"
+    );
+    still_serving(&dev, "after-crd");
+}
+
+#[test]
+fn a_custom_resource_past_the_runtime_limit_is_refused_while_other_clients_are_served() {
+    let dev = start(&[]);
+    // Estimated within budget thanks to maxItems (about 5,000,000 for 1,000 items); a full object costs
+    // more than the 1,000,000 one evaluation may.
+    apply(
+        &dev,
+        &crd(
+            "self.items.all(a, self.items.all(b, a + b >= 0))",
+            "{type: array, maxItems: 1000, items: {type: integer}}",
+        ),
+    );
+    eventually("widgets to be served", || common::kubectl(&dev, &["get", "widgets"]).0);
+    let items: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+    let widget = format!(
+        "apiVersion: hostile.example.com/v1
+kind: Widget
+metadata:
+  name: w
+spec:
+  items: [{}]
+",
+        items.join(", ")
+    );
+    // Another client's GETs while the hostile writes are evaluated.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let worst = std::sync::Arc::new(std::sync::Mutex::new(Duration::ZERO));
+    let reader = {
+        let (stop, worst) = (stop.clone(), worst.clone());
+        let addr = server(&dev);
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let t = Instant::now();
+                let mut s = std::net::TcpStream::connect(&addr).unwrap();
+                write!(
+                    s,
+                    "GET /api/v1/namespaces/default HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+                )
+                .unwrap();
+                let mut out = String::new();
+                s.read_to_string(&mut out).unwrap();
+                let mut w = worst.lock().unwrap();
+                *w = (*w).max(t.elapsed());
+            }
+        })
+    };
+    for _ in 0..3 {
+        let (created, _, stderr) = kubectl_stdin(&dev, &["create", "-f", "-"], Some(&widget));
+        assert!(!created);
+        assert!(
+            stderr.contains(
+                "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to \
+                 call cost exceeds limit for rule: self.items.all(a, self.items.all(b, a + b >= 0))"
+            ),
+            "{stderr}"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    reader.join().unwrap();
+    let worst = *worst.lock().unwrap();
+    assert!(worst < Duration::from_secs(1), "another client waited {worst:?}");
+    still_serving(&dev, "after-widgets");
+}
