@@ -387,3 +387,61 @@ fn hostile_snapshot_files_fail_with_the_file_and_never_panic() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.yaml"));
 }
+
+/// A snapshot taken from a cluster that stored a hostile selector (a real cluster never would; a
+/// hand-edited or corrupted file may): the replay finishes, and the pod is reported with the runtime
+/// limit's error, as the live scheduler reports it.
+#[test]
+fn a_snapshot_with_a_hostile_selector_replays_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture()).unwrap();
+    let (items, count) = text.rsplit_once("itemCount: ").unwrap();
+    let count: usize = count.trim().parse().unwrap();
+    let devices: Vec<String> = (0..8)
+        .map(|i| format!("    - name: gpu-{i}\n      attributes:\n        model: {{string: KW100}}\n"))
+        .collect();
+    let extra = format!(
+        "- apiVersion: resource.k8s.io/v1
+  kind: ResourceSlice
+  metadata: {{name: node-b0-r0-n0-gpu, uid: slice-1}}
+  spec:
+    driver: gpu.kwas.dev
+    nodeName: node-b0-r0-n0
+    pool: {{name: node-b0-r0-n0, generation: 1, resourceSliceCount: 1}}
+    devices:
+{}- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaim
+  metadata: {{name: hostile, namespace: default, uid: claim-1}}
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.kwas.dev
+          selectors:
+          - cel: {{expression: 'lists.range(1000000000000).size() > 0'}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {{name: hostile, namespace: default, uid: pod-1, creationTimestamp: '2026-11-24T23:47:50Z'}}
+  spec:
+    schedulerName: kwas-scheduler
+    resourceClaims:
+    - {{name: gpu, resourceClaimName: hostile}}
+    containers:
+    - name: c
+      image: busybox
+  status: {{phase: Pending}}
+",
+        devices.concat()
+    );
+    let path = dir.path().join("hostile.yaml");
+    std::fs::write(&path, format!("{items}{extra}itemCount: {}\n", count + 3)).unwrap();
+    let t = std::time::Instant::now();
+    let out = kwas(&["replay", path.to_str().unwrap()]);
+    let text = stdout_of(&out);
+    assert!(t.elapsed() < std::time::Duration::from_secs(60), "{:?}", t.elapsed());
+    assert!(
+        text.contains("claim default/hostile: selector #0 on device gpu.kwas.dev/node-b0-r0-n0/gpu-0: CEL runtime error: operation cancelled: actual cost limit exceeded"),
+        "{text}"
+    );
+}
