@@ -13,6 +13,30 @@ pub struct Dev {
     _dir: tempfile::TempDir,
 }
 
+impl Dev {
+    /// The process id of `kwas dev`.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether `kwas dev` is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The peak resident memory of `kwas dev` so far (`VmHWM`), in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+}
+
 impl Drop for Dev {
     fn drop(&mut self) {
         let _ = self.child.kill();
