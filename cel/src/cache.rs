@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::{CompileError, Env, Program};
 
 /// A compiled program or why it does not compile.
-type Compiled = Arc<Result<Program, CompileError>>;
+pub type Compiled = Arc<Result<Program, CompileError>>;
 
 /// The cache.
 #[derive(Debug)]
@@ -58,6 +58,36 @@ impl Cache {
         self.bytes = self.bytes.saturating_add(key.len());
         self.entries.insert(key.clone(), (program.clone(), tick));
         self.by_use.insert(tick, key);
+        self.evict();
+        program
+    }
+
+    /// The cached program of `source`, if any (marking it used), without compiling.
+    pub fn lookup(&mut self, source: &str) -> Option<Compiled> {
+        self.tick = self.tick.wrapping_add(1);
+        let tick = self.tick;
+        let (program, used) = self.entries.get_mut(source)?;
+        let old = std::mem::replace(used, tick);
+        if let Some(key) = self.by_use.remove(&old) {
+            self.by_use.insert(tick, key);
+        }
+        Some(program.clone())
+    }
+
+    /// Caches `program`, compiled elsewhere (say outside a lock shared with other work), for `source`.
+    pub fn insert(&mut self, source: &str, program: Compiled) {
+        if self.entries.contains_key(source) {
+            return;
+        }
+        self.tick = self.tick.wrapping_add(1);
+        let key: Arc<str> = source.into();
+        self.bytes = self.bytes.saturating_add(key.len());
+        self.entries.insert(key.clone(), (program, self.tick));
+        self.by_use.insert(self.tick, key);
+        self.evict();
+    }
+
+    fn evict(&mut self) {
         while self.entries.len() > self.max_entries || (self.bytes > self.max_bytes && self.entries.len() > 1) {
             let Some((_, oldest)) = self.by_use.pop_first() else {
                 break;
@@ -66,7 +96,6 @@ impl Cache {
                 self.bytes = self.bytes.saturating_sub(oldest.len());
             }
         }
-        program
     }
 
     /// How many programs are cached.

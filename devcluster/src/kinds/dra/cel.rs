@@ -39,13 +39,30 @@ pub(crate) fn compile_all(expressions: Vec<(String, bool)>) -> Vec<Result<(), Re
         .collect()
 }
 
+/// Compiled selectors (and compile errors) by expression: claims made from one template repeat the
+/// same selectors, so each distinct one compiles once; least recently used ones are evicted. Compiling
+/// happens outside the cache's lock.
+static SELECTORS: std::sync::LazyLock<parking_lot::Mutex<kwas_cel::Cache>> =
+    std::sync::LazyLock::new(|| parking_lot::Mutex::new(kwas_cel::Cache::new(dra::env(), 1024, 4 << 20)));
+
 fn compile(expression: &str, boolean: bool) -> Result<(), Refusal> {
-    let program = if boolean {
-        dra::compile(expression)
+    let compiled = if boolean {
+        let cached = SELECTORS.lock().lookup(expression);
+        match cached {
+            Some(c) => c,
+            None => {
+                let c = std::sync::Arc::new(dra::compile(expression));
+                SELECTORS.lock().insert(expression, c.clone());
+                c
+            }
+        }
     } else {
-        kwas_cel::Program::compile(expression, &dra::env())
-    }
-    .map_err(|e| Refusal::Invalid(e.detail().to_string()))?;
+        std::sync::Arc::new(kwas_cel::Program::compile(expression, &dra::env()))
+    };
+    let program = compiled
+        .as_ref()
+        .as_ref()
+        .map_err(|e| Refusal::Invalid(e.detail().to_string()))?;
     if program.max_cost() > CEL_SELECTOR_EXPRESSION_MAX_COST {
         return Err(Refusal::TooComplex);
     }
