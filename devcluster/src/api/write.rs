@@ -13,12 +13,10 @@ use crate::admission;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
 use crate::patch::apply;
+use crate::patch::json::{self as json_patch, JsonPatchError};
 use crate::request::RequestContext;
 use crate::resource::{AdmitContext, Operation, ResourceInfo};
 use crate::store::GroupResource;
-
-/// kube-apiserver's limit on the operations of one JSON patch.
-const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 /// The largest object the store keeps (etcd's default request limit, which bounds what kube-apiserver can
 /// store), so a patch or a merge cannot grow an object without bound.
@@ -46,6 +44,25 @@ fn check_size(obj: &Value) -> Result<(), ApiError> {
         )));
     }
     Ok(())
+}
+
+/// A JSON patch's error as kube-apiserver answers it: 400 for a body that is not a patch, 413 for too
+/// many operations, and 422 with the generic message for an operation that failed (json-patch's words are
+/// dropped, as upstream's `NewGenericServerResponse` drops them).
+fn json_patch_error(e: JsonPatchError) -> ApiError {
+    match e {
+        JsonPatchError::Decode(message) => ApiError::bad_request(message),
+        e @ JsonPatchError::TooManyOperations(_) => ApiError::too_large(format!("Request entity too large: {e}")),
+        JsonPatchError::Apply(message) => {
+            tracing::debug!(error = %message, "a JSON patch did not apply");
+            ApiError::new(
+                422,
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+                None,
+            )
+        }
+    }
 }
 
 impl State {
@@ -426,23 +443,8 @@ impl State {
                 "application/strategic-merge-patch+json",
             ));
         }
-        if patch_type == PatchType::Json
-            && let Some(ops) = patch.as_array()
-            && ops.len() > MAX_JSON_PATCH_OPERATIONS
-        {
-            return Err(ApiError::too_large(format!(
-                "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
-                ops.len()
-            )));
-        }
         let mut view = res.present(&old);
-        let result = match patch_type {
-            PatchType::Json => crate::patch::json_patch(&mut view, patch),
-            PatchType::Merge => crate::patch::merge_patch(&mut view, patch),
-            PatchType::Strategic => crate::patch::strategic_merge_patch(&mut view, patch),
-            PatchType::Apply => Ok(()),
-        };
-        result.map_err(|e| {
+        let invalid = |e: crate::patch::PatchError| {
             ApiError::new(
                 422,
                 "Invalid",
@@ -452,7 +454,13 @@ impl State {
                 ),
                 None,
             )
-        })?;
+        };
+        match patch_type {
+            PatchType::Json => json_patch::apply(&mut view, patch).map_err(json_patch_error)?,
+            PatchType::Merge => crate::patch::merge_patch(&mut view, patch).map_err(invalid)?,
+            PatchType::Strategic => crate::patch::strategic_merge_patch(&mut view, patch).map_err(invalid)?,
+            PatchType::Apply => {}
+        }
         let new = res.to_storage(view);
         check_type(res, &new)?;
         if meta::name(&new) != name {

@@ -1,4 +1,5 @@
-//! Patch types: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch.
+//! Patch types: JSON merge patch (RFC 7386), JSON patch (RFC 6902, [`json`]: kube-apiserver's limits on
+//! operations and copies) and strategic merge patch.
 //!
 //! Strategic merge patch follows `k8s.io/apimachinery/pkg/util/strategicpatch` for the directives kubectl
 //! sends (`$patch: replace|delete|merge`, `$setElementOrder/<list>`, `$retainKeys`,
@@ -8,6 +9,7 @@
 //! kubectl only sends that directive for lists it merges.
 
 pub(crate) mod apply;
+pub(crate) mod json;
 
 use serde_json::{Map, Value};
 
@@ -64,11 +66,9 @@ pub fn merge_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> 
     Ok(())
 }
 
-/// Applies a JSON patch (a list of operations).
+/// Applies a JSON patch (a list of operations); see [`json`] for the limits and the errors by status.
 pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
-    let ops: json_patch::Patch =
-        serde_json::from_value(patch.clone()).map_err(|e| PatchError(format!("invalid JSON patch: {e}")))?;
-    json_patch::patch(target, &ops).map_err(|e| PatchError(e.to_string()))
+    json::apply(target, patch).map_err(|e| PatchError(e.to_string()))
 }
 
 /// Applies a strategic merge patch.
