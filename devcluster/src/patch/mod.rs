@@ -1,6 +1,9 @@
 //! Patch types: JSON merge patch (RFC 7386), JSON patch (RFC 6902, [`json`]: kube-apiserver's limits on
 //! operations and copies) and strategic merge patch ([`strategic`]: linear-time list merges).
 //!
+//! Every patch is applied to a copy of the stored object, outside the cluster lock (see
+//! [`crate::api`]); what a request body can make them cost is bounded here.
+//!
 //! Strategic merge patch follows `k8s.io/apimachinery/pkg/util/strategicpatch` for the directives kubectl
 //! sends (`$patch: replace|delete|merge`, `$setElementOrder/<list>`, `$retainKeys`,
 //! `$deleteFromPrimitiveList/<list>`, `null` to delete a key). List merge keys come from a table of the
