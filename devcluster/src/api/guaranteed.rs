@@ -10,7 +10,7 @@
 //! mostly compute against a snapshot another of them had just replaced; with them, only the in-process
 //! writers (kubelet, controllers), which take the lock once for a whole write, can make a write start
 //! again. These functions block (they take the lock and compute): the handlers call them on a blocking
-//! thread.
+//! thread when the body or the object is large ([`is_heavy`]), inline otherwise.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::write::{self, PatchPlan, Step};
 use super::{PatchType, ns_of};
 use crate::error::ApiError;
+use crate::patch::json::go_json_size;
 use crate::request::RequestContext;
 use crate::resource::{ApiSettings, ResourceInfo};
 use crate::server::Shared;
@@ -70,6 +71,23 @@ impl Drop for WriteTurn {
             slots.remove(&self.key);
         }
     }
+}
+
+/// A write whose body or stored object is larger than this runs on a blocking thread; a smaller one runs
+/// on the async worker that received it (a thread handoff per write halved the throughput of small
+/// writes in `benches/load.rs`). Either way the cluster lock is released between the steps.
+pub(crate) const INLINE_BYTES: u64 = 64 * 1024;
+
+/// Whether a write is worth a blocking thread: its body, or the object `name` it changes, encodes to
+/// more than [`INLINE_BYTES`] (each measured up to that size, so asking costs little).
+pub(crate) fn is_heavy(shared: &Shared, res: &ResourceInfo, namespace: &str, name: Option<&str>, body: &Value) -> bool {
+    let large = |v: &Value| go_json_size(v, INLINE_BYTES) > INLINE_BYTES;
+    if large(body) {
+        return true;
+    }
+    let Some(name) = name else { return false };
+    let stored = shared.with(|s| s.store.get(&res.storage, ns_of(res, namespace), name));
+    stored.is_some_and(|o| large(&o))
 }
 
 /// The conflict answered when every attempt found the object changed by another writer.

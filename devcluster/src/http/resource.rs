@@ -1,7 +1,7 @@
 //! The resource handlers: get, list, watch, create, update, patch, delete, deletecollection and the
-//! subresources of one served resource, after fault injection. Creates, updates and patches run on a
-//! blocking thread through [`guaranteed`], which takes the cluster lock only for the steps that need it;
-//! updates and patches of one object take turns.
+//! subresources of one served resource, after fault injection. Creates, updates and patches run through
+//! [`guaranteed`], which takes the cluster lock only for the steps that need it (on a blocking thread when
+//! the body or the object is large); updates and patches of one object take turns.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -169,8 +169,9 @@ async fn handle(
         ("POST", None, None) => {
             let mut ctx = req.write_options()?;
             let body = res.to_storage(req.body_value(&mut ctx.warnings)?);
+            let heavy = guaranteed::is_heavy(&shared, &res, &ns, None, &body);
             let (s, r) = (shared.clone(), res.clone());
-            let (obj, ctx) = blocking(ctx, move |ctx| guaranteed::create(&s, &r, &ns, body, ctx)).await?;
+            let (obj, ctx) = write(ctx, heavy, move |ctx| guaranteed::create(&s, &r, &ns, body, ctx)).await?;
             object(StatusCode::CREATED, &obj, &ctx.warnings)
         }
         (method, Some(n), Some(sub_name)) if subresource_op(&res, method, sub_name).is_some() => {
@@ -206,8 +207,9 @@ async fn handle(
             }
             let subresource = subresource.map(str::to_string);
             let turn = shared.write_turns.take(&res, &ns, &n).await;
+            let heavy = guaranteed::is_heavy(&shared, &res, &ns, Some(&n), &body);
             let (s, r) = (shared.clone(), res.clone());
-            let written = blocking(ctx, move |ctx| {
+            let written = write(ctx, heavy, move |ctx| {
                 guaranteed::update(&s, &r, &ns, &n, body, subresource.as_deref(), ctx)
             })
             .await;
@@ -225,8 +227,9 @@ async fn handle(
             let patch = req.body_value(&mut ctx.warnings)?;
             let subresource = subresource.map(str::to_string);
             let turn = shared.write_turns.take(&res, &ns, &n).await;
+            let heavy = guaranteed::is_heavy(&shared, &res, &ns, Some(&n), &patch);
             let (s, r) = (shared.clone(), res.clone());
-            let written = blocking(ctx, move |ctx| {
+            let written = write(ctx, heavy, move |ctx| {
                 guaranteed::patch(&s, &r, &ns, &n, patch_type, &patch, subresource.as_deref(), ctx)
             })
             .await;
@@ -260,14 +263,19 @@ async fn handle(
     }
 }
 
-/// Runs a write on a blocking thread: its steps take the cluster lock and work through the request body
-/// between them, which must hold up neither the lock nor the async workers serving other requests.
-/// Returns the written object with the request context (its warnings).
-async fn blocking(
+/// Runs a write: its steps take the cluster lock and work through the request body between them. A
+/// `heavy` one (see [`guaranteed::is_heavy`]) runs on a blocking thread, so that it holds up no async
+/// worker serving other requests either; a light one runs here. Returns the written object with the
+/// request context (its warnings).
+async fn write(
     mut ctx: RequestContext,
-    write: impl FnOnce(&mut RequestContext) -> Result<Arc<Value>, ApiError> + Send + 'static,
+    heavy: bool,
+    steps: impl FnOnce(&mut RequestContext) -> Result<Arc<Value>, ApiError> + Send + 'static,
 ) -> Result<(Arc<Value>, RequestContext), ApiError> {
-    tokio::task::spawn_blocking(move || write(&mut ctx).map(|obj| (obj, ctx)))
+    if !heavy {
+        return steps(&mut ctx).map(|obj| (obj, ctx));
+    }
+    tokio::task::spawn_blocking(move || steps(&mut ctx).map(|obj| (obj, ctx)))
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "a write stopped before it answered");
