@@ -88,6 +88,8 @@ pub struct Shared {
     pub restarts: Arc<crate::supervise::Restarts>,
     /// The simulated kubelet's container logs (`pods/log`).
     pub logs: Mutex<crate::logs::PodLogs>,
+    /// The turns of HTTP writes to each object.
+    pub(crate) write_turns: crate::api::guaranteed::WriteTurns,
     shutdown: watch::Sender<bool>,
 }
 
@@ -111,6 +113,7 @@ impl Shared {
             in_flight: InFlight::default(),
             restarts: Default::default(),
             logs: Default::default(),
+            write_turns: Default::default(),
             shutdown,
         }
     }

@@ -2,8 +2,12 @@
 //! and label validation, then the kind's [`Strategy`](crate::resource::Strategy) steps in order: typed
 //! decoding, defaulting and server-owned fields, mutating admission plugins, validation. The helpers kinds
 //! share live here: typed decoding with unknown-field reporting ([`decode`]), the Priority admission plugin
-//! ([`priority`]), structural schemas of custom resources ([`schema`]); last, for creates, the
-//! ResourceQuota plugin ([`quota`]).
+//! ([`priority`]), structural schemas of custom resources ([`schema`]).
+//!
+//! Two steps are not in [`admit`], because the write path runs them elsewhere (see `api::write`): the
+//! `x-kubernetes-validations` CEL rules of custom resources ([`schema::check_rules`], which a request body
+//! can make expensive) run after it without the cluster lock, and, for creates, the ResourceQuota plugin
+//! ([`quota`]) runs when the object is committed.
 
 pub(crate) mod decode;
 pub(crate) mod priority;
@@ -19,25 +23,39 @@ use crate::resource::{AdmitContext, NameRule, Operation, ResourceInfo};
 use workloadbuilder::validation::strings;
 
 /// Admits an object: converts it to its storage form, then decodes, defaults, mutates and validates it
-/// in place.
+/// in place (without the CEL rules and ResourceQuota: see the module docs).
 pub(crate) fn admit(
     cx: &mut AdmitContext<'_>,
     res: &ResourceInfo,
     old: Option<&Value>,
     obj: &mut Value,
 ) -> Result<(), ApiError> {
+    decode(cx, res, obj)?;
+    admit_decoded(cx, res, old, obj)
+}
+
+/// The first steps of [`admit`], which read nothing but the object (not `cx.store`): the storage form,
+/// the name and labels, typed decoding. The write path runs them for updates without the cluster lock.
+pub(crate) fn decode(cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
     *obj = res.to_storage(std::mem::take(obj));
     validate_name(res, obj)?;
+    res.strategy.clone().decode(cx, res, obj)
+}
+
+/// The rest of [`admit`] after [`decode`]: defaults and server-owned fields, mutating plugins, validation
+/// (steps that may read other objects).
+pub(crate) fn admit_decoded(
+    cx: &mut AdmitContext<'_>,
+    res: &ResourceInfo,
+    old: Option<&Value>,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
     let strategy = res.strategy.clone();
-    strategy.decode(cx, res, obj)?;
     strategy.prepare(cx, res, old, obj)?;
     strategy.admit(cx, res, old, obj)?;
     match (cx.op, old) {
         (Operation::Update, Some(old)) => strategy.validate_update(cx, res, old, obj),
-        _ => {
-            strategy.validate(cx, res, obj)?;
-            quota::check_create(cx.store, res, obj)
-        }
+        _ => strategy.validate(cx, res, obj),
     }
 }
 

@@ -1,10 +1,12 @@
 //! The API operations (get, list, create, update, patch, delete, deletecollection) over the store, with
 //! kube-apiserver's semantics: resourceVersion preconditions, generateName, uid and timestamps, generation
 //! bumps on spec changes only, status subresources, graceful pod deletion, finalizers, propagation
-//! policies, and admission. Synchronous: the HTTP layer and the in-process components (kubelet, garbage
-//! collector, node management) call these under the cluster lock.
+//! policies, and admission. Synchronous: the in-process components (kubelet, garbage collector, node
+//! management) call these under the cluster lock; the HTTP layer writes through [`guaranteed`], which
+//! takes the lock only for the steps that read or change the store (see [`write`]).
 
 mod delete;
+pub(crate) mod guaranteed;
 mod read;
 pub(crate) mod subresources;
 mod write;

@@ -1,5 +1,7 @@
 //! The resource handlers: get, list, watch, create, update, patch, delete, deletecollection and the
-//! subresources of one served resource, after fault injection.
+//! subresources of one served resource, after fault injection. Creates, updates and patches run through
+//! [`guaranteed`], which takes the cluster lock only for the steps that need it (on a blocking thread when
+//! the body or the object is large); updates and patches of one object take turns.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,10 +15,11 @@ use super::respond;
 use super::table::{self, IncludeObject};
 use super::watch::{self, WatchParams};
 use super::{accepts_table, value_response};
-use crate::api::{Deleted, subresources};
+use crate::api::{Deleted, guaranteed, subresources};
 use crate::error::ApiError;
 use crate::meta;
 use crate::protobuf::Wire;
+use crate::request::RequestContext;
 use crate::resource::{ResourceInfo, SubresourceOp};
 use crate::server::Shared;
 
@@ -166,7 +169,9 @@ async fn handle(
         ("POST", None, None) => {
             let mut ctx = req.write_options()?;
             let body = res.to_storage(req.body_value(&mut ctx.warnings)?);
-            let obj = shared.with(|s| s.create(&res, &ns, body, &mut ctx))?;
+            let heavy = guaranteed::is_heavy(&shared, &res, &ns, None, &body);
+            let (s, r) = (shared.clone(), res.clone());
+            let (obj, ctx) = write(ctx, heavy, move |ctx| guaranteed::create(&s, &r, &ns, body, ctx)).await?;
             object(StatusCode::CREATED, &obj, &ctx.warnings)
         }
         (method, Some(n), Some(sub_name)) if subresource_op(&res, method, sub_name).is_some() => {
@@ -200,7 +205,16 @@ async fn handle(
             if sub.is_some() && subresource.is_none() {
                 return Err(ApiError::path_not_found());
             }
-            let obj = shared.with(|s| s.update(&res, &ns, &n, body, subresource, &mut ctx))?;
+            let subresource = subresource.map(str::to_string);
+            let turn = shared.write_turns.take(&res, &ns, &n).await;
+            let heavy = guaranteed::is_heavy(&shared, &res, &ns, Some(&n), &body);
+            let (s, r) = (shared.clone(), res.clone());
+            let written = write(ctx, heavy, move |ctx| {
+                guaranteed::update(&s, &r, &ns, &n, body, subresource.as_deref(), ctx)
+            })
+            .await;
+            drop(turn);
+            let (obj, ctx) = written?;
             object(StatusCode::OK, &obj, &ctx.warnings)
         }
         ("PATCH", Some(n), None | Some("status")) => {
@@ -211,7 +225,16 @@ async fn handle(
                 return Err(ApiError::path_not_found());
             }
             let patch = req.body_value(&mut ctx.warnings)?;
-            let obj = shared.with(|s| s.patch(&res, &ns, &n, patch_type, &patch, subresource, &mut ctx))?;
+            let subresource = subresource.map(str::to_string);
+            let turn = shared.write_turns.take(&res, &ns, &n).await;
+            let heavy = guaranteed::is_heavy(&shared, &res, &ns, Some(&n), &patch);
+            let (s, r) = (shared.clone(), res.clone());
+            let written = write(ctx, heavy, move |ctx| {
+                guaranteed::patch(&s, &r, &ns, &n, patch_type, &patch, subresource.as_deref(), ctx)
+            })
+            .await;
+            drop(turn);
+            let (obj, ctx) = written?;
             object(StatusCode::OK, &obj, &ctx.warnings)
         }
         ("DELETE", Some(n), None) => {
@@ -238,6 +261,26 @@ async fn handle(
             req.method
         ))),
     }
+}
+
+/// Runs a write: its steps take the cluster lock and work through the request body between them. A
+/// `heavy` one (see [`guaranteed::is_heavy`]) runs on a blocking thread, so that it holds up no async
+/// worker serving other requests either; a light one runs here. Returns the written object with the
+/// request context (its warnings).
+async fn write(
+    mut ctx: RequestContext,
+    heavy: bool,
+    steps: impl FnOnce(&mut RequestContext) -> Result<Arc<Value>, ApiError> + Send + 'static,
+) -> Result<(Arc<Value>, RequestContext), ApiError> {
+    if !heavy {
+        return steps(&mut ctx).map(|obj| (obj, ctx));
+    }
+    tokio::task::spawn_blocking(move || steps(&mut ctx).map(|obj| (obj, ctx)))
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "a write stopped before it answered");
+            ApiError::internal("an internal error occurred while writing the object")
+        })?
 }
 
 /// The operation serving subresource `sub` of `res` for `method` (creates are POST, updates PUT).

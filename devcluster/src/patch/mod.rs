@@ -1,4 +1,8 @@
-//! Patch types: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch.
+//! Patch types: JSON merge patch (RFC 7386), JSON patch (RFC 6902, [`json`]: kube-apiserver's limits on
+//! operations and copies) and strategic merge patch ([`strategic`]: linear-time list merges).
+//!
+//! Every patch is applied to a copy of the stored object, outside the cluster lock (see
+//! [`crate::api`]); what a request body can make them cost is bounded here.
 //!
 //! Strategic merge patch follows `k8s.io/apimachinery/pkg/util/strategicpatch` for the directives kubectl
 //! sends (`$patch: replace|delete|merge`, `$setElementOrder/<list>`, `$retainKeys`,
@@ -8,8 +12,12 @@
 //! kubectl only sends that directive for lists it merges.
 
 pub(crate) mod apply;
+pub(crate) mod json;
+mod strategic;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+pub use strategic::strategic_merge_patch;
 
 /// How a list is patched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,207 +72,9 @@ pub fn merge_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> 
     Ok(())
 }
 
-/// Applies a JSON patch (a list of operations).
+/// Applies a JSON patch (a list of operations); see [`json`] for the limits and the errors by status.
 pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
-    let ops: json_patch::Patch =
-        serde_json::from_value(patch.clone()).map_err(|e| PatchError(format!("invalid JSON patch: {e}")))?;
-    json_patch::patch(target, &ops).map_err(|e| PatchError(e.to_string()))
-}
-
-/// Applies a strategic merge patch.
-pub fn strategic_merge_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
-    if !patch.is_object() {
-        return Err(PatchError("a strategic merge patch must be a JSON object".into()));
-    }
-    let mut path = Vec::new();
-    merge_object(target, patch, &mut path)
-}
-
-fn merge_object(target: &mut Value, patch: &Value, path: &mut Vec<String>) -> Result<(), PatchError> {
-    let Some(pmap) = patch.as_object() else {
-        *target = patch.clone();
-        return Ok(());
-    };
-    match pmap.get("$patch").and_then(Value::as_str) {
-        Some("replace") => {
-            *target = Value::Object(strip_directives(pmap));
-            return Ok(());
-        }
-        Some("delete") => {
-            *target = Value::Object(Map::new());
-            return Ok(());
-        }
-        Some("merge") | None => {}
-        Some(other) => return Err(PatchError(format!("unknown patch type: {other}"))),
-    }
-    let tmap = crate::meta::ensure_object(target);
-    let mut order_directives = Vec::new();
-    for (k, pv) in pmap {
-        if k == "$patch" || k == "$retainKeys" {
-            continue;
-        }
-        if let Some(field) = k.strip_prefix("$setElementOrder/") {
-            order_directives.push((field.to_string(), pv.clone()));
-            continue;
-        }
-        if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
-            if let (Some(Value::Array(list)), Some(remove)) = (tmap.get_mut(field), pv.as_array()) {
-                list.retain(|v| !remove.contains(v));
-            }
-            continue;
-        }
-        if pv.is_null() {
-            tmap.remove(k);
-            continue;
-        }
-        path.push(k.clone());
-        match pv {
-            Value::Object(inner) => {
-                if inner.get("$patch").and_then(Value::as_str) == Some("delete") {
-                    tmap.remove(k);
-                } else {
-                    let entry = tmap.entry(k.clone()).or_insert_with(|| Value::Object(Map::new()));
-                    if !entry.is_object() {
-                        *entry = Value::Object(Map::new());
-                    }
-                    merge_object(entry, pv, path)?;
-                }
-            }
-            Value::Array(items) => {
-                let hinted = order_directives_hint(pmap, k);
-                let strategy = hinted.or_else(|| list_strategy(path));
-                let current = tmap.remove(k);
-                let merged = merge_list(current, items, strategy.as_ref(), path)?;
-                tmap.insert(k.clone(), merged);
-            }
-            scalar => {
-                tmap.insert(k.clone(), scalar.clone());
-            }
-        }
-        path.pop();
-    }
-    for (field, order) in order_directives {
-        if let (Some(Value::Array(list)), Some(order)) = (tmap.get_mut(&field), order.as_array()) {
-            reorder(list, order);
-        }
-    }
-    if let Some(retain) = pmap.get("$retainKeys").and_then(Value::as_array) {
-        let keep: Vec<&str> = retain.iter().filter_map(Value::as_str).collect();
-        tmap.retain(|k, _| keep.contains(&k.as_str()));
-    }
-    Ok(())
-}
-
-/// The merge key a `$setElementOrder/<field>` directive implies for `field`.
-fn order_directives_hint(pmap: &Map<String, Value>, field: &str) -> Option<ListStrategy> {
-    let order = pmap.get(&format!("$setElementOrder/{field}"))?.as_array()?;
-    let first = order.first()?;
-    match first {
-        Value::Object(m) if m.len() == 1 => m.keys().next().map(|k| ListStrategy::MergeKey(k.clone())),
-        Value::Object(_) => None,
-        _ => Some(ListStrategy::Primitive),
-    }
-}
-
-fn strip_directives(m: &Map<String, Value>) -> Map<String, Value> {
-    m.iter()
-        .filter(|(k, _)| !k.starts_with('$'))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
-fn merge_list(
-    current: Option<Value>,
-    items: &[Value],
-    strategy: Option<&ListStrategy>,
-    path: &mut Vec<String>,
-) -> Result<Value, PatchError> {
-    // A `{"$patch": "replace"}` element replaces the whole list with the other elements.
-    if items
-        .iter()
-        .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"))
-    {
-        let rest = items
-            .iter()
-            .filter(|i| i.get("$patch").is_none())
-            .map(|i| {
-                i.as_object()
-                    .map_or_else(|| i.clone(), |m| Value::Object(strip_directives(m)))
-            })
-            .collect();
-        return Ok(Value::Array(rest));
-    }
-    let mut list = match current {
-        Some(Value::Array(a)) => a,
-        _ => Vec::new(),
-    };
-    match strategy {
-        None => Ok(Value::Array(items.iter().map(clean).collect())),
-        Some(ListStrategy::Primitive) => {
-            for i in items {
-                if !list.contains(i) {
-                    list.push(i.clone());
-                }
-            }
-            Ok(Value::Array(list))
-        }
-        Some(ListStrategy::MergeKey(key)) => {
-            for item in items {
-                let Some(kv) = item.get(key) else {
-                    return Err(PatchError(format!(
-                        "map: {item} does not contain declared merge key: {key}"
-                    )));
-                };
-                let pos = list.iter().position(|t| t.get(key) == Some(kv));
-                let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
-                match (pos, delete) {
-                    (Some(p), true) => {
-                        list.remove(p);
-                    }
-                    (None, true) => {}
-                    (Some(p), false) => merge_object(&mut list[p], item, path)?,
-                    (None, false) => {
-                        let mut fresh = Value::Object(Map::new());
-                        merge_object(&mut fresh, item, path)?;
-                        list.push(fresh);
-                    }
-                }
-            }
-            Ok(Value::Array(list))
-        }
-    }
-}
-
-/// Removes directives from a value placed verbatim.
-fn clean(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !k.starts_with('$'))
-                .map(|(k, v)| (k.clone(), clean(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(clean).collect()),
-        other => other.clone(),
-    }
-}
-
-/// Orders `list` like `order` (entries matched on the fields `order`'s entries carry); entries `order` does
-/// not mention keep their relative order after the ordered ones.
-fn reorder(list: &mut Vec<Value>, order: &[Value]) {
-    let matches = |item: &Value, o: &Value| match o {
-        Value::Object(m) => m.iter().all(|(k, v)| item.get(k) == Some(v)),
-        other => item == other,
-    };
-    let mut ordered = Vec::with_capacity(list.len());
-    let mut rest: Vec<Value> = std::mem::take(list);
-    for o in order {
-        if let Some(p) = rest.iter().position(|i| matches(i, o)) {
-            ordered.push(rest.remove(p));
-        }
-    }
-    ordered.extend(rest);
-    *list = ordered;
+    json::apply(target, patch).map_err(|e| PatchError(e.to_string()))
 }
 
 #[cfg(test)]

@@ -274,7 +274,8 @@ pub(crate) trait Strategy: Send + Sync + std::fmt::Debug {
     // ----- admission -----
 
     /// Decodes the object through its typed model (type errors are a 400; unknown fields are dropped and
-    /// reported per the request's field validation).
+    /// reported per the request's field validation). Reads nothing but the object and the request: for
+    /// updates it runs without the cluster lock, with an empty `cx.store`.
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         let _ = (cx, res, obj);
         Ok(())
