@@ -28,6 +28,9 @@ pub(crate) struct RequestContext {
     pub force: bool,
     /// Warnings collected while handling the request.
     pub warnings: Vec<String>,
+    /// The CEL expressions of the object being written, compiled before the cluster lock was taken
+    /// (DRA selectors: see `kinds::dra::cel::precompile`), so validation under the lock only looks them up.
+    pub cel: Option<std::sync::Arc<crate::kinds::dra::cel::Compiled>>,
 }
 
 impl RequestContext {

@@ -127,6 +127,7 @@ fn create_once(
     manager: &str,
     ctx: &mut RequestContext,
 ) -> Result<Option<Arc<Value>>, ApiError> {
+    precompile(res, new.object(), ctx);
     let admitted = match shared.with(|s| s.admit_create(res, new, ctx))? {
         Step::Done(admitted) => admitted,
         Step::Stale(_) => return Ok(None),
@@ -193,6 +194,14 @@ pub(crate) fn patch(
     Err(exhausted(res, name))
 }
 
+/// Compiles the CEL expressions of a `resource.k8s.io` object before the lock is taken, so that its
+/// validation under the lock only looks them up (compiling a 10 KiB expression is not cheap).
+fn precompile(res: &ResourceInfo, obj: &Value, ctx: &mut RequestContext) {
+    if res.group == "resource.k8s.io" {
+        ctx.cel = Some(Arc::new(crate::kinds::dra::cel::precompile(obj)));
+    }
+}
+
 /// One attempt at an update or patch from its change; `None` when the object changed meanwhile.
 fn change_once(
     shared: &Shared,
@@ -203,6 +212,7 @@ fn change_once(
     ctx: &mut RequestContext,
 ) -> Result<Option<Arc<Value>>, ApiError> {
     let change = write::decode_change(res, change, subresource, settings, ctx)?;
+    precompile(res, change.object(), ctx);
     let admitted = match shared.with(|s| s.admit_change(res, change, subresource, ctx))? {
         Step::Done(admitted) => admitted,
         Step::Stale(_) => return Ok(None),

@@ -95,6 +95,11 @@ pub(crate) struct NewObject {
 }
 
 impl NewObject {
+    /// The object to create.
+    pub(crate) fn object(&self) -> &Value {
+        &self.obj
+    }
+
     /// The name the body asks for (empty when it is to be generated).
     pub(crate) fn name(&self) -> &str {
         meta::name(&self.obj)
@@ -216,6 +221,13 @@ pub(crate) struct Change {
     operation: &'static str,
     /// Whether admission's first steps ([`admission::decode`]) ran already.
     decoded: bool,
+}
+
+impl Change {
+    /// The object to write.
+    pub(crate) fn object(&self) -> &Value {
+        &self.new
+    }
 }
 
 /// A change finished outside the lock.

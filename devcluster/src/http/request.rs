@@ -135,7 +135,7 @@ impl Request {
             field_manager: self.field_manager(),
             field_validation,
             force: self.q("force") == Some("true"),
-            warnings: Vec::new(),
+            ..Default::default()
         })
     }
 

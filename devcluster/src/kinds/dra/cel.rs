@@ -14,12 +14,45 @@ use kwas_cel::dra::{self, CEL_SELECTOR_EXPRESSION_MAX_COST};
 pub(crate) const MAX_EXPRESSION_LENGTH: usize = dra::CEL_SELECTOR_EXPRESSION_MAX_LENGTH;
 
 /// Why an expression is refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Refusal {
     /// `Invalid value: "<expression>": <detail>`.
     Invalid(String),
     /// `Forbidden: too complex, exceeds cost limit`.
     TooComplex,
+}
+
+/// Compiled expressions of one object: (expression, must be boolean) -> the verdict.
+pub(crate) type Compiled = std::collections::HashMap<(String, bool), Result<(), Refusal>>;
+
+/// The expressions of a `resource.k8s.io` object (selectors' `cel.expression`, derived attributes'
+/// `expression`) compiled, for the validation that runs under the cluster lock to look up. At most as
+/// many as the object holds; the parser grows its own stack.
+pub(crate) fn precompile(obj: &serde_json::Value) -> Compiled {
+    use serde_json::Value;
+    let mut found: Vec<(String, bool)> = Vec::new();
+    let mut stack = vec![(obj, false)];
+    while let Some((v, derived)) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                if let Some(e) = m.get("cel").and_then(|c| c.get("expression")).and_then(Value::as_str) {
+                    found.push((e.to_string(), true));
+                }
+                if derived && let Some(e) = m.get("expression").and_then(Value::as_str) {
+                    found.push((e.to_string(), false));
+                }
+                for (k, x) in m {
+                    stack.push((x, k == "derivedAttributes"));
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter().map(|x| (x, derived))),
+            _ => {}
+        }
+    }
+    found.sort();
+    found.dedup();
+    let results = compile_all(found.clone());
+    found.into_iter().zip(results).collect()
 }
 
 /// Compiles expressions (`boolean`: a selector, whose result must be a boolean; else a derived
@@ -121,6 +154,28 @@ mod tests {
         );
         // Derived attributes may have any type.
         assert_eq!(compile_all(vec![("device.driver".into(), false)]), vec![Ok(())]);
+    }
+
+    #[test]
+    fn an_objects_expressions_are_found_and_compiled_before_the_lock() {
+        let claim = serde_json::json!({"spec": {"devices": {"requests": [
+            {"name": "a", "exactly": {"deviceClassName": "c", "selectors": [
+                {"cel": {"expression": "device.driver == 'x'"}}, {"cel": {"expression": "1 + 1"}}]}},
+            {"name": "b", "firstAvailable": [{"name": "s", "deviceClassName": "c", "selectors": [
+                {"cel": {"expression": "lists.range(1000000000000).size() > 0"}}]}]}],
+            "derivedAttributes": [{"name": "d", "expression": "device.driver"}]}}});
+        let compiled = precompile(&claim);
+        assert_eq!(compiled.len(), 4, "{compiled:?}");
+        assert_eq!(compiled[&("device.driver == 'x'".to_string(), true)], Ok(()));
+        assert!(matches!(
+            compiled[&("1 + 1".to_string(), true)],
+            Err(Refusal::Invalid(_))
+        ));
+        assert_eq!(
+            compiled[&("lists.range(1000000000000).size() > 0".to_string(), true)],
+            Err(Refusal::TooComplex)
+        );
+        assert_eq!(compiled[&("device.driver".to_string(), false)], Ok(()));
     }
 
     #[test]

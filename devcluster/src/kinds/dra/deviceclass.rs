@@ -31,22 +31,22 @@ impl Strategy for DeviceClassStrategy {
         decode::typed::<DeviceClass>(cx.request, res, obj)
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let class: DeviceClass = decode::parse(res, obj)?;
-        let mut c = Causes::default();
+        let mut c = Causes::for_request(cx.request);
         spec(&class.spec.unwrap_or_default(), None, &mut c);
         invalid(res, obj, c.finish())
     }
 
     fn validate_update(
         &self,
-        _cx: &mut AdmitContext<'_>,
+        cx: &mut AdmitContext<'_>,
         res: &ResourceInfo,
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
         let (new, old): (DeviceClass, DeviceClass) = (decode::parse(res, obj)?, decode::parse(res, old)?);
-        let mut c = Causes::default();
+        let mut c = Causes::for_request(cx.request);
         spec(
             &new.spec.unwrap_or_default(),
             Some(&old.spec.unwrap_or_default()),

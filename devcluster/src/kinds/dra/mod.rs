@@ -98,9 +98,19 @@ pub(crate) struct Causes {
     pub list: Vec<FieldCause>,
     /// `(path, expression, must be boolean)` of each expression still to compile.
     cel: Vec<(String, String, bool)>,
+    /// The expressions compiled before the cluster lock was taken, when the write path did that.
+    compiled: Option<std::sync::Arc<cel::Compiled>>,
 }
 
 impl Causes {
+    /// Causes of a validation run for `request`, looking up the expressions it compiled beforehand.
+    pub(crate) fn for_request(request: &crate::request::RequestContext) -> Self {
+        Causes {
+            compiled: request.cel.clone(),
+            ..Default::default()
+        }
+    }
+
     fn push(&mut self, c: FieldCause) {
         self.list.push(c);
     }
@@ -117,7 +127,19 @@ impl Causes {
     /// Compiles the collected expressions and returns every cause.
     pub(crate) fn finish(mut self) -> Vec<FieldCause> {
         let pending = std::mem::take(&mut self.cel);
-        let results = cel::compile_all(pending.iter().map(|(_, e, b)| (e.clone(), *b)).collect());
+        let compiled = self.compiled.take();
+        let looked_up = |e: &String, b: bool| compiled.as_ref().and_then(|c| c.get(&(e.clone(), b)).cloned());
+        // Whatever was not compiled beforehand (in-process writers) compiles now.
+        let missing: Vec<(String, bool)> = pending
+            .iter()
+            .filter(|(_, e, b)| looked_up(e, *b).is_none())
+            .map(|(_, e, b)| (e.clone(), *b))
+            .collect();
+        let mut fresh = cel::compile_all(missing).into_iter();
+        let results: Vec<Result<(), cel::Refusal>> = pending
+            .iter()
+            .map(|(_, e, b)| looked_up(e, *b).unwrap_or_else(|| fresh.next().unwrap_or(Err(cel::Refusal::TooComplex))))
+            .collect();
         for ((path, expression, _), result) in pending.into_iter().zip(results) {
             match result {
                 Ok(()) => {}

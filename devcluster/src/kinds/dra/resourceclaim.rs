@@ -100,7 +100,7 @@ impl Strategy for ResourceClaimStrategy {
 
     fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let claim: ResourceClaim = decode::parse(res, obj)?;
-        let mut c = Causes::default();
+        let mut c = Causes::for_request(cx.request);
         admin_access(
             cx.store,
             meta::namespace(obj),
@@ -124,7 +124,7 @@ impl Strategy for ResourceClaimStrategy {
         obj: &Value,
     ) -> Result<(), ApiError> {
         let (new, before): (ResourceClaim, ResourceClaim) = (decode::parse(res, obj)?, decode::parse(res, old)?);
-        let mut c = Causes::default();
+        let mut c = Causes::for_request(cx.request);
         if cx.status() {
             let names = super::request_names(new.spec.as_ref().and_then(|s| s.devices.as_ref()));
             super::status_update(

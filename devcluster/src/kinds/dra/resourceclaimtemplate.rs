@@ -68,7 +68,7 @@ impl Strategy for ResourceClaimTemplateStrategy {
 
     fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let template: ResourceClaimTemplate = decode::parse(res, obj)?;
-        let mut c = Causes::default();
+        let mut c = Causes::for_request(cx.request);
         template_metadata(obj.pointer("/spec/metadata"), &mut c);
         let devices = template
             .spec
@@ -82,12 +82,12 @@ impl Strategy for ResourceClaimTemplateStrategy {
 
     fn validate_update(
         &self,
-        _cx: &mut AdmitContext<'_>,
+        cx: &mut AdmitContext<'_>,
         res: &ResourceInfo,
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
-        let mut c = Causes::default();
+        let mut c = Causes::for_request(cx.request);
         if old.get("spec") != obj.get("spec") {
             c.push(FieldCause::immutable("spec", obj.get("spec").unwrap_or(&Value::Null)));
         }

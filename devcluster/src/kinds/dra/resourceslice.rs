@@ -139,22 +139,22 @@ impl Strategy for ResourceSliceStrategy {
         Ok(())
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let slice: ResourceSlice = decode::parse(res, obj)?;
-        let mut c = Causes::default();
+        let mut c = Causes::for_request(cx.request);
         spec(&slice.spec, None, &mut c);
         invalid(res, obj, c.finish())
     }
 
     fn validate_update(
         &self,
-        _cx: &mut AdmitContext<'_>,
+        cx: &mut AdmitContext<'_>,
         res: &ResourceInfo,
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
         let (new, old): (ResourceSlice, ResourceSlice) = (decode::parse(res, obj)?, decode::parse(res, old)?);
-        let mut c = Causes::default();
+        let mut c = Causes::for_request(cx.request);
         spec(&new.spec, Some(&old.spec), &mut c);
         invalid(res, obj, c.finish())
     }
