@@ -1,0 +1,178 @@
+//! Regression tests for "no user's object can stop, stall or starve the API server": each test performs
+//! one attack against a running devcluster (half-sent bodies, history-filling writes, watchers that never
+//! read, warning floods, unknown-field floods, empty list entries in JSON and protobuf), checks the
+//! server's answer, and ends by checking that a normal GET is answered within one second and a normal
+//! create still works. Each prints what the attack cost (time and the growth of the process' peak
+//! resident memory, `VmHWM`, reset before the attack); the figures are meaningful when the test runs
+//! alone, as they do (`cargo test -p kwas-devcluster --test exhaustion -- --nocapture` prints them).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use kwas_devcluster::DevCluster;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+/// What the normal GET after each attack reads.
+const NAMESPACE: &str = "/api/v1/namespaces/default";
+
+/// The tests of this file run one at a time: each measures the process' memory, and each checks a
+/// one-second answer, which another test's attack on the same two cores must not decide.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// One raw response: status, headers (lower-cased names) and body.
+#[derive(Debug)]
+struct Answer {
+    code: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn header_values(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+fn addr(c: &DevCluster) -> String {
+    c.base_url().trim_start_matches("http://").to_string()
+}
+
+/// Parses an HTTP/1.x response read to its end.
+fn parse(raw: &[u8]) -> Option<Answer> {
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut lines = head.split("\r\n");
+    let code = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Some(Answer {
+        code,
+        headers,
+        body: raw[split + 4..].to_vec(),
+    })
+}
+
+/// One HTTP/1.0 request with a complete body; the answer read to its end.
+async fn send(c: &DevCluster, method: &str, path: &str, content_type: &str, body: &[u8]) -> Answer {
+    let mut stream = TcpStream::connect(addr(c)).await.unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        addr(c),
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut out))
+        .await
+        .expect("an answer within 60 s")
+        .unwrap();
+    parse(&out).expect("an HTTP response")
+}
+
+/// The server answers a normal GET (the `default` namespace) within one second, and a normal create works.
+async fn still_serves(c: &DevCluster, tag: &str) {
+    let started = Instant::now();
+    let got = tokio::time::timeout(
+        Duration::from_secs(1),
+        send(c, "GET", NAMESPACE, "application/json", b""),
+    )
+    .await
+    .expect("a GET answered within one second");
+    assert_eq!(got.code, 200, "{}", String::from_utf8_lossy(&got.body));
+    eprintln!("[{tag}] GET answered in {:?}", started.elapsed());
+    let name = format!("after-{}", tag.replace(|c: char| !c.is_ascii_alphanumeric(), "-"));
+    let body = json!({"metadata": {"name": name}, "data": {"a": "b"}}).to_string();
+    let created = send(c, "POST", CONFIGMAPS, "application/json", body.as_bytes()).await;
+    assert_eq!(created.code, 201, "{}", String::from_utf8_lossy(&created.body));
+}
+
+/// The process' peak resident memory, reset to the current one: what an attack adds to it is
+/// [`Peak::grown_mib`] afterwards.
+struct Peak {
+    rss_kib: u64,
+    started: Instant,
+}
+
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+impl Peak {
+    fn start() -> Peak {
+        // Writing 5 to clear_refs resets VmHWM to the current resident size (Linux >= 4.0).
+        let _ = std::fs::write("/proc/self/clear_refs", "5");
+        Peak {
+            rss_kib: status_kib("VmRSS:"),
+            started: Instant::now(),
+        }
+    }
+
+    fn report(&self, tag: &str) {
+        let grown = status_kib("VmHWM:").saturating_sub(self.rss_kib);
+        eprintln!(
+            "[{tag}] attack took {:?}; peak resident memory grew by {:.1} MiB",
+            self.started.elapsed(),
+            grown as f64 / 1024.0
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_flood_of_warnings_is_cut_like_kube_apiservers_warning_recorder() {
+    let _serial = SERIAL.lock().await;
+    let c = common::cluster().await;
+    let peak = Peak::start();
+    // 2,000 unknown fields with 1,000-character names (2 MB), fieldValidation=Warn (the default).
+    let mut body = serde_json::Map::new();
+    body.insert("metadata".into(), json!({"name": "warned"}));
+    for i in 0..2000 {
+        body.insert(format!("{i:04}{}", "u".repeat(996)), json!(1));
+    }
+    let answer = send(
+        &c,
+        "POST",
+        CONFIGMAPS,
+        "application/json",
+        Value::Object(body).to_string().as_bytes(),
+    )
+    .await;
+    peak.report("2,000 long unknown fields (Warn)");
+    assert_eq!(answer.code, 201, "{}", String::from_utf8_lossy(&answer.body));
+    assert_eq!(answer.json()["metadata"]["name"], "warned");
+    let warnings = answer.header_values("warning");
+    // Four whole warnings fit in 4,096 characters; the fifth switches to truncation: every warning is cut
+    // to 256 characters, until 4,096 are written.
+    assert_eq!(warnings.len(), 16, "{warnings:?}");
+    for w in &warnings {
+        let text = w.strip_prefix("299 - \"").and_then(|t| t.strip_suffix('"')).unwrap();
+        let text = text.replace("\\\"", "\"");
+        assert_eq!(text.chars().count(), 256, "{text}");
+        assert!(text.starts_with("unknown field \""), "{text}");
+    }
+    still_serves(&c, "warnings").await;
+    c.shutdown().await;
+}
