@@ -176,3 +176,136 @@ async fn a_flood_of_warnings_is_cut_like_kube_apiservers_warning_recorder() {
     still_serves(&c, "warnings").await;
     c.shutdown().await;
 }
+
+/// A CRD whose schema nests `properties` `depth` levels deep under keys of `key_len` characters, with
+/// `unknown` unknown fields at the bottom.
+fn deep_crd(name: &str, depth: usize, key_len: usize, unknown: usize) -> Vec<u8> {
+    let mut leaf = serde_json::Map::new();
+    leaf.insert("type".into(), json!("object"));
+    for i in 0..unknown {
+        leaf.insert(format!("x{i}"), json!(0));
+    }
+    let mut schema = Value::Object(leaf);
+    for level in 0..depth {
+        let key = format!("{level:03}{}", "k".repeat(key_len));
+        schema = json!({"type": "object", "properties": {key: schema}});
+    }
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{name}s.example.com")},
+        "spec": {
+            "group": "example.com",
+            "names": {"kind": "Deep", "plural": format!("{name}s"), "singular": name, "listKind": "DeepList"},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}],
+        },
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// A protobuf envelope of `kind` in v1 around `raw`.
+fn envelope(kind: &str, raw: &[u8]) -> Vec<u8> {
+    let mut type_meta = Vec::new();
+    field_bytes(&mut type_meta, 1, b"v1");
+    field_bytes(&mut type_meta, 2, kind.as_bytes());
+    let mut out = b"k8s\0".to_vec();
+    field_bytes(&mut out, 1, &type_meta);
+    field_bytes(&mut out, 2, raw);
+    out
+}
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn field_bytes(out: &mut Vec<u8>, number: u64, data: &[u8]) {
+    varint(out, (number << 3) | 2);
+    varint(out, data.len() as u64);
+    out.extend_from_slice(data);
+}
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+#[tokio::test]
+async fn deep_bodies_full_of_unknown_fields_report_only_the_first_100() {
+    let _serial = SERIAL.lock().await;
+    let c = common::cluster().await;
+    // 40 levels of 10,000-character keys (400 KB of path) over 60,000 unknown fields: one full path per
+    // field would be 24 GB.
+    let body = deep_crd("deep", 40, 10_000, 60_000);
+    let peak = Peak::start();
+    let strict = send(
+        &c,
+        "POST",
+        &format!("{CRDS}?fieldValidation=Strict"),
+        "application/json",
+        &body,
+    )
+    .await;
+    peak.report("deep CRD with 60,000 unknown fields (Strict)");
+    assert_eq!(strict.code, 400);
+    let message = strict.json()["message"].as_str().unwrap().to_string();
+    assert!(
+        message.starts_with(
+            "strict decoding error: unknown field \"spec.versions[0].schema.openAPIV3Schema.properties.039k"
+        ),
+        "{}",
+        &message[..200]
+    );
+    assert!(
+        message.ends_with(", and 59900 more unknown fields"),
+        "{}",
+        &message[message.len() - 200..]
+    );
+    assert_eq!(message.matches("unknown field \"").count(), 100);
+    assert!(message.len() < 120 * 1024, "{} bytes", message.len());
+
+    let peak = Peak::start();
+    let warned = send(&c, "POST", CRDS, "application/json", &body).await;
+    peak.report("deep CRD with 60,000 unknown fields (Warn)");
+    assert_eq!(warned.code, 201, "{}", String::from_utf8_lossy(&warned.body));
+    let warnings = warned.header_values("warning");
+    assert!(!warnings.is_empty() && warnings.len() <= 100, "{}", warnings.len());
+    let total: usize = warnings.iter().map(|w| w.chars().count()).sum();
+    assert!(total < 100 * 270, "{total}");
+
+    // Protobuf: 500,000 unknown field numbers in a ConfigMap (1.5 MB).
+    let mut raw = Vec::new();
+    let mut meta = Vec::new();
+    field_bytes(&mut meta, 1, b"numbers");
+    field_bytes(&mut raw, 1, &meta);
+    for _ in 0..500_000 {
+        varint(&mut raw, 99 << 3);
+        varint(&mut raw, 1);
+    }
+    let body = envelope("ConfigMap", &raw);
+    let peak = Peak::start();
+    let strict = send(
+        &c,
+        "POST",
+        &format!("{CONFIGMAPS}?fieldValidation=Strict"),
+        PROTOBUF,
+        &body,
+    )
+    .await;
+    peak.report("protobuf ConfigMap with 500,000 unknown fields (Strict)");
+    assert_eq!(strict.code, 400);
+    let message = strict.json()["message"].as_str().unwrap().to_string();
+    assert!(
+        message.ends_with("unknown field number 99 of k8s.io.api.core.v1.ConfigMap, and 499900 more unknown fields"),
+        "{message}"
+    );
+    let warned = send(&c, "POST", CONFIGMAPS, PROTOBUF, &body).await;
+    assert_eq!(warned.code, 201);
+    // The 100 reported are one text: one warning.
+    assert_eq!(warned.header_values("warning").len(), 1);
+    still_serves(&c, "unknown fields").await;
+    c.shutdown().await;
+}

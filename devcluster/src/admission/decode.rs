@@ -53,6 +53,15 @@ fn quantity_string(n: &serde_json::Number) -> String {
     }
 }
 
+/// How many unknown fields one request reports: sigs.k8s.io/json stops saving strict decoding errors at
+/// 100 (`kubernetes_patch.go`, `saveStrictError`), and so does kube-apiserver's report.
+pub(crate) const MAX_REPORTED_UNKNOWN: usize = 100;
+
+/// How long one reported field path may be, in bytes; a longer one keeps its start and end around `...`.
+/// Real paths are far shorter; without a bound, long map keys (a CRD's `properties`) on the way down to
+/// each of the 100 reported fields would repeat most of the body in every report.
+const MAX_PATH_BYTES: usize = 1024;
+
 /// Decodes through the typed model and back: wrong types are a 400 like the apiserver's decoding error,
 /// unknown fields are dropped and reported per the request's `fieldValidation`.
 pub(crate) fn typed<T: DeserializeOwned + Serialize>(
@@ -68,8 +77,8 @@ pub(crate) fn typed<T: DeserializeOwned + Serialize>(
     })?;
     let back = serde_json::to_value(&typed).map_err(|e| ApiError::internal(e.to_string()))?;
     let mut unknown = Vec::new();
-    unknown_fields(obj, &back, "", &mut unknown);
-    report_unknown(ctx, &unknown)?;
+    let more = unknown_fields(obj, &back, "", &mut unknown);
+    report_unknown_counted(ctx, &unknown, more)?;
     *obj = back;
     Ok(())
 }
@@ -77,13 +86,28 @@ pub(crate) fn typed<T: DeserializeOwned + Serialize>(
 /// Reports fields the decoding dropped per the request's `fieldValidation`: a 400 `strict decoding error`
 /// under `Strict`, warnings under `Warn`, nothing under `Ignore`.
 pub(crate) fn report_unknown(ctx: &mut RequestContext, unknown: &[String]) -> Result<(), ApiError> {
+    report_unknown_counted(ctx, unknown, 0)
+}
+
+/// [`report_unknown`] for the first [`MAX_REPORTED_UNKNOWN`] unknown fields of a walk that found `more`
+/// besides: under `Strict` the error ends with how many more there are; under `Warn` each reported field
+/// is one warning (at most [`MAX_REPORTED_UNKNOWN`], as kube-apiserver warns at most that many).
+pub(crate) fn report_unknown_counted(
+    ctx: &mut RequestContext,
+    unknown: &[String],
+    more: usize,
+) -> Result<(), ApiError> {
     if unknown.is_empty() {
         return Ok(());
     }
-    let described = unknown.iter().map(|f| describe_unknown(f));
+    let described = unknown.iter().take(MAX_REPORTED_UNKNOWN).map(|f| describe_unknown(f));
     match ctx.field_validation {
         FieldValidation::Strict => {
-            let list = described.collect::<Vec<_>>().join(", ");
+            let mut list = described.collect::<Vec<_>>().join(", ");
+            let more = more.saturating_add(unknown.len().saturating_sub(MAX_REPORTED_UNKNOWN));
+            if more > 0 {
+                list.push_str(&format!(", and {more} more unknown fields"));
+            }
             Err(ApiError::bad_request(format!("strict decoding error: {list}")))
         }
         FieldValidation::Warn => {
@@ -123,30 +147,131 @@ pub(crate) fn describe_unknown(field: &str) -> String {
     format!("unknown field {field:?}{hint}")
 }
 
-/// Fields present (non-null) in `input` but dropped by the typed round trip.
-pub(crate) fn unknown_fields(input: &Value, typed: &Value, path: &str, out: &mut Vec<String>) {
-    match (input, typed) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in a {
-                let p = if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                };
-                match b.get(k) {
-                    None if !v.is_null() && !is_empty_container(v) => out.push(p),
-                    Some(tv) => unknown_fields(v, tv, &p, out),
-                    None => {}
+/// Fields present (non-null) in `input` but dropped by the typed round trip, under `path`: the first
+/// [`MAX_REPORTED_UNKNOWN`] go to `out` (each path at most [`MAX_PATH_BYTES`] long); returns how many more
+/// there are. Paths are only built for the reported fields, so the walk allocates nothing per visited
+/// field and the report stays small however deep or wide the body is.
+pub(crate) fn unknown_fields(input: &Value, typed: &Value, path: &str, out: &mut Vec<String>) -> usize {
+    let mut walk = UnknownWalk {
+        segments: Vec::new(),
+        root: path,
+        out,
+        more: 0,
+    };
+    walk.visit(input, typed);
+    walk.more
+}
+
+/// One step of a field path.
+enum Segment<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+struct UnknownWalk<'a, 'o> {
+    segments: Vec<Segment<'a>>,
+    root: &'a str,
+    out: &'o mut Vec<String>,
+    more: usize,
+}
+
+impl<'a> UnknownWalk<'a, '_> {
+    fn visit(&mut self, input: &'a Value, typed: &'a Value) {
+        match (input, typed) {
+            (Value::Object(a), Value::Object(b)) => {
+                for (k, v) in a {
+                    match b.get(k) {
+                        None if !v.is_null() && !is_empty_container(v) => self.found(k),
+                        Some(tv) => {
+                            self.segments.push(Segment::Key(k));
+                            self.visit(v, tv);
+                            self.segments.pop();
+                        }
+                        None => {}
+                    }
                 }
             }
+            (Value::Array(a), Value::Array(b)) => {
+                for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
+                    self.segments.push(Segment::Index(i));
+                    self.visit(x, y);
+                    self.segments.pop();
+                }
+            }
+            _ => {}
         }
-        (Value::Array(a), Value::Array(b)) => {
-            for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
-                unknown_fields(x, y, &format!("{path}[{i}]"), out);
+    }
+
+    fn found(&mut self, key: &str) {
+        if self.out.len() >= MAX_REPORTED_UNKNOWN {
+            self.more = self.more.saturating_add(1);
+            return;
+        }
+        let mut pieces: Vec<std::borrow::Cow<'_, str>> = Vec::with_capacity(2 * self.segments.len() + 3);
+        if !self.root.is_empty() {
+            pieces.push(self.root.into());
+        }
+        for s in &self.segments {
+            match s {
+                Segment::Key(k) => {
+                    if !pieces.is_empty() {
+                        pieces.push(".".into());
+                    }
+                    pieces.push((*k).into());
+                }
+                Segment::Index(i) => pieces.push(format!("[{i}]").into()),
             }
         }
-        _ => {}
+        if !pieces.is_empty() {
+            pieces.push(".".into());
+        }
+        pieces.push(key.into());
+        self.out.push(join_elided(&pieces));
     }
+}
+
+/// The pieces joined, at most [`MAX_PATH_BYTES`] long: the first and last parts around `...` when longer
+/// (only those parts are copied).
+fn join_elided(pieces: &[std::borrow::Cow<'_, str>]) -> String {
+    let total = pieces.iter().fold(0usize, |n, p| n.saturating_add(p.len()));
+    if total <= MAX_PATH_BYTES {
+        return pieces.concat();
+    }
+    let half = MAX_PATH_BYTES / 2;
+    let mut head = String::with_capacity(half + 4);
+    for p in pieces {
+        if head.len() >= half {
+            break;
+        }
+        head.push_str(p);
+    }
+    let mut tail_pieces = Vec::new();
+    let mut tail_len = 0usize;
+    for p in pieces.iter().rev() {
+        if tail_len >= half {
+            break;
+        }
+        tail_len = tail_len.saturating_add(p.len());
+        tail_pieces.push(p.as_ref());
+    }
+    let tail: String = tail_pieces.into_iter().rev().collect();
+    let head = &head[..floor_char_boundary(&head, half)];
+    let tail = &tail[ceil_char_boundary(&tail, tail.len().saturating_sub(half))..];
+    format!("{head}...{tail}")
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
 }
 
 fn is_empty_container(v: &Value) -> bool {
@@ -191,6 +316,59 @@ mod tests {
             pod["spec"]["containers"][0]["resources"],
             json!({"requests": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"}, "limits": {"cpu": "2"}})
         );
+    }
+
+    #[test]
+    fn at_most_100_unknown_fields_are_reported_and_the_rest_counted() {
+        let mut input = serde_json::Map::new();
+        for i in 0..250 {
+            input.insert(format!("u{i:03}"), json!(1));
+        }
+        input.insert("known".into(), json!({"deeper": {"x": 1}}));
+        let typed = json!({"known": {}});
+        let mut out = Vec::new();
+        let more = unknown_fields(&Value::Object(input), &typed, "", &mut out);
+        assert_eq!(out.len(), MAX_REPORTED_UNKNOWN);
+        assert_eq!(out[0], "known.deeper");
+        assert_eq!(out[1], "u000");
+        assert_eq!(more, 151);
+
+        let mut ctx = RequestContext {
+            field_validation: FieldValidation::Strict,
+            ..Default::default()
+        };
+        let err = report_unknown_counted(&mut ctx, &out, more).unwrap_err();
+        assert!(
+            err.message()
+                .starts_with("strict decoding error: unknown field \"known.deeper\", unknown field \"u000\", ")
+        );
+        assert!(
+            err.message()
+                .ends_with(", unknown field \"u098\", and 151 more unknown fields"),
+            "{}",
+            err.message()
+        );
+        let mut ctx = RequestContext::default();
+        report_unknown_counted(&mut ctx, &out, more).unwrap();
+        assert_eq!(ctx.warnings.len(), MAX_REPORTED_UNKNOWN);
+    }
+
+    #[test]
+    fn long_paths_are_reported_with_their_middle_elided() {
+        let key = "k".repeat(600);
+        let input = json!({&key: {&key: {&key: [{"unknown": 1}]}}});
+        let typed = json!({&key: {&key: {&key: [{}]}}});
+        let mut out = Vec::new();
+        assert_eq!(unknown_fields(&input, &typed, "spec", &mut out), 0);
+        assert_eq!(out.len(), 1);
+        let p = &out[0];
+        assert!(p.len() <= MAX_PATH_BYTES + 3, "{}", p.len());
+        assert!(p.starts_with("spec.kkk"), "{p}");
+        assert!(p.contains("..."), "{p}");
+        assert!(p.ends_with("kkk[0].unknown"), "{p}");
+        let mut out = Vec::new();
+        unknown_fields(&json!({"a": [{"b": 1}]}), &json!({"a": [{}]}), "spec", &mut out);
+        assert_eq!(out, ["spec.a[0].b"]);
     }
 
     #[test]

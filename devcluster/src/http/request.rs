@@ -140,8 +140,9 @@ impl Request {
     }
 
     /// Decodes the body by its media type: JSON (also when none is given), YAML, or the Kubernetes protobuf
-    /// envelope. Unknown protobuf field numbers are reported per `fieldValidation`: an error when
-    /// `Strict`, a warning in `warnings` when `Warn` (the default), nothing when `Ignore`.
+    /// envelope. Unknown protobuf field numbers are reported per `fieldValidation` (the first 100, as for
+    /// JSON): an error when `Strict`, a warning in `warnings` when `Warn` (the default), nothing when
+    /// `Ignore`.
     pub(super) fn body_value(&self, warnings: &mut Vec<String>) -> Result<Value, ApiError> {
         if self.body.is_empty() {
             return Ok(Value::Null);
@@ -189,10 +190,11 @@ impl Request {
         if !decoded.unknown.is_empty() {
             match self.q("fieldValidation") {
                 Some("Strict") => {
-                    return Err(ApiError::bad_request(format!(
-                        "strict decoding error: {}",
-                        decoded.unknown.join(", ")
-                    )));
+                    let mut list = decoded.unknown.join(", ");
+                    if decoded.unknown_more > 0 {
+                        list.push_str(&format!(", and {} more unknown fields", decoded.unknown_more));
+                    }
+                    return Err(ApiError::bad_request(format!("strict decoding error: {list}")));
                 }
                 Some("Ignore") => {}
                 _ => warnings.extend(decoded.unknown),

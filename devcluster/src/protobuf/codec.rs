@@ -11,6 +11,7 @@ use super::ProtoError;
 use super::schema::{Field, Label, Message, Route, Scalar, Schema, Special, Type};
 use super::wellknown as wk;
 use super::wire::{Reader, WireType, Writer, unzigzag, zigzag};
+use crate::admission::decode::MAX_REPORTED_UNKNOWN;
 
 /// How deep messages may nest (CRD schemas are recursive).
 const MAX_DEPTH: usize = 64;
@@ -108,16 +109,35 @@ fn is_zero(v: &Value) -> bool {
     }
 }
 
+/// What decoding one body counted, shared by the envelopes nested in it (`RawExtension`s).
+#[derive(Debug, Default)]
+pub(super) struct Tally {
+    /// `<path>: unknown field number N` for the first [`MAX_REPORTED_UNKNOWN`] skipped fields.
+    pub(super) unknown: Vec<String>,
+    /// How many more fields were skipped.
+    pub(super) unknown_more: usize,
+}
+
+impl Tally {
+    fn unknown(&mut self, describe: impl FnOnce() -> String) {
+        if self.unknown.len() < MAX_REPORTED_UNKNOWN {
+            self.unknown.push(describe());
+        } else {
+            self.unknown_more = self.unknown_more.saturating_add(1);
+        }
+    }
+}
+
 /// Protobuf to JSON. Unknown field numbers are skipped and recorded (the caller reports them per the
 /// request's field validation).
 #[derive(Debug)]
-pub(super) struct Decoder<'s> {
+pub(super) struct Decoder<'s, 't> {
     pub(super) schema: &'s Schema,
-    /// `<path>: unknown field number N` for each skipped field.
-    pub(super) unknown: Vec<String>,
+    /// What the body's decoding counted so far.
+    pub(super) tally: &'t mut Tally,
 }
 
-impl<'s> Decoder<'s> {
+impl<'s> Decoder<'s, '_> {
     fn message_def(&self, name: &str) -> Result<&'s Message, ProtoError> {
         let schema: &'s Schema = self.schema;
         schema
@@ -148,8 +168,8 @@ impl<'s> Decoder<'s> {
             let (number, wire) = r.tag().map_err(at)?;
             let Some(&i) = msg.by_number.get(&number) else {
                 r.skip(wire).map_err(at)?;
-                self.unknown
-                    .push(format!("{}unknown field number {number} of {name}", prefix(path)));
+                self.tally
+                    .unknown(|| format!("{}unknown field number {number} of {name}", prefix(path)));
                 continue;
             };
             let f = &msg.fields[i];
@@ -292,9 +312,7 @@ impl<'s> Decoder<'s> {
             Special::RawExtension => {
                 let raw = wk::raw_field(bytes)?;
                 if raw.starts_with(&super::MAGIC) {
-                    let (object, unknown) = super::decode_envelope(raw, depth + 1)?;
-                    self.unknown.extend(unknown);
-                    Some(object)
+                    Some(super::decode_envelope(raw, depth + 1, self.tally)?)
                 } else {
                     wk::raw_json(raw)?
                 }

@@ -110,17 +110,25 @@ pub(crate) fn supports(api_version: &str, kind: &str) -> bool {
 pub(crate) struct Decoded {
     /// The object, with `apiVersion` and `kind` from the envelope.
     pub object: Value,
-    /// Field numbers the schema does not know (`spec: unknown field number 99 of ...PodSpec`).
+    /// Field numbers the schema does not know (`spec: unknown field number 99 of ...PodSpec`), the first
+    /// [`MAX_REPORTED_UNKNOWN`](crate::admission::decode::MAX_REPORTED_UNKNOWN) of them.
     pub unknown: Vec<String>,
+    /// How many more unknown field numbers there were.
+    pub unknown_more: usize,
 }
 
 /// Decodes an enveloped object (`k8s\0` + `runtime.Unknown`).
 pub(crate) fn decode(body: &[u8]) -> Result<Decoded, ProtoError> {
-    let (object, unknown) = decode_envelope(body, 0)?;
-    Ok(Decoded { object, unknown })
+    let mut tally = codec::Tally::default();
+    let object = decode_envelope(body, 0, &mut tally)?;
+    Ok(Decoded {
+        object,
+        unknown: tally.unknown,
+        unknown_more: tally.unknown_more,
+    })
 }
 
-fn decode_envelope(body: &[u8], depth: usize) -> Result<(Value, Vec<String>), ProtoError> {
+fn decode_envelope(body: &[u8], depth: usize, tally: &mut codec::Tally) -> Result<Value, ProtoError> {
     let schema = schema::schema().map_err(ProtoError::new)?;
     let Some(data) = body.strip_prefix(&MAGIC) else {
         return Err(ProtoError::new(format!(
@@ -170,10 +178,7 @@ fn decode_envelope(body: &[u8], depth: usize) -> Result<(Value, Vec<String>), Pr
             "no kind \"{kind}\" is registered for version \"{api_version}\""
         ))
     })?;
-    let mut decoder = Decoder {
-        schema,
-        unknown: Vec::new(),
-    };
+    let mut decoder = Decoder { schema, tally };
     let body = decoder.message(&name, raw, "", depth)?.unwrap_or(Value::Null);
     let mut object = serde_json::Map::new();
     object.insert("apiVersion".into(), Value::String(api_version));
@@ -181,7 +186,7 @@ fn decode_envelope(body: &[u8], depth: usize) -> Result<(Value, Vec<String>), Pr
     if let Value::Object(fields) = body {
         object.extend(fields);
     }
-    Ok((Value::Object(object), decoder.unknown))
+    Ok(Value::Object(object))
 }
 
 /// Encodes `object` as kind `kind` of `apiVersion`, enveloped.

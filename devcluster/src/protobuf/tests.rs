@@ -396,3 +396,26 @@ fn accept_headers_negotiate_like_client_go() {
             .is_err()
     );
 }
+
+fn configmap_envelope(raw: &[u8]) -> Vec<u8> {
+    let mut tm = wire::Writer::default();
+    tm.bytes(1, b"v1");
+    tm.bytes(2, b"ConfigMap");
+    let mut env = wire::Writer::default();
+    env.buf.extend_from_slice(&MAGIC);
+    env.bytes(1, &tm.buf);
+    env.bytes(2, raw);
+    env.buf
+}
+
+#[test]
+fn at_most_100_unknown_field_numbers_are_kept_and_the_rest_counted() {
+    let mut raw = wire::Writer::default();
+    for _ in 0..1000 {
+        raw.tag(99, wire::WireType::Varint);
+        raw.varint(1);
+    }
+    let d = decode(&configmap_envelope(&raw.buf)).unwrap();
+    assert_eq!(d.unknown.len(), 100);
+    assert_eq!(d.unknown_more, 900);
+}
