@@ -309,3 +309,52 @@ async fn deep_bodies_full_of_unknown_fields_report_only_the_first_100() {
     still_serves(&c, "unknown fields").await;
     c.shutdown().await;
 }
+
+#[tokio::test]
+async fn empty_list_entries_past_the_limit_are_refused_before_typed_decoding() {
+    let _serial = SERIAL.lock().await;
+    let c = common::cluster().await;
+    let pods = "/api/v1/namespaces/default/pods";
+    // JSON: a million empty containers in 3 MB, 2.3 KB each once typed.
+    let body = format!(
+        "{{\"metadata\":{{\"name\":\"wide\"}},\"spec\":{{\"containers\":[{}]}}}}",
+        vec!["{}"; 1_000_000].join(",")
+    );
+    let peak = Peak::start();
+    let answer = send(&c, "POST", pods, "application/json", body.as_bytes()).await;
+    peak.report("1,000,000 empty containers (JSON)");
+    assert_eq!(answer.code, 413);
+    let status = answer.json();
+    assert_eq!(status["reason"], "RequestEntityTooLarge");
+    assert_eq!(
+        status["message"],
+        "Request entity too large: the allowed maximum list entries in a Pod is 10000, got 1000000"
+    );
+    // Volumes are the largest entries (3.3 KB typed): 10,001 of them.
+    let volumes: Vec<Value> = (0..10_001).map(|_| json!({})).collect();
+    let body = json!({"metadata": {"name": "vols"}, "spec": {"containers": [], "volumes": volumes}}).to_string();
+    let answer = send(&c, "POST", pods, "application/json", body.as_bytes()).await;
+    assert_eq!(answer.code, 413);
+
+    // Protobuf: 1.5 million empty containers in 3 MB, two bytes each.
+    let mut spec = Vec::with_capacity(3_000_000);
+    for _ in 0..1_500_000 {
+        field_bytes(&mut spec, 2, b"");
+    }
+    let mut raw = Vec::new();
+    let mut meta = Vec::new();
+    field_bytes(&mut meta, 1, b"wide");
+    field_bytes(&mut raw, 1, &meta);
+    field_bytes(&mut raw, 2, &spec);
+    let body = envelope("Pod", &raw);
+    let peak = Peak::start();
+    let answer = send(&c, "POST", pods, PROTOBUF, &body).await;
+    peak.report("1,500,000 empty containers (protobuf)");
+    assert_eq!(answer.code, 413, "{}", String::from_utf8_lossy(&answer.body));
+    assert_eq!(
+        answer.json()["message"],
+        "Request entity too large: spec.containers: the allowed maximum list entries in an object is 10000, got more"
+    );
+    still_serves(&c, "list entries").await;
+    c.shutdown().await;
+}

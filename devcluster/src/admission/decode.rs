@@ -62,13 +62,78 @@ pub(crate) const MAX_REPORTED_UNKNOWN: usize = 100;
 /// each of the 100 reported fields would repeat most of the body in every report.
 const MAX_PATH_BYTES: usize = 1024;
 
+/// How many list entries (JSON array elements, counted through every level) an object may have before it
+/// is decoded through its typed model. Typed decoding is where an object grows most: an empty entry
+/// (`{}`, 3 bytes) becomes a whole k8s-openapi struct (a `Volume` is 3,280 bytes, a `Container` 2,336),
+/// so the 3 MiB body limit alone would let one request allocate gigabytes and hold the state lock for
+/// seconds. kube-apiserver has no such limit (Go's structs grow the same way); this one is far above what
+/// any object of a served kind holds: the largest CRDs in use (prometheus-operator's `prometheuses`,
+/// 480 KB of JSON) have about 760 entries, a ResourceSlice at most a few thousand (128 devices), a Pod as
+/// many as its containers, env vars, volumes and ports (hundreds).
+pub(crate) const MAX_LIST_ENTRIES: usize = 10_000;
+
+/// Refuses an object with more than [`MAX_LIST_ENTRIES`] list entries with a 413 naming the limit, in
+/// the words of kube-apiserver's JSON patch operation limit.
+pub(crate) fn check_list_entries(res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    let entries = list_entries(obj);
+    if entries > MAX_LIST_ENTRIES {
+        return Err(ApiError::too_large(format!(
+            "Request entity too large: the allowed maximum list entries in a {} is {MAX_LIST_ENTRIES}, got {entries}",
+            res.kind
+        )));
+    }
+    Ok(())
+}
+
+/// The number of array elements in `v`, at every level (without recursion, so any depth is safe).
+pub(crate) fn list_entries(v: &Value) -> usize {
+    enum Level<'a> {
+        Items(std::slice::Iter<'a, Value>),
+        Fields(serde_json::map::Values<'a>),
+    }
+    fn level(v: &Value) -> Option<Level<'_>> {
+        match v {
+            Value::Array(a) => Some(Level::Items(a.iter())),
+            Value::Object(m) => Some(Level::Fields(m.values())),
+            _ => None,
+        }
+    }
+    let mut count = match v {
+        Value::Array(a) => a.len(),
+        _ => 0,
+    };
+    let mut stack: Vec<Level<'_>> = level(v).into_iter().collect();
+    while let Some(top) = stack.last_mut() {
+        let next = match top {
+            Level::Items(it) => it.next(),
+            Level::Fields(it) => it.next(),
+        };
+        match next {
+            Some(child) => {
+                if let Value::Array(a) = child {
+                    count = count.saturating_add(a.len());
+                }
+                if let Some(l) = level(child) {
+                    stack.push(l);
+                }
+            }
+            None => {
+                stack.pop();
+            }
+        }
+    }
+    count
+}
+
 /// Decodes through the typed model and back: wrong types are a 400 like the apiserver's decoding error,
-/// unknown fields are dropped and reported per the request's `fieldValidation`.
+/// unknown fields are dropped and reported per the request's `fieldValidation`. An object with more than
+/// [`MAX_LIST_ENTRIES`] list entries is refused before decoding.
 pub(crate) fn typed<T: DeserializeOwned + Serialize>(
     ctx: &mut RequestContext,
     res: &ResourceInfo,
     obj: &mut Value,
 ) -> Result<(), ApiError> {
+    check_list_entries(res, obj)?;
     let typed: T = serde_json::from_value(obj.clone()).map_err(|e| {
         ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: {e}",
@@ -278,8 +343,10 @@ fn is_empty_container(v: &Value) -> bool {
     matches!(v, Value::Object(m) if m.is_empty()) || matches!(v, Value::Array(a) if a.is_empty())
 }
 
-/// The object as its typed model, for validation (a decoding error is the apiserver's 400).
+/// The object as its typed model, for validation (a decoding error is the apiserver's 400; an object with
+/// more than [`MAX_LIST_ENTRIES`] list entries is refused before decoding).
 pub(crate) fn parse<T: DeserializeOwned>(res: &ResourceInfo, v: &Value) -> Result<T, ApiError> {
+    check_list_entries(res, v)?;
     serde_json::from_value(v.clone()).map_err(|e| {
         ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: {e}",
@@ -316,6 +383,43 @@ mod tests {
             pod["spec"]["containers"][0]["resources"],
             json!({"requests": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"}, "limits": {"cpu": "2"}})
         );
+    }
+
+    #[test]
+    fn list_entries_are_counted_at_every_level() {
+        assert_eq!(list_entries(&json!({"a": 1})), 0);
+        assert_eq!(list_entries(&json!([1, [2, 3], {"x": [4, 5, 6]}])), 3 + 2 + 3);
+        let mut deep = json!([]);
+        for _ in 0..100_000 {
+            deep = Value::Array(vec![deep]);
+        }
+        // Deeper than any recursion could go: counted without recursion.
+        assert_eq!(list_entries(&deep), 100_000);
+        // serde_json drops deep values recursively: take it apart level by level.
+        while let Value::Array(mut a) = deep {
+            deep = a.pop().unwrap_or(Value::Null);
+        }
+    }
+
+    #[test]
+    fn an_object_with_too_many_list_entries_is_refused_before_typed_decoding() {
+        let res = crate::kinds::builtin_resources()
+            .into_iter()
+            .find(|r| r.kind == "Pod")
+            .unwrap();
+        let mut ctx = RequestContext::default();
+        let containers = vec![json!({}); MAX_LIST_ENTRIES + 1];
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": {"containers": containers}});
+        let err = typed::<k8s_openapi::api::core::v1::Pod>(&mut ctx, &res, &mut pod).unwrap_err();
+        assert_eq!(err.code(), 413);
+        assert_eq!(err.reason(), "RequestEntityTooLarge");
+        assert_eq!(
+            err.message(),
+            "Request entity too large: the allowed maximum list entries in a Pod is 10000, got 10001"
+        );
+        let containers = vec![json!({"name": "c", "image": "i"}); MAX_LIST_ENTRIES];
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": {"containers": containers}});
+        typed::<k8s_openapi::api::core::v1::Pod>(&mut ctx, &res, &mut pod).unwrap();
     }
 
     #[test]

@@ -142,7 +142,7 @@ impl Request {
     /// Decodes the body by its media type: JSON (also when none is given), YAML, or the Kubernetes protobuf
     /// envelope. Unknown protobuf field numbers are reported per `fieldValidation` (the first 100, as for
     /// JSON): an error when `Strict`, a warning in `warnings` when `Warn` (the default), nothing when
-    /// `Ignore`.
+    /// `Ignore`. A protobuf body with more repeated entries than typed decoding takes is a 413.
     pub(super) fn body_value(&self, warnings: &mut Vec<String>) -> Result<Value, ApiError> {
         if self.body.is_empty() {
             return Ok(Value::Null);
@@ -180,7 +180,9 @@ impl Request {
 
     fn protobuf_body(&self, ct: &str, warnings: &mut Vec<String>) -> Result<Value, ApiError> {
         let decoded = protobuf::decode(&self.body).map_err(|e| {
-            if e.message.starts_with("no kind") {
+            if e.too_large {
+                ApiError::too_large(format!("Request entity too large: {e}"))
+            } else if e.message.starts_with("no kind") {
                 // Custom resources (and kinds devcluster does not serve) have no protobuf form.
                 ApiError::unsupported_media_type(ct)
             } else {

@@ -51,6 +51,8 @@ pub(crate) struct ProtoError {
     pub path: String,
     /// What went wrong.
     pub message: String,
+    /// The body holds more than the decoder takes (a `413`, not a malformed body).
+    pub too_large: bool,
 }
 
 impl ProtoError {
@@ -58,6 +60,7 @@ impl ProtoError {
         ProtoError {
             path: String::new(),
             message: message.into(),
+            too_large: false,
         }
     }
 
@@ -65,6 +68,14 @@ impl ProtoError {
         ProtoError {
             path: path.to_string(),
             message: message.into(),
+            too_large: false,
+        }
+    }
+
+    fn too_large(path: &str, message: impl Into<String>) -> Self {
+        ProtoError {
+            too_large: true,
+            ..ProtoError::at(path, message)
         }
     }
 
@@ -117,7 +128,10 @@ pub(crate) struct Decoded {
     pub unknown_more: usize,
 }
 
-/// Decodes an enveloped object (`k8s\0` + `runtime.Unknown`).
+/// Decodes an enveloped object (`k8s\0` + `runtime.Unknown`). A body with more than
+/// [`MAX_LIST_ENTRIES`](crate::admission::decode::MAX_LIST_ENTRIES) repeated entries (list items, however
+/// nested) is refused as soon as the entry past the limit is reached, before it is decoded
+/// ([`ProtoError::too_large`]).
 pub(crate) fn decode(body: &[u8]) -> Result<Decoded, ProtoError> {
     let mut tally = codec::Tally::default();
     let object = decode_envelope(body, 0, &mut tally)?;
