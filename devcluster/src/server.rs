@@ -21,6 +21,10 @@ pub struct ServerSettings {
     pub event_ttl: Duration,
     /// How often the periodic controllers (PodGroup protection, event expiry) run.
     pub sweep_interval: Duration,
+    /// How long a client may take to send a request's body once its headers arrived (kube-apiserver's
+    /// `--request-timeout`, 60 s). Past it the request is answered 504 `Timeout`, and the in-flight slot
+    /// it held is free again.
+    pub request_timeout: Duration,
 }
 
 impl Default for ServerSettings {
@@ -30,6 +34,7 @@ impl Default for ServerSettings {
             watch_timeout: Duration::from_secs(1800),
             event_ttl: Duration::from_secs(3600),
             sweep_interval: Duration::from_millis(200),
+            request_timeout: Duration::from_secs(60),
         }
     }
 }

@@ -141,6 +141,114 @@ impl Peak {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_bodies_hold_one_slot_each_until_the_request_timeout_and_never_lock_out_reads() {
+    let _serial = SERIAL.lock().await;
+    let timeout = Duration::from_secs(3);
+    let c = common::cluster_with(|cfg| cfg.server.request_timeout = timeout).await;
+    let peak = Peak::start();
+    // 1,024 clients declare a 1 MiB body and send 12 bytes of it.
+    let settled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut clients = Vec::new();
+    for _ in 0..1024 {
+        let a = addr(&c);
+        let settled = settled.clone();
+        clients.push(tokio::spawn(async move {
+            let started = Instant::now();
+            let mut s = TcpStream::connect(&a).await.ok()?;
+            let head = format!(
+                "POST {CONFIGMAPS} HTTP/1.1\r\nHost: {a}\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{{\"metadata\":"
+            );
+            s.write_all(head.as_bytes()).await.ok()?;
+            // When the answer starts, and whether the server then closes the connection.
+            let mut out = Vec::new();
+            let mut first = None;
+            let mut buf = [0u8; 4096];
+            let closed = loop {
+                let read = tokio::time::timeout(Duration::from_secs(30), s.read(&mut buf)).await;
+                if first.is_none() {
+                    settled.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    first = Some(started.elapsed());
+                }
+                match read {
+                    Ok(Ok(0)) | Ok(Err(_)) => break true,
+                    Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+                    Err(_) => break false,
+                }
+            };
+            Some((parse(&out)?, first?, closed))
+        }));
+    }
+    // Once all but the 200 holding a write slot are answered (or refused), reads are answered at once
+    // while those 200 wait for their timeout, and writes get 429.
+    common::eventually(Duration::from_secs(20), "all but 200 answered", || async {
+        (settled.load(std::sync::atomic::Ordering::Relaxed) >= 1024 - 200).then_some(())
+    })
+    .await;
+    still_reads(&c).await;
+    let refused = send(&c, "POST", CONFIGMAPS, "application/json", b"{}").await;
+    assert_eq!(refused.code, 429);
+    let mut too_many = 0;
+    let mut timed_out = 0;
+    for client in clients {
+        let Some((answer, took, closed)) = client.await.unwrap() else {
+            continue;
+        };
+        assert!(closed, "the connection of a refused or timed-out body is closed");
+        match answer.code {
+            429 => {
+                assert!(took < timeout, "a 429 is answered at once, not after {took:?}");
+                assert_eq!(answer.header_values("retry-after"), ["1"]);
+                assert_eq!(answer.json()["message"], "Too many requests, please try again later.");
+                too_many += 1;
+            }
+            504 => {
+                assert!(took >= timeout, "{took:?}");
+                let status = answer.json();
+                assert_eq!(status["reason"], "Timeout");
+                assert_eq!(
+                    status["message"],
+                    "Timeout: request did not complete within the allotted timeout"
+                );
+                timed_out += 1;
+            }
+            other => panic!("unexpected {other}: {}", String::from_utf8_lossy(&answer.body)),
+        }
+    }
+    peak.report("half-sent bodies");
+    // kube-apiserver's --max-mutating-requests-inflight: 200 held their slot until the timeout.
+    assert_eq!(timed_out, 200);
+    assert!(too_many >= 800, "{too_many} answered 429");
+    // A declared body over the limit is refused before any of it is read.
+    let mut s = TcpStream::connect(addr(&c)).await.unwrap();
+    let head = format!(
+        "POST {CONFIGMAPS} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 3145729\r\n\r\n",
+        addr(&c)
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out))
+        .await
+        .expect("answered without the body")
+        .unwrap();
+    let answer = parse(&out).unwrap();
+    assert_eq!(answer.code, 413);
+    assert_eq!(answer.json()["message"], "Request entity too large: limit is 3145728");
+    still_serves(&c, "half-sent bodies").await;
+    c.shutdown().await;
+}
+
+/// A GET is answered within one second (while writes may still be held up).
+async fn still_reads(c: &DevCluster) {
+    let got = tokio::time::timeout(
+        Duration::from_secs(1),
+        send(c, "GET", NAMESPACE, "application/json", b""),
+    )
+    .await
+    .expect("a GET answered within one second");
+    assert_eq!(got.code, 200);
+}
+
 #[tokio::test]
 async fn a_flood_of_warnings_is_cut_like_kube_apiservers_warning_recorder() {
     let _serial = SERIAL.lock().await;
