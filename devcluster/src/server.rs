@@ -21,6 +21,9 @@ pub struct ServerSettings {
     pub event_ttl: Duration,
     /// How often the periodic controllers (PodGroup protection, event expiry) run.
     pub sweep_interval: Duration,
+    /// How many bytes of events each resource keeps for watches (each event at the size of its watch
+    /// line; see [`crate::store::DEFAULT_HISTORY_BYTES`]); the event count is bounded separately.
+    pub watch_history_bytes: usize,
     /// How long a client may take to send a request's body once its headers arrived (kube-apiserver's
     /// `--request-timeout`, 60 s). Past it the request is answered 504 `Timeout`, and the in-flight slot
     /// it held is free again.
@@ -35,6 +38,7 @@ impl Default for ServerSettings {
             event_ttl: Duration::from_secs(3600),
             sweep_interval: Duration::from_millis(200),
             request_timeout: Duration::from_secs(60),
+            watch_history_bytes: crate::store::DEFAULT_HISTORY_BYTES,
         }
     }
 }
@@ -106,6 +110,8 @@ impl Shared {
         remote_clients: bool,
     ) -> Self {
         let (shutdown, _) = watch::channel(false);
+        let mut state = state;
+        state.store.set_history_byte_limit(settings.watch_history_bytes);
         Shared {
             state: Mutex::new(state),
             gc_notify: Notify::new(),

@@ -249,6 +249,84 @@ async fn still_reads(c: &DevCluster) {
     assert_eq!(got.code, 200);
 }
 
+/// A ConfigMap of about `size` bytes.
+fn configmap(name: &str, size: usize) -> Vec<u8> {
+    json!({"metadata": {"name": name}, "data": {"a": "x".repeat(size)}})
+        .to_string()
+        .into_bytes()
+}
+
+#[tokio::test]
+async fn big_objects_written_in_a_loop_keep_only_the_byte_budget_of_history() {
+    let _serial = SERIAL.lock().await;
+    let budget = 8 * 1024 * 1024;
+    let c = common::cluster_with(|cfg| cfg.server.watch_history_bytes = budget).await;
+    let peak = Peak::start();
+    let mut rvs = Vec::new();
+    for i in 0..40 {
+        let answer = send(
+            &c,
+            "POST",
+            CONFIGMAPS,
+            "application/json",
+            &configmap(&format!("big-{i}"), 1000 * 1024),
+        )
+        .await;
+        assert_eq!(answer.code, 201);
+        rvs.push(
+            answer.json()["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    peak.report("40 MB of writes into an 8 MiB history");
+    let first_rv = &rvs[0];
+    // The first writes fell out of the 8 MiB window: a watch from before them is told so.
+    let from_first = send(
+        &c,
+        "GET",
+        &format!("{CONFIGMAPS}?watch=true&resourceVersion={first_rv}&timeoutSeconds=1"),
+        "application/json",
+        b"",
+    )
+    .await;
+    let line: Value = serde_json::from_slice(from_first.body.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(line["type"], "ERROR");
+    assert_eq!(line["object"]["code"], 410);
+    assert!(
+        line["object"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("too old resource version: {first_rv} ("))
+    );
+    // The last few are still there.
+    let recent = &rvs[36];
+    let from_recent = send(
+        &c,
+        "GET",
+        &format!("{CONFIGMAPS}?watch=true&resourceVersion={recent}&timeoutSeconds=1"),
+        "application/json",
+        b"",
+    )
+    .await;
+    let events: Vec<Value> = from_recent
+        .body
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert_eq!(
+        events.len(),
+        3,
+        "{:?}",
+        events.iter().map(|e| &e["type"]).collect::<Vec<_>>()
+    );
+    assert!(events.iter().all(|e| e["type"] == "ADDED"));
+    still_serves(&c, "history").await;
+    c.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_flood_of_warnings_is_cut_like_kube_apiservers_warning_recorder() {
     let _serial = SERIAL.lock().await;
