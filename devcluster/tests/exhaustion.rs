@@ -327,6 +327,107 @@ async fn big_objects_written_in_a_loop_keep_only_the_byte_budget_of_history() {
     c.shutdown().await;
 }
 
+/// Opens a watch over HTTP/1.0 (JSON, or protobuf when `accept` says so) with a small receive buffer and
+/// returns the connection unread.
+async fn open_watch(c: &DevCluster, rv: &str, recv_buffer: u32, accept: &str) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(recv_buffer).unwrap();
+    let mut s = socket.connect(addr(c).parse().unwrap()).await.unwrap();
+    let head = format!(
+        "GET {CONFIGMAPS}?watch=true&resourceVersion={rv} HTTP/1.0\r\nHost: {}\r\nAccept: {accept}\r\n\r\n",
+        addr(c)
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s
+}
+
+#[tokio::test]
+async fn watchers_that_never_read_are_closed_and_hold_up_neither_writers_nor_other_watchers() {
+    let _serial = SERIAL.lock().await;
+    let stall = Duration::from_secs(2);
+    let c = common::cluster_with(|cfg| {
+        cfg.server.watch_stall_timeout = stall;
+        cfg.server.watch_buffer_bytes = 256 * 1024;
+    })
+    .await;
+    let rv = send(&c, "GET", CONFIGMAPS, "application/json", b"").await.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // 50 watchers that never read (as protobuf, so every one encodes its own frames), and one that does.
+    let mut stuck = Vec::new();
+    for _ in 0..50 {
+        stuck.push(open_watch(&c, &rv, 4096, PROTOBUF).await);
+    }
+    let mut healthy = open_watch(&c, &rv, 4096, "application/json").await;
+    let objects = 100;
+    let reader = tokio::spawn(async move {
+        let mut line = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut added = 0;
+        while added < objects {
+            let n = healthy.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the healthy watch ended early");
+            for &b in &buf[..n] {
+                if b == b'\n' {
+                    added += usize::from(line.starts_with(b"{\"type\":\"ADDED\""));
+                    line.clear();
+                } else if line.len() < 64 {
+                    line.push(b);
+                }
+            }
+            // A client that is busy between reads.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        added
+    });
+    let peak = Peak::start();
+    let mut slowest = Duration::ZERO;
+    for i in 0..objects {
+        let started = Instant::now();
+        let answer = send(
+            &c,
+            "POST",
+            CONFIGMAPS,
+            "application/json",
+            &configmap(&format!("w-{i}"), 64 * 1024),
+        )
+        .await;
+        assert_eq!(answer.code, 201);
+        slowest = slowest.max(started.elapsed());
+    }
+    assert!(slowest < Duration::from_secs(1), "a write took {slowest:?}");
+    let added = tokio::time::timeout(Duration::from_secs(30), reader)
+        .await
+        .expect("the healthy watcher keeps up")
+        .unwrap();
+    assert_eq!(added, objects);
+    // The stuck watchers' connections are closed once they took nothing for the stall timeout: what the
+    // kernel buffered reads out, then the stream ends short of the 6.4 MB written.
+    let deadline = Instant::now() + stall * 10;
+    for mut s in stuck {
+        let mut total = 0usize;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, s.read(&mut buf))
+                .await
+                .expect("the stuck watch is closed")
+            {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+        assert!(
+            total < objects * 64 * 1024,
+            "a stuck watcher got everything ({total} bytes)"
+        );
+    }
+    peak.report("50 stuck watchers, 6.4 MB of events");
+    still_serves(&c, "stuck watchers").await;
+    c.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_flood_of_warnings_is_cut_like_kube_apiservers_warning_recorder() {
     let _serial = SERIAL.lock().await;

@@ -57,6 +57,7 @@ async fn contained(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
+    extensions: axum::http::Extensions,
     body: Body,
 ) -> Response {
     use futures::FutureExt;
@@ -76,8 +77,9 @@ async fn contained(
     } else {
         Bytes::new()
     };
+    let connection = extensions.get::<serve::Connection>().cloned();
     let path = uri.path().to_string();
-    match std::panic::AssertUnwindSafe(dispatch(shared, method, uri, headers, body, wire))
+    match std::panic::AssertUnwindSafe(dispatch(shared, method, uri, headers, body, wire, connection))
         .catch_unwind()
         .await
     {
@@ -153,6 +155,7 @@ fn accepts_aggregated(headers: &HeaderMap) -> bool {
 }
 
 /// Routes one request by its path.
+#[allow(clippy::too_many_arguments)]
 async fn dispatch(
     shared: Arc<Shared>,
     method: Method,
@@ -160,6 +163,7 @@ async fn dispatch(
     headers: HeaderMap,
     body: Bytes,
     wire: Wire,
+    connection: Option<serve::Connection>,
 ) -> Response {
     if let Err(e) = guard(&shared, &headers) {
         return respond::error(&e, wire);
@@ -214,6 +218,7 @@ async fn dispatch(
                 headers,
                 body,
                 wire,
+                connection,
             };
             match resource(shared, &req, &group, &version, namespace, &plural, name, sub).await {
                 Ok(r) => r,

@@ -76,6 +76,8 @@ pub(super) struct Request {
     pub(super) body: Bytes,
     /// The response encoding the client asked for.
     pub(super) wire: Wire,
+    /// The connection the request came on, so a watch can close it.
+    pub(super) connection: Option<super::serve::Connection>,
 }
 
 impl Request {
