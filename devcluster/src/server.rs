@@ -21,6 +21,27 @@ pub struct ServerSettings {
     pub event_ttl: Duration,
     /// How often the periodic controllers (PodGroup protection, event expiry) run.
     pub sweep_interval: Duration,
+    /// How many bytes of events each resource keeps for watches (each event at the size of its watch
+    /// line; see [`crate::store::DEFAULT_HISTORY_BYTES`]); the event count is bounded separately.
+    pub watch_history_bytes: usize,
+    /// How many bytes may wait for one watcher's client, counting what its connection is still writing (a
+    /// single larger event waits alone). A client that reads keeps taking them; the watch waits while it
+    /// is full. 256 KiB by default: the kernel's socket buffers (several MiB on loopback) absorb a client's
+    /// pauses first, and waiting costs a reading client nothing. Besides it, a watch holds the event it is
+    /// encoding: with 1,000 open watches of small objects about 256 MiB wait in all at worst, and two
+    /// events each for objects near the 1.5 MiB limit (JSON lines of stored objects are shared with the
+    /// history and every watcher; protobuf and Table frames are each watcher's own).
+    pub watch_buffer_bytes: usize,
+    /// How long a watcher's client may take nothing while bytes wait for it before the server closes its
+    /// connection (kube-apiserver closes a watcher whose buffer stays full past a dispatch budget of at
+    /// most 100 ms; the stream ends and the client watches again). 30 s by default: only time the client
+    /// takes nothing at all counts (an idle watch, or a client reading slowly, is never closed), and a busy
+    /// local client on a loaded two-core machine pauses for far less than that. Must not be zero.
+    pub watch_stall_timeout: Duration,
+    /// How long a client may take to send a request's body once its headers arrived (kube-apiserver's
+    /// `--request-timeout`, 60 s). Past it the request is answered 504 `Timeout`, and the in-flight slot
+    /// it held is free again.
+    pub request_timeout: Duration,
 }
 
 impl Default for ServerSettings {
@@ -30,6 +51,10 @@ impl Default for ServerSettings {
             watch_timeout: Duration::from_secs(1800),
             event_ttl: Duration::from_secs(3600),
             sweep_interval: Duration::from_millis(200),
+            request_timeout: Duration::from_secs(60),
+            watch_history_bytes: crate::store::DEFAULT_HISTORY_BYTES,
+            watch_buffer_bytes: 256 * 1024,
+            watch_stall_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -103,6 +128,8 @@ impl Shared {
         remote_clients: bool,
     ) -> Self {
         let (shutdown, _) = watch::channel(false);
+        let mut state = state;
+        state.store.set_history_byte_limit(settings.watch_history_bytes);
         Shared {
             state: Mutex::new(state),
             gc_notify: Notify::new(),

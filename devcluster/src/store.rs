@@ -3,6 +3,14 @@
 //! selecting `key=value` reads only the matching objects, as controllers listing their children do on every
 //! reconcile) and a bounded per-resource event history that watches read from.
 //!
+//! The history of each resource is bounded twice: by a number of events (like kube-apiserver's watch cache,
+//! whose capacity is counted in events) and by their total size ([`DEFAULT_HISTORY_BYTES`]), which
+//! kube-apiserver does not have: it keeps its history in etcd-sized objects, while here a client writing
+//! 1.5 MiB objects in a loop would otherwise keep 10,000 of them (15 GiB). Each event counts once, at the
+//! size of its watch line (the JSON every watcher is sent, shared by all of them); the objects an event
+//! shares with the store or its neighbours are not counted again. The oldest events go first, and watches
+//! from a version that fell out get `410 Expired` as before.
+//!
 //! The store is synchronous and knows nothing about HTTP or admission; the API layer holds it under one
 //! lock, so each request's read-modify-write is atomic, and watchers wake on a per-resource channel.
 
@@ -71,6 +79,11 @@ impl EventType {
     }
 }
 
+/// How many bytes of events each resource's history keeps at most, by default (64 MiB): the size of each
+/// event's watch line, counted once. About 13,000 events of a typical 5 KB Pod, so the 10,000-event bound
+/// comes first for ordinary objects; objects near the 1.5 MiB limit keep about 40.
+pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024 * 1024;
+
 /// One change to one object, as kept in the watch history.
 #[derive(Debug)]
 pub struct StoredEvent {
@@ -86,9 +99,40 @@ pub struct StoredEvent {
     /// The watch line for this event as stored (`{"type":...,"object":...}` and a newline), computed once
     /// and shared by every watcher that sends it unchanged.
     pub encoded: OnceLock<bytes::Bytes>,
+    /// The length of that line, what the event counts against the history's byte budget.
+    pub size: usize,
+}
+
+/// Counts the bytes written to it.
+struct CountingWriter(usize);
+
+impl std::io::Write for CountingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl StoredEvent {
+    fn new(rv: u64, kind: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) -> Self {
+        let mut counter = CountingWriter(0);
+        let _ = serde_json::to_writer(&mut counter, &*object);
+        // `{"type":"` TYPE `","object":` OBJECT `}\n`, as [`StoredEvent::encoded_line`] writes it.
+        let size = counter.0.saturating_add(kind.as_str().len() + 22);
+        StoredEvent {
+            rv,
+            kind,
+            object,
+            prev,
+            encoded: OnceLock::new(),
+            size,
+        }
+    }
+
     /// The watch line of the event as stored, serialized once.
     pub fn encoded_line(&self) -> bytes::Bytes {
         self.encoded
@@ -113,6 +157,8 @@ struct Table {
     /// (label key, label value) -> the objects carrying it, as (namespace, name).
     by_label: HashMap<(String, String), BTreeSet<(String, String)>>,
     history: VecDeque<Arc<StoredEvent>>,
+    /// The total [`StoredEvent::size`] of `history`.
+    history_bytes: usize,
     /// The resourceVersion of the last event dropped from the history (0 if none): watches may start at any
     /// resourceVersion >= this one; older ones get 410 Gone.
     compacted_rv: u64,
@@ -127,6 +173,7 @@ impl Table {
             objects: BTreeMap::new(),
             by_label: HashMap::new(),
             history: VecDeque::new(),
+            history_bytes: 0,
             compacted_rv: 0,
             notify,
         }
@@ -150,10 +197,12 @@ pub struct Store {
     uids: HashMap<String, ObjectRef>,
     dependents: HashMap<String, BTreeSet<ObjectRef>>,
     history_limit: usize,
+    history_byte_limit: usize,
 }
 
 impl Store {
-    /// An empty store keeping at most `history_limit` events per resource for watches.
+    /// An empty store keeping at most `history_limit` events per resource for watches, and at most
+    /// [`DEFAULT_HISTORY_BYTES`] of them.
     pub fn new(history_limit: usize) -> Self {
         Store {
             rv: 1,
@@ -161,7 +210,13 @@ impl Store {
             uids: HashMap::new(),
             dependents: HashMap::new(),
             history_limit,
+            history_byte_limit: DEFAULT_HISTORY_BYTES,
         }
+    }
+
+    /// Sets how many bytes of events each resource's history keeps (the newest event is always kept).
+    pub fn set_history_byte_limit(&mut self, bytes: usize) {
+        self.history_byte_limit = bytes;
     }
 
     /// The latest resourceVersion.
@@ -269,16 +324,7 @@ impl Store {
         } else {
             EventType::Added
         };
-        self.record(
-            gr,
-            StoredEvent {
-                rv,
-                kind,
-                object: obj.clone(),
-                prev,
-                encoded: OnceLock::new(),
-            },
-        );
+        self.record(gr, StoredEvent::new(rv, kind, obj.clone(), prev));
         obj
     }
 
@@ -299,16 +345,7 @@ impl Store {
         let mut last = (*prev).clone();
         meta::metadata_mut(&mut last).insert("resourceVersion".into(), Value::String(rv.to_string()));
         let last = Arc::new(last);
-        self.record(
-            gr,
-            StoredEvent {
-                rv,
-                kind: EventType::Deleted,
-                object: last.clone(),
-                prev: Some(prev),
-                encoded: OnceLock::new(),
-            },
-        );
+        self.record(gr, StoredEvent::new(rv, EventType::Deleted, last.clone(), Some(prev)));
         Some(last)
     }
 
@@ -366,15 +403,19 @@ impl Store {
         }
     }
 
+    /// Appends an event to the resource's history, dropping the oldest ones past the event count or the
+    /// byte budget (never the new one).
     fn record(&mut self, gr: &GroupResource, event: StoredEvent) {
         let limit = self.history_limit.max(1);
+        let byte_limit = self.history_byte_limit;
         let rv = event.rv;
         let table = self.table(gr);
+        table.history_bytes = table.history_bytes.saturating_add(event.size);
         table.history.push_back(Arc::new(event));
-        while table.history.len() > limit {
-            if let Some(old) = table.history.pop_front() {
-                table.compacted_rv = old.rv;
-            }
+        while table.history.len() > limit || (table.history_bytes > byte_limit && table.history.len() > 1) {
+            let Some(old) = table.history.pop_front() else { break };
+            table.history_bytes = table.history_bytes.saturating_sub(old.size);
+            table.compacted_rv = old.rv;
         }
         table.notify.send_replace(rv);
     }
@@ -483,6 +524,39 @@ mod tests {
         let err = s.events_since(&gr(), now - 5, 100).unwrap_err();
         assert_eq!(err.requested, now - 5);
         assert_eq!(err.oldest, now - 3);
+    }
+
+    #[test]
+    fn history_is_bounded_in_bytes_and_older_versions_expire() {
+        let mut s = Store::new(1000);
+        let big = |i: usize| json!({"metadata": {"name": format!("o{i}"), "namespace": "ns"}, "data": {"a": "x".repeat(1000)}});
+        let first = s.put(&gr(), big(0));
+        let size = s.events_since(&gr(), 0, 1).unwrap()[0].size;
+        assert_eq!(
+            size,
+            StoredEvent::new(0, EventType::Added, first.clone(), None)
+                .encoded_line()
+                .len()
+        );
+        s.set_history_byte_limit(size * 3 + size / 2);
+        for i in 1..10 {
+            s.put(&gr(), big(i));
+        }
+        let now = s.current_rv();
+        let kept = s.events_since(&gr(), now - 3, 100).unwrap();
+        assert_eq!(kept.len(), 3);
+        assert_eq!(
+            s.tables[&gr()].history_bytes,
+            kept.iter().map(|e| e.size).sum::<usize>()
+        );
+        let err = s.events_since(&gr(), now - 4, 100).unwrap_err();
+        assert_eq!(err.oldest, now - 3);
+        // An event larger than the whole budget is still kept (alone).
+        s.set_history_byte_limit(10);
+        s.put(&gr(), big(99));
+        let now = s.current_rv();
+        assert_eq!(s.events_since(&gr(), now - 1, 100).unwrap().len(), 1);
+        assert!(s.events_since(&gr(), now - 2, 100).is_err());
     }
 
     #[test]

@@ -43,31 +43,25 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// Serves one request: reads its body within the size limit, takes an in-flight slot, and turns a panic
-/// while handling it into a 500 for this request alone (the server and every other request go on).
+/// Serves one request: takes an in-flight slot (a request past the limit is answered 429 at once, its body
+/// unread), reads the body within the size limit and [`ServerSettings::request_timeout`], and turns a
+/// panic while handling it into a 500 for this request alone (the server and every other request go on).
+///
+/// The slot is taken before the body is read, as kube-apiserver's max-in-flight filter runs before its
+/// handlers read the body: a client that sends its body slowly holds one slot, not the server. Bodies of
+/// reads (`GET`, `HEAD`, `OPTIONS`) are never read: no read takes one.
+///
+/// [`ServerSettings::request_timeout`]: crate::server::ServerSettings::request_timeout
 async fn contained(
     AxState(shared): AxState<Arc<Shared>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
+    extensions: axum::http::Extensions,
     body: Body,
 ) -> Response {
     use futures::FutureExt;
     let wire = negotiate(&headers);
-    let body = match axum::body::to_bytes(body, MAX_BODY).await {
-        Ok(b) => b,
-        Err(_) => {
-            return respond::error(
-                &ApiError::new(
-                    413,
-                    "RequestEntityTooLarge",
-                    format!("Request entity too large: limit is {MAX_BODY}"),
-                    None,
-                ),
-                wire,
-            );
-        }
-    };
     let mutating = !matches!(method, Method::GET | Method::HEAD | Method::OPTIONS);
     let Some(_slot) = shared.in_flight.admit(mutating) else {
         return respond::error(
@@ -75,8 +69,17 @@ async fn contained(
             wire,
         );
     };
+    let body = if mutating {
+        match read_body(&headers, body, shared.settings.request_timeout).await {
+            Ok(b) => b,
+            Err(e) => return respond::error(&e, wire),
+        }
+    } else {
+        Bytes::new()
+    };
+    let connection = extensions.get::<serve::Connection>().cloned();
     let path = uri.path().to_string();
-    match std::panic::AssertUnwindSafe(dispatch(shared, method, uri, headers, body, wire))
+    match std::panic::AssertUnwindSafe(dispatch(shared, method, uri, headers, body, wire, connection))
         .catch_unwind()
         .await
     {
@@ -88,6 +91,37 @@ async fn contained(
                 wire,
             )
         }
+    }
+}
+
+/// Reads a request body of at most [`MAX_BODY`] bytes (a larger declared `Content-Length` is refused
+/// before any of it is read) within `timeout`: a body still arriving then is answered as kube-apiserver's
+/// timeout filter answers a request past its deadline (504 `Timeout`).
+async fn read_body(headers: &HeaderMap, body: Body, timeout: std::time::Duration) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {MAX_BODY}"),
+            None,
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_BODY)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(_)) => Err(too_large()),
+        Err(_) => Err(ApiError::new(
+            504,
+            "Timeout",
+            "Timeout: request did not complete within the allotted timeout",
+            Some(Default::default()),
+        )),
     }
 }
 
@@ -120,7 +154,8 @@ fn accepts_aggregated(headers: &HeaderMap) -> bool {
         .any(|part| part.contains("as=APIGroupDiscoveryList") && part.contains("v=v2") && !part.contains("v=v2beta1"))
 }
 
-/// A parsed REST path.
+/// Routes one request by its path.
+#[allow(clippy::too_many_arguments)]
 async fn dispatch(
     shared: Arc<Shared>,
     method: Method,
@@ -128,6 +163,7 @@ async fn dispatch(
     headers: HeaderMap,
     body: Bytes,
     wire: Wire,
+    connection: Option<serve::Connection>,
 ) -> Response {
     if let Err(e) = guard(&shared, &headers) {
         return respond::error(&e, wire);
@@ -182,6 +218,7 @@ async fn dispatch(
                 headers,
                 body,
                 wire,
+                connection,
             };
             match resource(shared, &req, &group, &version, namespace, &plural, name, sub).await {
                 Ok(r) => r,

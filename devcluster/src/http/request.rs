@@ -76,6 +76,8 @@ pub(super) struct Request {
     pub(super) body: Bytes,
     /// The response encoding the client asked for.
     pub(super) wire: Wire,
+    /// The connection the request came on, so a watch can close it.
+    pub(super) connection: Option<super::serve::Connection>,
 }
 
 impl Request {
@@ -140,8 +142,9 @@ impl Request {
     }
 
     /// Decodes the body by its media type: JSON (also when none is given), YAML, or the Kubernetes protobuf
-    /// envelope. Unknown protobuf field numbers are reported per `fieldValidation`: an error when
-    /// `Strict`, a warning in `warnings` when `Warn` (the default), nothing when `Ignore`.
+    /// envelope. Unknown protobuf field numbers are reported per `fieldValidation` (the first 100, as for
+    /// JSON): an error when `Strict`, a warning in `warnings` when `Warn` (the default), nothing when
+    /// `Ignore`. A protobuf body with more repeated entries than typed decoding takes is a 413.
     pub(super) fn body_value(&self, warnings: &mut Vec<String>) -> Result<Value, ApiError> {
         if self.body.is_empty() {
             return Ok(Value::Null);
@@ -179,7 +182,9 @@ impl Request {
 
     fn protobuf_body(&self, ct: &str, warnings: &mut Vec<String>) -> Result<Value, ApiError> {
         let decoded = protobuf::decode(&self.body).map_err(|e| {
-            if e.message.starts_with("no kind") {
+            if e.too_large {
+                ApiError::too_large(format!("Request entity too large: {e}"))
+            } else if e.message.starts_with("no kind") {
                 // Custom resources (and kinds devcluster does not serve) have no protobuf form.
                 ApiError::unsupported_media_type(ct)
             } else {
@@ -189,10 +194,11 @@ impl Request {
         if !decoded.unknown.is_empty() {
             match self.q("fieldValidation") {
                 Some("Strict") => {
-                    return Err(ApiError::bad_request(format!(
-                        "strict decoding error: {}",
-                        decoded.unknown.join(", ")
-                    )));
+                    let mut list = decoded.unknown.join(", ");
+                    if decoded.unknown_more > 0 {
+                        list.push_str(&format!(", and {} more unknown fields", decoded.unknown_more));
+                    }
+                    return Err(ApiError::bad_request(format!("strict decoding error: {list}")));
                 }
                 Some("Ignore") => {}
                 _ => warnings.extend(decoded.unknown),

@@ -120,7 +120,7 @@ async fn handle(
                 Wire::Json => "application/json",
                 Wire::Protobuf { .. } => crate::protobuf::WATCH_MEDIA_TYPE,
             };
-            let body = watch::start(shared.clone(), p, slot)?;
+            let body = watch::start(shared.clone(), p, slot, req.connection.clone())?;
             let mut r = Response::new(body);
             r.headers_mut()
                 .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));

@@ -2,7 +2,7 @@
 //! clients from exhausting the process. At most [`Limits::max_connections`] connections are open at once
 //! (further ones are closed as soon as they are accepted; clients retry), a client must send a request's
 //! headers within [`Limits::header_read_timeout`] (slow or idle connections are closed), and shutdown waits
-//! a bounded time for open connections.
+//! a bounded time for open connections. A handler may close its request's connection ([`Connection`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +40,18 @@ impl Default for Limits {
     }
 }
 
+/// The connection a request came on, in the request's extensions: a handler can close it (a watch whose
+/// client stopped reading, so the bytes waiting for that client are freed with its socket).
+#[derive(Debug, Clone)]
+pub(crate) struct Connection(Arc<tokio::sync::Notify>);
+
+impl Connection {
+    /// Closes the connection now: whatever it was sending is dropped.
+    pub(crate) fn close(&self) {
+        self.0.notify_one();
+    }
+}
+
 /// Serves `app` on `listener` until the cluster shuts down.
 pub(crate) async fn serve(listener: TcpListener, app: Router, shared: Arc<Shared>, limits: Limits) {
     let connections = Arc::new(Semaphore::new(limits.max_connections));
@@ -68,18 +80,26 @@ pub(crate) async fn serve(listener: TcpListener, app: Router, shared: Arc<Shared
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(
-            app.clone()
-                .map_request(|req: hyper::Request<Incoming>| req.map(Body::new)),
-        );
+        let close = Arc::new(tokio::sync::Notify::new());
+        let connection = Connection(close.clone());
+        let service = TowerToHyperService::new(app.clone().map_request(move |req: hyper::Request<Incoming>| {
+            let mut req = req.map(Body::new);
+            req.extensions_mut().insert(connection.clone());
+            req
+        }));
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_read_timeout)
             .serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::trace!(error = %e, "connection ended");
+            tokio::select! {
+                ended = conn => {
+                    if let Err(e) = ended {
+                        tracing::trace!(error = %e, "connection ended");
+                    }
+                }
+                _ = close.notified() => tracing::debug!("connection closed by its handler"),
             }
             drop(permit);
         });

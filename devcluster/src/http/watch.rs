@@ -4,14 +4,29 @@
 //! Versions older than the retained history get a `410 Expired` ERROR event; `allowWatchBookmarks` adds
 //! periodic BOOKMARK events; `sendInitialEvents=true` streams the current state first and marks its end
 //! with the `k8s.io/initial-events-end` bookmark.
+//!
+//! Each watch runs in its own task, reading the history under the state lock only for a moment, so no
+//! watcher waits for another and no writer waits for any watcher. What a watcher has ready for its client
+//! waits in its [`Outbox`], bounded in bytes ([`ServerSettings::watch_buffer_bytes`]); when it is full the
+//! watch waits for the client to take some. A client that takes nothing for
+//! [`ServerSettings::watch_stall_timeout`] while bytes wait for it is unresponsive: its connection is
+//! closed, as kube-apiserver closes an unresponsive watcher (`Forcing ... watcher close due to
+//! unresponsiveness`); the stream just ends and the client watches again from the last resourceVersion it
+//! saw (or relists on `410 Expired`).
+//!
+//! [`ServerSettings::watch_buffer_bytes`]: crate::server::ServerSettings::watch_buffer_bytes
+//! [`ServerSettings::watch_stall_timeout`]: crate::server::ServerSettings::watch_stall_timeout
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
+use bytes::BytesMut;
 use serde_json::{Value, json};
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::time::Instant;
 
+use super::serve::Connection;
 use super::table::{self, IncludeObject};
 use crate::error::ApiError;
 use crate::meta;
@@ -48,8 +63,126 @@ pub struct WatchParams {
 
 const BATCH: usize = 512;
 
-/// Starts a watch: returns the streaming body, after checking the parameters.
-pub fn start(shared: Arc<Shared>, p: WatchParams, slot: OwnedSemaphorePermit) -> Result<Body, ApiError> {
+/// Small watch lines are sent together up to this size; a line at least this long is sent alone, as is
+/// (a stored JSON line is shared with the history and every other watcher, not copied).
+const CHUNK: usize = 64 * 1024;
+
+/// Why a watch stopped sending.
+#[derive(Debug, PartialEq, Eq)]
+enum Stop {
+    /// The client went away, the watch's timeout passed or the server is shutting down.
+    Done,
+    /// The client took nothing for the stall timeout while bytes waited for it.
+    Unresponsive,
+}
+
+/// When the client last took bytes from a watch, in milliseconds since the watch started.
+#[derive(Debug)]
+struct Progress {
+    start: Instant,
+    millis: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    fn touch(&self) {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.millis.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn last(&self) -> Instant {
+        let ms = self.millis.load(std::sync::atomic::Ordering::Relaxed);
+        self.start.checked_add(Duration::from_millis(ms)).unwrap_or(self.start)
+    }
+}
+
+/// Bytes ready for the client, holding their share of the watcher's byte budget until the connection
+/// asks for what comes after them (so what the connection is still writing counts too).
+#[derive(Debug)]
+struct Queued {
+    bytes: Bytes,
+    room: OwnedSemaphorePermit,
+}
+
+/// A watcher's outgoing bytes: at most `budget` of them wait for the client at once, counting what the
+/// connection is writing (a single larger piece waits alone).
+#[derive(Debug)]
+struct Outbox {
+    tx: mpsc::UnboundedSender<Queued>,
+    room: Arc<Semaphore>,
+    budget: u32,
+    progress: Arc<Progress>,
+    stall: Duration,
+    deadline: Instant,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl Outbox {
+    /// Queues `bytes` once there is room for them. Fails when the client is gone or unresponsive, the
+    /// watch's deadline passed or the server is shutting down.
+    async fn push(&mut self, bytes: Bytes) -> Result<(), Stop> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let want = u32::try_from(bytes.len()).unwrap_or(u32::MAX).min(self.budget);
+        let waiting_since = Instant::now();
+        let acquire = self.room.clone().acquire_many_owned(want);
+        tokio::pin!(acquire);
+        loop {
+            let stalled_at = self.progress.last().max(waiting_since) + self.stall;
+            tokio::select! {
+                biased;
+                room = &mut acquire => {
+                    let room = room.map_err(|_| Stop::Done)?;
+                    return self.tx.send(Queued { bytes, room }).map_err(|_| Stop::Done);
+                }
+                _ = tokio::time::sleep_until(stalled_at) => {
+                    if self.progress.last().max(waiting_since) + self.stall <= Instant::now() {
+                        return Err(Stop::Unresponsive);
+                    }
+                }
+                _ = tokio::time::sleep_until(self.deadline) => return Err(Stop::Done),
+                _ = crate::server::stopped(&mut self.shutdown) => return Err(Stop::Done),
+                _ = self.tx.closed() => return Err(Stop::Done),
+            }
+        }
+    }
+}
+
+/// Collects small watch lines into chunks of about [`CHUNK`] bytes.
+#[derive(Debug, Default)]
+struct Chunker {
+    chunk: BytesMut,
+}
+
+impl Chunker {
+    async fn add(&mut self, out: &mut Outbox, line: Bytes) -> Result<(), Stop> {
+        if line.len() >= CHUNK {
+            self.flush(out).await?;
+            return out.push(line).await;
+        }
+        self.chunk.extend_from_slice(&line);
+        if self.chunk.len() >= CHUNK {
+            self.flush(out).await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self, out: &mut Outbox) -> Result<(), Stop> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        out.push(self.chunk.split().freeze()).await
+    }
+}
+
+/// Starts a watch: returns the streaming body, after checking the parameters. `connection` is closed if
+/// the client stops reading.
+pub fn start(
+    shared: Arc<Shared>,
+    p: WatchParams,
+    slot: OwnedSemaphorePermit,
+    connection: Option<Connection>,
+) -> Result<Body, ApiError> {
     if let Some(rv) = &p.resource_version
         && !rv.is_empty()
         && rv.parse::<u64>().is_err()
@@ -67,13 +200,46 @@ pub fn start(shared: Arc<Shared>, p: WatchParams, slot: OwnedSemaphorePermit) ->
             )],
         ));
     }
-    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    let (tx, rx) = mpsc::unbounded_channel::<Queued>();
+    let budget = u32::try_from(shared.settings.watch_buffer_bytes.max(1)).unwrap_or(u32::MAX);
+    let progress = Arc::new(Progress {
+        start: Instant::now(),
+        millis: Default::default(),
+    });
+    // A client's `timeoutSeconds` may be any u64: a deadline past what the clock can represent never comes.
+    let now = Instant::now();
+    let deadline = now
+        .checked_add(p.timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600));
+    let mut out = Outbox {
+        tx,
+        room: Arc::new(Semaphore::new(budget as usize)),
+        budget,
+        progress: progress.clone(),
+        stall: shared.settings.watch_stall_timeout,
+        deadline,
+        shutdown: shared.shutdown_signal(),
+    };
     tokio::spawn(async move {
-        run(shared, p, tx).await;
+        let stop = run(&shared, &p, &mut out).await;
+        if stop == Stop::Unresponsive {
+            tracing::info!(
+                resource = %p.res.storage,
+                stall = ?shared.settings.watch_stall_timeout,
+                "Forcing watcher close due to unresponsiveness"
+            );
+            if let Some(c) = connection {
+                c.close();
+            }
+        }
         drop(slot);
     });
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+    // The room of the bytes last handed to the connection is given back when it asks for more.
+    let stream = futures::stream::unfold((rx, progress, None), |(mut rx, progress, handed)| async move {
+        drop::<Option<OwnedSemaphorePermit>>(handed);
+        let Queued { bytes, room } = rx.recv().await?;
+        progress.touch();
+        Some((Ok::<_, std::convert::Infallible>(bytes), (rx, progress, Some(room))))
     });
     Ok(Body::from_stream(stream))
 }
@@ -193,14 +359,18 @@ fn error_event(p: &WatchParams, err: &ApiError) -> Bytes {
     line("ERROR", &status.to_string())
 }
 
-async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
+/// Streams the watch into `out` until it ends; returns why.
+async fn run(shared: &Shared, p: &WatchParams, out: &mut Outbox) -> Stop {
+    match stream(shared, p, out).await {
+        Ok(()) => Stop::Done,
+        Err(stop) => stop,
+    }
+}
+
+async fn stream(shared: &Shared, p: &WatchParams, out: &mut Outbox) -> Result<(), Stop> {
     let gr = p.res.storage.clone();
     let plural = p.res.plural.clone();
-    // A client's `timeoutSeconds` may be any u64: a deadline past what the clock can represent never comes.
-    let now = tokio::time::Instant::now();
-    let deadline = now
-        .checked_add(p.timeout)
-        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600));
+    let deadline = out.deadline;
     let mut shutdown = shared.shutdown_signal();
     let mut sub = shared.with(|s| s.store.subscribe(&gr));
     sub.borrow_and_update();
@@ -212,22 +382,24 @@ async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
         .and_then(|rv| rv.parse().ok());
     let initial = p.send_initial_events || requested.is_none_or(|rv| rv == 0);
     let mut last: u64;
+    let mut chunker = Chunker::default();
     if initial {
         let (objs, rv) = shared.with(|s| (s.store.list(&gr, p.namespace.as_deref()), s.store.current_rv()));
         last = rv;
         for o in objs {
-            if matches(&p, &o) && tx.send(frame(&p, "ADDED", &o)).await.is_err() {
-                return;
+            if matches(p, &o) {
+                chunker.add(out, frame(p, "ADDED", &o)).await?;
             }
         }
-        if p.send_initial_events && tx.send(bookmark(&p, rv, true)).await.is_err() {
-            return;
+        chunker.flush(out).await?;
+        if p.send_initial_events {
+            out.push(bookmark(p, rv, true)).await?;
         }
     } else {
         last = requested.unwrap_or(0);
     }
 
-    let mut next_bookmark = tokio::time::Instant::now() + shared.settings.bookmark_interval;
+    let mut next_bookmark = Instant::now() + shared.settings.bookmark_interval;
     loop {
         sub.borrow_and_update();
         let batch = shared.with(|s| {
@@ -242,49 +414,41 @@ async fn run(shared: Arc<Shared>, p: WatchParams, tx: mpsc::Sender<Bytes>) {
                     "too old resource version: {} ({})",
                     expired.requested, expired.oldest
                 ));
-                let _ = tx.send(error_event(&p, &err)).await;
-                return;
+                return out.push(error_event(p, &err)).await;
             }
         };
         if events.is_empty() {
             tokio::select! {
                 changed = sub.changed() => {
                     if changed.is_err() {
-                        return;
+                        return Ok(());
                     }
                 }
                 _ = tokio::time::sleep_until(next_bookmark) => {
-                    next_bookmark = tokio::time::Instant::now() + shared.settings.bookmark_interval;
-                    if p.bookmarks && tx.send(bookmark(&p, current, false)).await.is_err() {
-                        return;
+                    next_bookmark = Instant::now() + shared.settings.bookmark_interval;
+                    if p.bookmarks {
+                        out.push(bookmark(p, current, false)).await?;
                     }
                 }
-                _ = tokio::time::sleep_until(deadline) => return,
-                _ = crate::server::stopped(&mut shutdown) => return,
-                _ = tx.closed() => return,
+                _ = tokio::time::sleep_until(deadline) => return Ok(()),
+                _ = crate::server::stopped(&mut shutdown) => return Ok(()),
+                _ = out.tx.closed() => return Ok(()),
             }
             continue;
         }
-        // One chunk per batch: the lines of every event this watcher sees.
-        let mut chunk = bytes::BytesMut::new();
-        let mut dropped = false;
+        // The lines of every event this watcher sees, in chunks.
         for e in &events {
             last = e.rv;
-            let Some((ty, obj)) = transition(&p, e) else { continue };
-            chunk.extend_from_slice(&event_line(&p, e, ty, obj));
+            let Some((ty, obj)) = transition(p, e) else { continue };
+            chunker.add(out, event_line(p, e, ty, obj)).await?;
             if shared.faults.drop_watch(&plural) {
-                dropped = true;
-                break;
+                chunker.flush(out).await?;
+                return Ok(());
             }
         }
-        if !chunk.is_empty() && tx.send(chunk.freeze()).await.is_err() {
-            return;
-        }
-        if dropped {
-            return;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return;
+        chunker.flush(out).await?;
+        if Instant::now() >= deadline {
+            return Ok(());
         }
     }
 }

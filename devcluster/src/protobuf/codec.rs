@@ -11,6 +11,7 @@ use super::ProtoError;
 use super::schema::{Field, Label, Message, Route, Scalar, Schema, Special, Type};
 use super::wellknown as wk;
 use super::wire::{Reader, WireType, Writer, unzigzag, zigzag};
+use crate::admission::decode::{MAX_LIST_ENTRIES, MAX_REPORTED_UNKNOWN};
 
 /// How deep messages may nest (CRD schemas are recursive).
 const MAX_DEPTH: usize = 64;
@@ -108,16 +109,50 @@ fn is_zero(v: &Value) -> bool {
     }
 }
 
-/// Protobuf to JSON. Unknown field numbers are skipped and recorded (the caller reports them per the
-/// request's field validation).
-#[derive(Debug)]
-pub(super) struct Decoder<'s> {
-    pub(super) schema: &'s Schema,
-    /// `<path>: unknown field number N` for each skipped field.
+/// What decoding one body counted, shared by the envelopes nested in it (`RawExtension`s).
+#[derive(Debug, Default)]
+pub(super) struct Tally {
+    /// `<path>: unknown field number N` for the first [`MAX_REPORTED_UNKNOWN`] skipped fields.
     pub(super) unknown: Vec<String>,
+    /// How many more fields were skipped.
+    pub(super) unknown_more: usize,
+    /// Repeated entries decoded so far (list items, packed scalars, schema lists).
+    pub(super) entries: usize,
 }
 
-impl<'s> Decoder<'s> {
+impl Tally {
+    fn unknown(&mut self, describe: impl FnOnce() -> String) {
+        if self.unknown.len() < MAX_REPORTED_UNKNOWN {
+            self.unknown.push(describe());
+        } else {
+            self.unknown_more = self.unknown_more.saturating_add(1);
+        }
+    }
+
+    /// Counts one repeated entry: past [`MAX_LIST_ENTRIES`] decoding stops, before the entry is built
+    /// (an empty message is 2 bytes on the wire and a whole struct once decoded).
+    fn entry(&mut self, path: &str) -> Result<(), ProtoError> {
+        self.entries = self.entries.saturating_add(1);
+        if self.entries > MAX_LIST_ENTRIES {
+            return Err(ProtoError::too_large(
+                path,
+                format!("the allowed maximum list entries in an object is {MAX_LIST_ENTRIES}, got more"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Protobuf to JSON. Unknown field numbers are skipped and recorded (the caller reports them per the
+/// request's field validation); repeated entries are counted and limited.
+#[derive(Debug)]
+pub(super) struct Decoder<'s, 't> {
+    pub(super) schema: &'s Schema,
+    /// What the body's decoding counted so far.
+    pub(super) tally: &'t mut Tally,
+}
+
+impl<'s> Decoder<'s, '_> {
     fn message_def(&self, name: &str) -> Result<&'s Message, ProtoError> {
         let schema: &'s Schema = self.schema;
         schema
@@ -148,8 +183,8 @@ impl<'s> Decoder<'s> {
             let (number, wire) = r.tag().map_err(at)?;
             let Some(&i) = msg.by_number.get(&number) else {
                 r.skip(wire).map_err(at)?;
-                self.unknown
-                    .push(format!("{}unknown field number {number} of {name}", prefix(path)));
+                self.tally
+                    .unknown(|| format!("{}unknown field number {number} of {name}", prefix(path)));
                 continue;
             };
             let f = &msg.fields[i];
@@ -174,10 +209,12 @@ impl<'s> Decoder<'s> {
                             let packed = r.bytes().map_err(at)?;
                             let mut p = Reader::new(packed);
                             while !p.is_empty() {
+                                self.tally.entry(&child)?;
                                 items.push(read_scalar(*s, wire_of(*s), &mut p).map_err(|e| e.under(&child))?);
                             }
                         }
                         _ => {
+                            self.tally.entry(&child)?;
                             let idx = items.len();
                             let item_path = format!("{child}[{idx}]");
                             let v = self.value(f, &f.ty, wire, &mut r, &item_path, depth)?;
@@ -292,9 +329,7 @@ impl<'s> Decoder<'s> {
             Special::RawExtension => {
                 let raw = wk::raw_field(bytes)?;
                 if raw.starts_with(&super::MAGIC) {
-                    let (object, unknown) = super::decode_envelope(raw, depth + 1)?;
-                    self.unknown.extend(unknown);
-                    Some(object)
+                    Some(super::decode_envelope(raw, depth + 1, self.tally)?)
                 } else {
                     wk::raw_json(raw)?
                 }
@@ -306,6 +341,7 @@ impl<'s> Decoder<'s> {
                 while !r.is_empty() {
                     let (n, wire) = r.tag()?;
                     if n == f.number {
+                        self.tally.entry(path)?;
                         items.push(self.value(f, &f.ty, wire, &mut r, path, depth)?.unwrap_or(Value::Null));
                     } else {
                         r.skip(wire)?;
@@ -325,9 +361,13 @@ impl<'s> Decoder<'s> {
                             schema = self.message(ext, v.bytes()?, path, depth + 1)?;
                         }
                         (Special::SchemaOrArray, 2) => {
+                            self.tally.entry(path)?;
                             list.push(self.message(ext, v.bytes()?, path, depth + 1)?.unwrap_or(Value::Null));
                         }
-                        (Special::SchemaOrStringArray, 2) => list.push(Value::String(v.string()?)),
+                        (Special::SchemaOrStringArray, 2) => {
+                            self.tally.entry(path)?;
+                            list.push(Value::String(v.string()?));
+                        }
                         (Special::SchemaOrBool, 1) => allows = v.varint()? != 0,
                         _ => {}
                     }

@@ -51,6 +51,8 @@ pub(crate) struct ProtoError {
     pub path: String,
     /// What went wrong.
     pub message: String,
+    /// The body holds more than the decoder takes (a `413`, not a malformed body).
+    pub too_large: bool,
 }
 
 impl ProtoError {
@@ -58,6 +60,7 @@ impl ProtoError {
         ProtoError {
             path: String::new(),
             message: message.into(),
+            too_large: false,
         }
     }
 
@@ -65,6 +68,14 @@ impl ProtoError {
         ProtoError {
             path: path.to_string(),
             message: message.into(),
+            too_large: false,
+        }
+    }
+
+    fn too_large(path: &str, message: impl Into<String>) -> Self {
+        ProtoError {
+            too_large: true,
+            ..ProtoError::at(path, message)
         }
     }
 
@@ -110,17 +121,28 @@ pub(crate) fn supports(api_version: &str, kind: &str) -> bool {
 pub(crate) struct Decoded {
     /// The object, with `apiVersion` and `kind` from the envelope.
     pub object: Value,
-    /// Field numbers the schema does not know (`spec: unknown field number 99 of ...PodSpec`).
+    /// Field numbers the schema does not know (`spec: unknown field number 99 of ...PodSpec`), the first
+    /// [`MAX_REPORTED_UNKNOWN`](crate::admission::decode::MAX_REPORTED_UNKNOWN) of them.
     pub unknown: Vec<String>,
+    /// How many more unknown field numbers there were.
+    pub unknown_more: usize,
 }
 
-/// Decodes an enveloped object (`k8s\0` + `runtime.Unknown`).
+/// Decodes an enveloped object (`k8s\0` + `runtime.Unknown`). A body with more than
+/// [`MAX_LIST_ENTRIES`](crate::admission::decode::MAX_LIST_ENTRIES) repeated entries (list items, however
+/// nested) is refused as soon as the entry past the limit is reached, before it is decoded
+/// ([`ProtoError::too_large`]).
 pub(crate) fn decode(body: &[u8]) -> Result<Decoded, ProtoError> {
-    let (object, unknown) = decode_envelope(body, 0)?;
-    Ok(Decoded { object, unknown })
+    let mut tally = codec::Tally::default();
+    let object = decode_envelope(body, 0, &mut tally)?;
+    Ok(Decoded {
+        object,
+        unknown: tally.unknown,
+        unknown_more: tally.unknown_more,
+    })
 }
 
-fn decode_envelope(body: &[u8], depth: usize) -> Result<(Value, Vec<String>), ProtoError> {
+fn decode_envelope(body: &[u8], depth: usize, tally: &mut codec::Tally) -> Result<Value, ProtoError> {
     let schema = schema::schema().map_err(ProtoError::new)?;
     let Some(data) = body.strip_prefix(&MAGIC) else {
         return Err(ProtoError::new(format!(
@@ -170,10 +192,7 @@ fn decode_envelope(body: &[u8], depth: usize) -> Result<(Value, Vec<String>), Pr
             "no kind \"{kind}\" is registered for version \"{api_version}\""
         ))
     })?;
-    let mut decoder = Decoder {
-        schema,
-        unknown: Vec::new(),
-    };
+    let mut decoder = Decoder { schema, tally };
     let body = decoder.message(&name, raw, "", depth)?.unwrap_or(Value::Null);
     let mut object = serde_json::Map::new();
     object.insert("apiVersion".into(), Value::String(api_version));
@@ -181,7 +200,7 @@ fn decode_envelope(body: &[u8], depth: usize) -> Result<(Value, Vec<String>), Pr
     if let Value::Object(fields) = body {
         object.extend(fields);
     }
-    Ok((Value::Object(object), decoder.unknown))
+    Ok(Value::Object(object))
 }
 
 /// Encodes `object` as kind `kind` of `apiVersion`, enveloped.

@@ -396,3 +396,61 @@ fn accept_headers_negotiate_like_client_go() {
             .is_err()
     );
 }
+
+fn configmap_envelope(raw: &[u8]) -> Vec<u8> {
+    let mut tm = wire::Writer::default();
+    tm.bytes(1, b"v1");
+    tm.bytes(2, b"ConfigMap");
+    let mut env = wire::Writer::default();
+    env.buf.extend_from_slice(&MAGIC);
+    env.bytes(1, &tm.buf);
+    env.bytes(2, raw);
+    env.buf
+}
+
+fn pod_envelope(spec: &[u8]) -> Vec<u8> {
+    let mut raw = wire::Writer::default();
+    raw.bytes(2, spec);
+    let mut tm = wire::Writer::default();
+    tm.bytes(1, b"v1");
+    tm.bytes(2, b"Pod");
+    let mut env = wire::Writer::default();
+    env.buf.extend_from_slice(&MAGIC);
+    env.bytes(1, &tm.buf);
+    env.bytes(2, &raw.buf);
+    env.buf
+}
+
+#[test]
+fn empty_repeated_messages_past_the_limit_stop_decoding() {
+    use crate::admission::decode::MAX_LIST_ENTRIES;
+    // PodSpec.containers is field 2: each empty Container is two bytes.
+    let mut spec = wire::Writer::default();
+    for _ in 0..MAX_LIST_ENTRIES {
+        spec.bytes(2, b"");
+    }
+    let d = decode(&pod_envelope(&spec.buf)).unwrap();
+    assert_eq!(
+        d.object["spec"]["containers"].as_array().map(Vec::len),
+        Some(MAX_LIST_ENTRIES)
+    );
+    spec.bytes(2, b"");
+    let e = decode(&pod_envelope(&spec.buf)).unwrap_err();
+    assert!(e.too_large, "{e}");
+    assert_eq!(
+        e.to_string(),
+        "spec.containers: the allowed maximum list entries in an object is 10000, got more"
+    );
+}
+
+#[test]
+fn at_most_100_unknown_field_numbers_are_kept_and_the_rest_counted() {
+    let mut raw = wire::Writer::default();
+    for _ in 0..1000 {
+        raw.tag(99, wire::WireType::Varint);
+        raw.varint(1);
+    }
+    let d = decode(&configmap_envelope(&raw.buf)).unwrap();
+    assert_eq!(d.unknown.len(), 100);
+    assert_eq!(d.unknown_more, 900);
+}
