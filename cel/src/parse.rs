@@ -15,6 +15,10 @@ use crate::CompileError;
 /// cel-go's parser recursion limit (`expression recursion limit exceeded: 250`).
 pub const MAX_RECURSION: u16 = 250;
 
+/// cel-go's parser's default `ExpressionSizeCodePointLimit`: longer sources are refused unparsed (a
+/// parse tree takes a few hundred bytes per source byte).
+pub const MAX_CODE_POINTS: usize = 100_000;
+
 /// Stack reserved for the parser (committed only as used).
 const PARSE_STACK: usize = 256 * 1024 * 1024;
 
@@ -22,6 +26,14 @@ const PARSE_STACK: usize = 256 * 1024 * 1024;
 /// deeper than cel-go allows. Errors are rendered as cel-go renders them:
 /// `ERROR: <input>:1:17: Syntax error: ...` with the source line and a caret.
 pub fn parse(source: &str) -> Result<IdedExpr, CompileError> {
+    if source.len() > MAX_CODE_POINTS {
+        let size = source.chars().count();
+        if size > MAX_CODE_POINTS {
+            return Err(CompileError::invalid(format!(
+                "compilation failed: ERROR: <input>:-1:0: expression code point size exceeds limit: size: {size}, limit {MAX_CODE_POINTS}"
+            )));
+        }
+    }
     if let Some((line, col)) = too_deep(source) {
         return Err(recursion_error(source, line, col));
     }
@@ -228,6 +240,15 @@ mod tests {
         assert!(err.starts_with("compilation failed: ERROR: <input>:1:"), "{err}");
         assert!(err.contains("\n | device.driver ==\n | "), "{err}");
         assert!(err.ends_with('^'), "{err}");
+    }
+
+    #[test]
+    fn sources_past_cel_gos_size_limit_are_refused_unparsed() {
+        let long = vec!["true"; 30_000].join(" && ");
+        assert_eq!(
+            parse(&long).unwrap_err().to_string(),
+            "compilation failed: ERROR: <input>:-1:0: expression code point size exceeds limit: size: 239996, limit 100000"
+        );
     }
 
     #[test]

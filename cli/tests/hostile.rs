@@ -372,12 +372,19 @@ fn random_cel_never_stops_the_api_server_or_the_scheduler() {
             "metadata": {"name": format!("fuzz-{i}")},
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.kwas.dev",
                 "selectors": [{"cel": {"expression": selector}}]}}]}}});
+        let trace = |what: &str| {
+            if std::env::var_os("KWAS_TRACE_RSS").is_some() {
+                eprintln!("  {i} {what}: {} MiB", dev.peak_rss_kib() / 1024);
+            }
+        };
+        trace("start");
         let (code, body) = request(
             &dev,
             "POST",
             "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
             &claim.to_string(),
         );
+        trace("claim");
         assert!(code == 201 || code == 422, "{code} for {selector}: {body}");
         if code == 201 {
             accepted += 1;
@@ -393,8 +400,10 @@ fn random_cel_never_stops_the_api_server_or_the_scheduler() {
                     .1
                     .contains("\"type\":\"PodScheduled\"")
             });
+            trace("scheduled");
             let (code, _) = request(&dev, "DELETE", &format!("{pod_path}?gracePeriodSeconds=0"), "");
             assert_eq!(code, 200);
+            trace("deleted");
         } else {
             refused += 1;
         }
@@ -433,6 +442,12 @@ fn random_cel_never_stops_the_api_server_or_the_scheduler() {
             "GET took {latency:?} after {selector} / {rule}"
         );
         assert!(dev.alive(), "kwas dev stopped");
+        if std::env::var_os("KWAS_TRACE_RSS").is_some() {
+            eprintln!(
+                "{i}: {} MiB after {selector:.80} / {rule:.80}",
+                dev.peak_rss_kib() / 1024
+            );
+        }
     }
     let peak = dev.peak_rss_kib();
     eprintln!(

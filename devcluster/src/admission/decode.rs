@@ -148,15 +148,11 @@ pub(crate) fn typed<T: DeserializeOwned + Serialize>(
     Ok(())
 }
 
-/// Reports fields the decoding dropped per the request's `fieldValidation`: a 400 `strict decoding error`
-/// under `Strict`, warnings under `Warn`, nothing under `Ignore`.
-pub(crate) fn report_unknown(ctx: &mut RequestContext, unknown: &[String]) -> Result<(), ApiError> {
-    report_unknown_counted(ctx, unknown, 0)
-}
-
-/// [`report_unknown`] for the first [`MAX_REPORTED_UNKNOWN`] unknown fields of a walk that found `more`
-/// besides: under `Strict` the error ends with how many more there are; under `Warn` each reported field
-/// is one warning (at most [`MAX_REPORTED_UNKNOWN`], as kube-apiserver warns at most that many).
+/// Reports fields the decoding dropped per the request's `fieldValidation` (a 400 `strict decoding
+/// error` under `Strict`, warnings under `Warn`, nothing under `Ignore`): the first
+/// [`MAX_REPORTED_UNKNOWN`] unknown fields of a walk that found `more` besides. Under `Strict` the error
+/// ends with how many more there are; under `Warn` each reported field is one warning (at most
+/// [`MAX_REPORTED_UNKNOWN`], as kube-apiserver warns at most that many).
 pub(crate) fn report_unknown_counted(
     ctx: &mut RequestContext,
     unknown: &[String],

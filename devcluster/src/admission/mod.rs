@@ -42,6 +42,25 @@ pub(crate) fn decode(cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Va
     res.strategy.clone().decode(cx, res, obj)
 }
 
+/// Typed decoding alone (the storage form, then the kind's [`Strategy::decode`](crate::resource::Strategy)),
+/// which reads nothing but the object: the write path runs it for creates without the cluster lock,
+/// before the server picks a generated name, and [`admit_typed`] does the rest under the lock.
+pub(crate) fn decode_typed(cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    *obj = res.to_storage(std::mem::take(obj));
+    res.strategy.clone().decode(cx, res, obj)
+}
+
+/// [`admit`] after [`decode_typed`]: the name and labels, then [`admit_decoded`].
+pub(crate) fn admit_typed(
+    cx: &mut AdmitContext<'_>,
+    res: &ResourceInfo,
+    old: Option<&Value>,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
+    validate_name(res, obj)?;
+    admit_decoded(cx, res, old, obj)
+}
+
 /// The rest of [`admit`] after [`decode`]: defaults and server-owned fields, mutating plugins, validation
 /// (steps that may read other objects).
 pub(crate) fn admit_decoded(

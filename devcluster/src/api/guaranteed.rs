@@ -107,6 +107,8 @@ pub(crate) fn create(
         return shared.with(|s| s.create(res, namespace, body, ctx));
     }
     let new = write::new_object(res, namespace, body)?;
+    let settings = shared.with(|s| s.settings.clone());
+    let new = write::decode_new(res, new, &settings, ctx)?;
     let name = new.name().to_string();
     let manager = ctx.field_manager.clone();
     let warnings = ctx.warnings.clone();

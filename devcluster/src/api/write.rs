@@ -89,6 +89,8 @@ pub(crate) enum Step<T, U> {
 pub(crate) struct NewObject {
     obj: Value,
     namespace: String,
+    /// Whether typed decoding ran already, without the lock ([`decode_new`]).
+    typed: bool,
     /// Whether a name taken by the time of the write starts the write again (server-side apply creating
     /// an object: the next attempt applies to the one now there) instead of answering AlreadyExists.
     retry_if_taken: bool,
@@ -180,6 +182,7 @@ pub(crate) fn new_object(res: &ResourceInfo, namespace: &str, body: Value) -> Re
     Ok(NewObject {
         obj,
         namespace,
+        typed: false,
         retry_if_taken: false,
     })
 }
@@ -510,6 +513,31 @@ pub(crate) fn merge_change(
 
 /// Update or patch: admission's first steps, which read nothing but the object (storage form, name and
 /// labels, typed decoding), run without the lock (with an empty store to read), before [`State::admit_change`].
+/// A create's typed decoding, which reads nothing but the object, done without the lock (the rest of
+/// admission runs under it, in [`State::admit_create`]).
+pub(crate) fn decode_new(
+    res: &ResourceInfo,
+    new: NewObject,
+    settings: &ApiSettings,
+    ctx: &mut RequestContext,
+) -> Result<NewObject, ApiError> {
+    let nothing = Store::new(0);
+    let mut new = new;
+    admission::decode_typed(
+        &mut AdmitContext {
+            request: ctx,
+            store: &nothing,
+            settings,
+            op: Operation::Create,
+            subresource: None,
+        },
+        res,
+        &mut new.obj,
+    )?;
+    new.typed = true;
+    Ok(new)
+}
+
 pub(crate) fn decode_change(
     res: &ResourceInfo,
     change: Change,
@@ -671,6 +699,7 @@ impl State {
         let NewObject {
             mut obj,
             namespace,
+            typed,
             retry_if_taken,
         } = new;
         let mut generated = false;
@@ -707,12 +736,28 @@ impl State {
                 return Ok(Step::Stale(NewObject {
                     obj,
                     namespace,
+                    typed,
                     retry_if_taken,
                 }));
             }
             return Err(ApiError::already_exists(&res.group, &res.plural, &name));
         }
-        self.admit(res, Operation::Create, None, None, &mut obj, ctx)?;
+        if typed {
+            admission::admit_typed(
+                &mut AdmitContext {
+                    request: ctx,
+                    store: &self.store,
+                    settings: &self.settings,
+                    op: Operation::Create,
+                    subresource: None,
+                },
+                res,
+                None,
+                &mut obj,
+            )?;
+        } else {
+            self.admit(res, Operation::Create, None, None, &mut obj, ctx)?;
+        }
         Ok(Step::Done(AdmittedCreate {
             obj,
             generated,

@@ -36,8 +36,8 @@ impl Strategy for CustomResourceStrategy {
         // What pruning dropped is reported per `fieldValidation` before any validation error, as
         // kube-apiserver's decoding comes before its validation.
         let mut pruned = Vec::new();
-        decode::unknown_fields(&input, obj, "", &mut pruned);
-        decode::report_unknown(cx.request, &pruned)?;
+        let more = decode::unknown_fields(&input, obj, "", &mut pruned);
+        decode::report_unknown_counted(cx.request, &pruned, more)?;
         // The `x-kubernetes-validations` rules run after admission, without the cluster lock
         // (`api::write`), on the admitted object and, on update, the stored one.
         admitted

@@ -35,10 +35,16 @@ pub(crate) fn precompile(obj: &serde_json::Value) -> Compiled {
     while let Some((v, derived)) = stack.pop() {
         match v {
             Value::Object(m) => {
-                if let Some(e) = m.get("cel").and_then(|c| c.get("expression")).and_then(Value::as_str) {
+                // Expressions over the length limit are refused as `Too long` without being compiled.
+                if let Some(e) = m.get("cel").and_then(|c| c.get("expression")).and_then(Value::as_str)
+                    && e.len() <= MAX_EXPRESSION_LENGTH
+                {
                     found.push((e.to_string(), true));
                 }
-                if derived && let Some(e) = m.get("expression").and_then(Value::as_str) {
+                if derived
+                    && let Some(e) = m.get("expression").and_then(Value::as_str)
+                    && e.len() <= MAX_EXPRESSION_LENGTH
+                {
                     found.push((e.to_string(), false));
                 }
                 for (k, x) in m {
@@ -79,6 +85,11 @@ static SELECTORS: std::sync::LazyLock<parking_lot::Mutex<kwas_cel::Cache>> =
     std::sync::LazyLock::new(|| parking_lot::Mutex::new(kwas_cel::Cache::new(dra::env(), 1024, 4 << 20)));
 
 fn compile(expression: &str, boolean: bool) -> Result<(), Refusal> {
+    if expression.len() > MAX_EXPRESSION_LENGTH {
+        return Err(Refusal::Invalid(format!(
+            "may not be more than {MAX_EXPRESSION_LENGTH} bytes"
+        )));
+    }
     let compiled = if boolean {
         let cached = SELECTORS.lock().lookup(expression);
         match cached {
@@ -163,9 +174,14 @@ mod tests {
                 {"cel": {"expression": "device.driver == 'x'"}}, {"cel": {"expression": "1 + 1"}}]}},
             {"name": "b", "firstAvailable": [{"name": "s", "deviceClassName": "c", "selectors": [
                 {"cel": {"expression": "lists.range(1000000000000).size() > 0"}}]}]}],
-            "derivedAttributes": [{"name": "d", "expression": "device.driver"}]}}});
+            "derivedAttributes": [{"name": "d", "expression": "device.driver"}]},
+            "other": {"cel": {"expression": "x".repeat(1 << 20)}}}});
         let compiled = precompile(&claim);
-        assert_eq!(compiled.len(), 4, "{compiled:?}");
+        assert_eq!(
+            compiled.len(),
+            4,
+            "a megabyte-long expression is never compiled: {compiled:?}"
+        );
         assert_eq!(compiled[&("device.driver == 'x'".to_string(), true)], Ok(()));
         assert!(matches!(
             compiled[&("1 + 1".to_string(), true)],
