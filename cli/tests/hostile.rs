@@ -136,6 +136,20 @@ spec:
         stderr.contains("spec.selectors[0].cel.expression: Forbidden: too complex, exceeds cost limit"),
         "{stderr}"
     );
+    // The refusal's cost, server side: a 10 KiB selector of nested comprehensions.
+    let nested = format!("{}true{}", "lists.range(100000).all(i, ".repeat(300), ")".repeat(300));
+    let body = serde_json::json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "big"}, "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.kwas.dev", "selectors": [{"cel": {"expression": &nested[..10 * 1024 - 300]}}]}}]}}});
+    let t = Instant::now();
+    let (code, _) = request(
+        &dev,
+        "POST",
+        "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
+        &body.to_string(),
+    );
+    eprintln!("attack 10 KiB selector: answered {code} in {:?}", t.elapsed());
+    assert!(code == 422, "{code}");
     still_serving(&dev, "after-refusal");
 }
 
@@ -171,6 +185,7 @@ spec:
       - name: gpu
 ",
     );
+    let t = Instant::now();
     eventually("the costly pod to be rejected naming its claim", || {
         let (_, out, _) = common::kubectl(
             &dev,
@@ -184,6 +199,10 @@ spec:
         );
         out.contains("claim default/costly: allocation exceeded the scheduler's device allocation budget for one pod")
     });
+    eprintln!(
+        "attack costly accepted selector: pod rejected within {:?} of its creation",
+        t.elapsed()
+    );
     still_serving(&dev, "after-costly");
 }
 
@@ -283,6 +302,7 @@ spec:
             }
         })
     };
+    let t = Instant::now();
     for _ in 0..3 {
         let (created, _, stderr) = kubectl_stdin(&dev, &["create", "-f", "-"], Some(&widget));
         assert!(!created);
@@ -297,6 +317,11 @@ spec:
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     reader.join().unwrap();
     let worst = *worst.lock().unwrap();
+    eprintln!(
+        "attack custom resource past the per-call limit: 3 refused writes (kubectl) in {:?}, another client's slowest GET {worst:?}, peak RSS {} MiB",
+        t.elapsed(),
+        dev.peak_rss_kib() / 1024
+    );
     assert!(worst < Duration::from_secs(1), "another client waited {worst:?}");
     still_serving(&dev, "after-widgets");
 }

@@ -546,6 +546,11 @@ fn selector_claim(name: &str, expression: &str) -> ResourceClaim {
     )
 }
 
+/// Prints what an attack cost (run with `--release -- --nocapture` for the figures of a release build).
+fn measured(attack: &str, t: std::time::Instant) {
+    eprintln!("attack {attack}: rejected in {:?}", t.elapsed());
+}
+
 fn unschedulable_message(out: &kwas_scheduler::core::CycleOutcome) -> String {
     match &out.verdict {
         Verdict::Unschedulable { message, .. } => message.clone(),
@@ -560,6 +565,7 @@ fn a_selector_asking_for_a_trillion_elements_fails_its_pod_without_allocating_th
     snap.upsert_pod(&pod_with_claim("ns", "hostile", None, "huge")).unwrap();
     let t = std::time::Instant::now();
     let out = schedule(&mut snap, &pod_unit("hostile"));
+    measured("lists.range(1e12) selector", t);
     let message = unschedulable_message(&out);
     assert!(
         message.contains("claim ns/huge: selector #0 on device gpu.kwas.dev/n1/gpu-0: CEL runtime error: operation cancelled: actual cost limit exceeded"),
@@ -584,6 +590,7 @@ fn nested_comprehensions_cost_their_pod_one_budget_and_name_the_claim() {
         .unwrap();
     let t = std::time::Instant::now();
     let out = schedule(&mut snap, &pod_unit("hostile"));
+    measured("nested comprehensions selector", t);
     let message = unschedulable_message(&out);
     assert!(
         message.starts_with(
@@ -657,6 +664,7 @@ fn a_combinatorial_claim_stops_at_the_per_pod_budget_across_thousands_of_nodes()
         .unwrap();
     let t = std::time::Instant::now();
     let out = schedule(&mut snap, &pod_unit("hostile"));
+    measured("combinatorial claim on 2,000 nodes", t);
     let message = unschedulable_message(&out);
     assert!(
         message.starts_with("claim ns/combo: allocation exceeded the scheduler's device allocation budget for one pod"),
@@ -686,6 +694,7 @@ fn a_cycles_budget_stops_a_costly_gang_after_one_cycle_budget() {
     };
     let t = std::time::Instant::now();
     let out = Scheduler::new(cfg).schedule(&mut snap, &UnitKey::Group(GroupKey::pod_group("ns", "g")));
+    measured("gang of 8 costly claims, cycle budget 8,000,000", t);
     let message = unschedulable_message(&out);
     assert!(t.elapsed() < std::time::Duration::from_secs(20), "{:?}", t.elapsed());
     assert!(
