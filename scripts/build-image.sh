@@ -7,7 +7,7 @@
 #                          --version V --created EPOCH --compression-level N --ca-certificates PATH
 #                          --static-only]
 #
-# Without --binary it runs `cargo build --release --locked -p kwas --bin kwas` for a static target:
+# Without --binary it runs `cargo build --release --locked -p kwas-cli --bin kwas` for a static target:
 # <arch>-unknown-linux-musl when that target is installed, else <arch>-unknown-linux-gnu with
 # `-C target-feature=+crt-static` when the C library's static archive (libc.a) is present, else the host
 # target as is (a dynamic binary; oci-image.py then packs the shared libraries it loads). The archive
@@ -50,10 +50,10 @@ if [[ -z "$binary" ]]; then
         flags=""
         echo "build-image: no musl target and no static libc: building a dynamic binary" >&2
     fi
-    echo "build-image: cargo build --release --locked -p kwas --bin kwas${target:+ --target $target}${flags:+ (RUSTFLAGS: $flags)}" >&2
+    echo "build-image: cargo build --release --locked -p kwas-cli --bin kwas${target:+ --target $target}${flags:+ (RUSTFLAGS: $flags)}" >&2
     (
         cd "$repo"
-        RUSTFLAGS="${RUSTFLAGS:-}${flags:+ $flags}" cargo build --release --locked -p kwas --bin kwas ${target:+--target "$target"}
+        RUSTFLAGS="${RUSTFLAGS:-}${flags:+ $flags}" cargo build --release --locked -p kwas-cli --bin kwas ${target:+--target "$target"}
     )
     binary="$(target_dir)/${target:+$target/}release/kwas"
 fi

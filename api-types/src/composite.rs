@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 /// Exactly one member should be set; an empty value means "unset" to the workloadbuilder map helpers.
 ///
 /// ```
-/// use kwas_api::WorkloadCompositePodGroupSchedulingPolicy as Policy;
+/// use kwas_api_types::WorkloadCompositePodGroupSchedulingPolicy as Policy;
 /// let gang: Policy = serde_json::from_str(r#"{"gang": {"minGroupCount": 2}}"#).unwrap();
 /// assert_eq!(gang, Policy::gang(Some(2)));
 /// assert_eq!(serde_json::to_string(&Policy::basic()).unwrap(), r#"{"basic":{}}"#);

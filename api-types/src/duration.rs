@@ -11,7 +11,7 @@ use std::time::Duration;
 /// overflow). `"0"` is zero, as in Go.
 ///
 /// ```
-/// use kwas_api::duration::parse_go_duration;
+/// use kwas_api_types::duration::parse_go_duration;
 /// use std::time::Duration;
 ///
 /// assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
@@ -58,7 +58,7 @@ pub fn parse_go_duration(s: &str) -> Option<Duration> {
 /// Formats a duration as Go's `time.Duration.String()` does (`1h2m3.5s`, `300ms`, `1.5µs`, `0s`).
 ///
 /// ```
-/// use kwas_api::duration::format_go_duration;
+/// use kwas_api_types::duration::format_go_duration;
 /// use std::time::Duration;
 ///
 /// assert_eq!(format_go_duration(Duration::from_secs(90)), "1m30s");

@@ -3,8 +3,8 @@
 //! status conditions) without writing the same code twice.
 //!
 //! ```
-//! use kwas_api::group::{GroupPolicy, SchedulingGroup};
-//! use kwas_api::v1alpha3::{CompositePodGroup, PodGroup};
+//! use kwas_api_types::group::{GroupPolicy, SchedulingGroup};
+//! use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup};
 //!
 //! let pg: PodGroup = serde_json::from_value(serde_json::json!({
 //!     "metadata": {"name": "workers", "namespace": "ns"},

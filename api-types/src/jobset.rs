@@ -12,7 +12,7 @@
 //! by the controller with field paths.
 //!
 //! ```
-//! use kwas_api::jobset::JobSet;
+//! use kwas_api_types::jobset::JobSet;
 //! let js: JobSet = serde_json::from_value(serde_json::json!({
 //!     "apiVersion": "kwas.dev/v1alpha1",
 //!     "kind": "JobSet",

@@ -1,4 +1,4 @@
-//! # kwas-api
+//! # kwas-api-types
 //!
 //! API types shared by every kwas crate:
 //!
@@ -11,8 +11,8 @@
 //! - [`quantity`] and [`duration`]: `resource.Quantity` and Go duration parsing with checked arithmetic.
 //!
 //! ```
-//! use kwas_api::v1alpha3::{WorkloadCompositePodGroupSchedulingPolicy, WorkloadPodGroupSchedulingPolicy};
-//! use kwas_api::names::annotations::GROUP_TEMPLATE_NAME;
+//! use kwas_api_types::v1alpha3::{WorkloadCompositePodGroupSchedulingPolicy, WorkloadPodGroupSchedulingPolicy};
+//! use kwas_api_types::names::annotations::GROUP_TEMPLATE_NAME;
 //!
 //! let root = WorkloadCompositePodGroupSchedulingPolicy::gang(Some(2));
 //! let leaf = WorkloadPodGroupSchedulingPolicy::default();
@@ -22,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+pub mod claims;
 #[cfg(feature = "client")]
 pub mod client;
 mod composite;

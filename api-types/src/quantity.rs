@@ -44,7 +44,7 @@ impl std::error::Error for QuantityError {}
 /// `scale = 0` gives whole units (bytes, counts), `scale = 3` gives milli-units (CPU millicores).
 ///
 /// ```
-/// use kwas_api::quantity::parse_scaled;
+/// use kwas_api_types::quantity::parse_scaled;
 /// assert_eq!(parse_scaled("500m", 3), Ok(500));
 /// assert_eq!(parse_scaled("2", 3), Ok(2000));
 /// assert_eq!(parse_scaled("1Gi", 0), Ok(1 << 30));

@@ -1,15 +1,15 @@
 //! The generated CRDs in `crds/` match the Rust types. Regenerate with
-//! `KWAS_UPDATE_CRDS=1 cargo test -p kwas-api --test crds`.
+//! `KWAS_UPDATE_CRDS=1 cargo test -p kwas-api-types --test crds`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kube::CustomResourceExt;
-use kwas_api::jobset::JobSet;
+use kwas_api_types::jobset::JobSet;
 
 #[test]
 fn jobset_crd_is_up_to_date() {
     let path = format!("{}/../crds/jobset.yaml", env!("CARGO_MANIFEST_DIR"));
     let generated = format!(
-        "# Generated from kwas_api::jobset::JobSet; do not edit. Regenerate with\n# `KWAS_UPDATE_CRDS=1 cargo test -p kwas-api --test crds`.\n{}",
+        "# Generated from kwas_api_types::jobset::JobSet; do not edit. Regenerate with\n# `KWAS_UPDATE_CRDS=1 cargo test -p kwas-api-types --test crds`.\n{}",
         serde_saphyr::to_string(&JobSet::crd()).unwrap()
     );
     if std::env::var_os("KWAS_UPDATE_CRDS").is_some() {
@@ -18,7 +18,7 @@ fn jobset_crd_is_up_to_date() {
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         on_disk == generated,
-        "crds/jobset.yaml is stale: run `KWAS_UPDATE_CRDS=1 cargo test -p kwas-api --test crds`"
+        "crds/jobset.yaml is stale: run `KWAS_UPDATE_CRDS=1 cargo test -p kwas-api-types --test crds`"
     );
 }
 
@@ -50,7 +50,7 @@ fn jobset_crd_shape() {
     assert!(rules.contains(&"self.replicatedJobs.map(r, r.replicas).sum() <= 10000"));
     assert_eq!(
         spec["properties"]["replicatedJobs"]["items"]["properties"]["replicas"]["maximum"].as_f64(),
-        Some(f64::from(kwas_api::jobset::MAX_CHILD_JOBS))
+        Some(f64::from(kwas_api_types::jobset::MAX_CHILD_JOBS))
     );
     let template = &spec["properties"]["replicatedJobs"]["items"]["properties"]["template"];
     assert_eq!(

@@ -25,8 +25,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::scheduling::v1alpha3::Workload;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kwas_api::jobset::{JobSet, PodGroupManagement};
-use kwas_api::names::JOB_CONTROLLER_NAME;
+use kwas_api_types::jobset::{JobSet, PodGroupManagement};
+use kwas_api_types::names::JOB_CONTROLLER_NAME;
 use kwas_controllers::job::mode::{ManagementMode, UnmanagedReason, management_mode};
 use kwas_controllers::job::scheduling::{desired_root_pod_group, desired_workload};
 use kwas_controllers::jobset::children::{

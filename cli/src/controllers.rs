@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use kwas_api::jobset::PodGroupManagement;
-use kwas_api::names::JOB_CONTROLLER_NAME;
+use kwas_api_types::jobset::PodGroupManagement;
+use kwas_api_types::names::JOB_CONTROLLER_NAME;
 use kwas_controllers::job::JobControllerConfig;
 use kwas_controllers::job::plan::JobConfig;
 use kwas_controllers::jobset::JobSetControllerConfig;
 use kwas_controllers::runtime::{ControllersConfig, RunError};
-use kwas_runtime::LeaseConfig;
-use kwas_runtime::lease::unique_identity;
-use kwas_runtime::shutdown::os_signal;
+use kwas_shell::LeaseConfig;
+use kwas_shell::lease::unique_identity;
+use kwas_shell::shutdown::os_signal;
 
 use crate::Management;
 use crate::kube_client::{client, identity, lease_namespace};
@@ -65,7 +65,8 @@ pub struct ControllersArgs {
 
 /// Parse a Go-style duration (`500ms`, `10s`, `1m`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    kwas_api::duration::parse_go_duration(s).ok_or_else(|| format!("{s:?} is not a duration such as 500ms, 10s or 1m"))
+    kwas_api_types::duration::parse_go_duration(s)
+        .ok_or_else(|| format!("{s:?} is not a duration such as 500ms, 10s or 1m"))
 }
 
 impl ControllersArgs {

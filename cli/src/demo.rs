@@ -16,7 +16,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
-use kwas_api::jobset::JobSet;
+use kwas_api_types::jobset::JobSet;
 use kwas_devcluster::{Capacity, DevClusterConfig, KubeletConfig, Topology};
 use serde_json::Value;
 
@@ -144,10 +144,10 @@ impl Workload {
 fn set_duration(template: &mut Value, duration: &str) {
     if let Some(meta) = template.get_mut("metadata").and_then(Value::as_object_mut)
         && let Some(a) = meta.get_mut("annotations").and_then(Value::as_object_mut)
-        && a.contains_key(kwas_api::names::annotations::SIM_RUN_DURATION)
+        && a.contains_key(kwas_api_types::names::annotations::SIM_RUN_DURATION)
     {
         a.insert(
-            kwas_api::names::annotations::SIM_RUN_DURATION.into(),
+            kwas_api_types::names::annotations::SIM_RUN_DURATION.into(),
             Value::String(duration.into()),
         );
     }
@@ -265,8 +265,8 @@ fn jobset_done(js: &JobSet) -> Option<&'static str> {
 
 fn pods_of<'a>(view: &'a ClusterView, w: &Workload) -> Vec<&'a Pod> {
     let (key, name) = match w {
-        Workload::Job(n) => (kwas_api::names::labels::JOB_NAME, n),
-        Workload::JobSet(n) => (kwas_api::names::labels::JOBSET_NAME, n),
+        Workload::Job(n) => (kwas_api_types::names::labels::JOB_NAME, n),
+        Workload::JobSet(n) => (kwas_api_types::names::labels::JOBSET_NAME, n),
     };
     view.pods.iter().filter(|p| p.labels().get(key) == Some(name)).collect()
 }

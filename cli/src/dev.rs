@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use kwas_api::jobset::PodGroupManagement;
+use kwas_api_types::jobset::PodGroupManagement;
 use kwas_devcluster::{DevClusterConfig, KubeletConfig, NodePoolArgs, Topology};
 
 use kwas_stack::{Stack, StackConfig};

@@ -1,7 +1,7 @@
 //! Connecting to a cluster as kubectl does: `--kubeconfig`, else `KUBECONFIG` / `~/.kube/config`, else the
 //! in-cluster service account; `--context` picks a context. The components that write (`kwas controllers`,
 //! `kwas scheduler`) get clients that never resend a write the server may have acted on
-//! ([`kwas_api::client`]); the read-only commands build theirs from [`config`] with kube's defaults.
+//! ([`kwas_api_types::client`]); the read-only commands build theirs from [`config`] with kube's defaults.
 
 use std::path::Path;
 
@@ -33,7 +33,7 @@ pub async fn config(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<
 
 /// A client for the cluster of `kubeconfig` (or the inferred one) that never resends a write.
 pub async fn client(kubeconfig: Option<&Path>) -> Result<Client> {
-    Ok(kwas_api::client::client(config(kubeconfig, None).await?)?)
+    Ok(kwas_api_types::client::client(config(kubeconfig, None).await?)?)
 }
 
 /// This instance's identity for leader election: `POD_NAME`, else the host name, else a random one.

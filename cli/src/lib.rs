@@ -17,7 +17,7 @@ pub mod snapshot;
 pub mod strict;
 
 use clap::ValueEnum;
-use kwas_api::jobset::PodGroupManagement;
+use kwas_api_types::jobset::PodGroupManagement;
 
 /// PodGroup management of JobSets (a flag value).
 #[derive(Clone, Copy, Debug, ValueEnum)]

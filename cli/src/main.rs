@@ -1,6 +1,6 @@
 //! The `kwas` command line.
 
-use kwas::{Management, compile, controllers, demo, dev, plugin, replay, scheduler, snapshot};
+use kwas_cli::{Management, compile, controllers, demo, dev, plugin, replay, scheduler, snapshot};
 
 use std::io::Read as _;
 use std::path::PathBuf;

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use kwas_api::names::SCHEDULER_NAME;
-use kwas_runtime::lease::unique_identity;
-use kwas_runtime::shutdown::os_signal;
+use kwas_api_types::names::SCHEDULER_NAME;
 use kwas_scheduler::core::SchedulerConfig;
 use kwas_scheduler::runtime::{LeaseConfig, RuntimeConfig, SchedulerProfile, SchedulerRuntime};
+use kwas_shell::lease::unique_identity;
+use kwas_shell::shutdown::os_signal;
 
 use crate::kube_client::{client, identity, lease_namespace};
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, anyhow};
 use clap::{Args, ValueEnum};
 use kube::Client;
-use kwas_api::names::SCHEDULER_NAME;
+use kwas_api_types::names::SCHEDULER_NAME;
 use kwas_scheduler::replay;
 
 /// The file format.

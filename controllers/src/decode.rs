@@ -126,7 +126,7 @@ fn report_invalid(
         runtime.spawn(async move {
             let event = Event {
                 type_: EventType::Warning,
-                reason: kwas_api::names::events::DECODE_ERROR.to_string(),
+                reason: kwas_api_types::names::events::DECODE_ERROR.to_string(),
                 note: Some(
                     format!("the object cannot be decoded: {message}")
                         .chars()
@@ -146,7 +146,7 @@ fn report_invalid(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kwas_api::jobset::JobSet;
+    use kwas_api_types::jobset::JobSet;
 
     #[test]
     fn one_object_decodes_on_its_own() {

@@ -1,4 +1,4 @@
-//! Running the controllers as a process on the `kwas-runtime` shell: both controllers on one client, leader
+//! Running the controllers as a process on the `kwas-shell` shell: both controllers on one client, leader
 //! election on a Lease, an admin server with `/healthz`, `/readyz` and `/metrics`, and supervision.
 //!
 //! With leader election, an instance waits until it holds the Lease, then runs the controllers; if it
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
-use kwas_runtime::{Health, Leadership, LeaseConfig, Shutdown, Supervisor, admin};
+use kwas_shell::{Health, Leadership, LeaseConfig, Shutdown, Supervisor, admin};
 use prometheus_client::registry::Registry;
 use tracing::info;
 
@@ -86,7 +86,7 @@ pub enum RunError {
     Admin(#[from] std::io::Error),
     /// A controller task failed.
     #[error("{0}")]
-    Failed(#[from] kwas_runtime::TaskFailed),
+    Failed(#[from] kwas_shell::TaskFailed),
 }
 
 /// How long shutdown waits to release the Lease.

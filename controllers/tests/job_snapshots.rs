@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kwas_api::names::JOB_CONTROLLER_NAME;
+use kwas_api_types::names::JOB_CONTROLLER_NAME;
 use kwas_controllers::job::mode::{ManagementMode, management_mode};
 use kwas_controllers::job::pods::new_pod;
 use kwas_controllers::job::scheduling::{desired_delegated_pod_group, desired_root_pod_group, desired_workload};

@@ -15,7 +15,7 @@ use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Worklo
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, CustomResourceExt, ResourceExt};
-use kwas_api::jobset::{JobSet, PodGroupManagement};
+use kwas_api_types::jobset::{JobSet, PodGroupManagement};
 use kwas_controllers::jobset::JobSetControllerConfig;
 use serde_json::{Value, json};
 

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kube::ResourceExt;
-use kwas_api::jobset::{JobSet, PodGroupManagement};
+use kwas_api_types::jobset::{JobSet, PodGroupManagement};
 use kwas_controllers::jobset::children::{
     ChildWiring, children, desired_child_group, desired_job, desired_root_group, root_group_name,
 };
@@ -125,7 +125,7 @@ fn replicas_summing_past_the_bound_are_rejected() {
 fn invalid_intent_reports_the_users_paths() {
     let mut js = fixture("jobset-option-a.yaml");
     let root = js.spec.scheduling.as_mut().unwrap();
-    root.disruption_mode = Some(kwas_api::WorkloadCompositePodGroupDisruptionMode::all());
+    root.disruption_mode = Some(kwas_api_types::WorkloadCompositePodGroupDisruptionMode::all());
     let errs = compile(&js).unwrap_err();
     assert!(
         errs.contains(FieldErrorType::Invalid, "spec.scheduling.disruptionMode"),

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use k8s_openapi::api::batch::v1::{Job, JobSpec, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kwas_api::jobset::{JobSet, JobSetStatus, MAX_CHILD_JOBS, PodGroupManagement};
+use kwas_api_types::jobset::{JobSet, JobSetStatus, MAX_CHILD_JOBS, PodGroupManagement};
 use kwas_controllers::job::plan::{
     Indexes, JobConfig, MAX_POD_CREATE_PER_SYNC, SchedulingDecision, flush, plan, track,
 };

@@ -92,7 +92,7 @@ impl Schedule {
             _ => spec,
         };
         if let Some(d) = expanded.strip_prefix("@every ") {
-            let every = kwas_api::duration::parse_go_duration(d.trim())
+            let every = kwas_api_types::duration::parse_go_duration(d.trim())
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| format!("failed to parse duration @every {d}"))?;
             return Ok(Schedule {

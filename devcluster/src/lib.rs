@@ -287,7 +287,7 @@ impl DevCluster {
             .map_err(|e: http_uri::InvalidUri| Error::Client(e.to_string()))?;
         let mut kcfg = kube::Config::new(uri);
         kcfg.default_namespace = "default".into();
-        let client = kwas_api::client::client(kcfg).map_err(|e| Error::Client(e.to_string()))?;
+        let client = kwas_api_types::client::client(kcfg).map_err(|e| Error::Client(e.to_string()))?;
 
         let cluster = DevCluster {
             shared,

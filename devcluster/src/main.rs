@@ -45,7 +45,7 @@ struct Args {
 }
 
 fn duration(s: &str, what: &str) -> anyhow::Result<Duration> {
-    kwas_api::duration::parse_go_duration(s)
+    kwas_api_types::duration::parse_go_duration(s)
         .with_context(|| format!("--{what}: {s:?} is not a duration such as 500ms, 30s or 1m"))
 }
 

@@ -328,7 +328,7 @@ async fn extreme_durations_never_stop_the_kubelet_or_the_garbage_collector() {
         ("hours", "9223372036854775807h"),
         ("fractional", "0.000000001ns"),
     ] {
-        let annotations = json!({kwas_api::names::annotations::SIM_RUN_DURATION: run,
+        let annotations = json!({kwas_api_types::names::annotations::SIM_RUN_DURATION: run,
             kwas_devcluster::SIM_SHUTDOWN_DURATION: run});
         pods.create(&PostParams::default(), &pod(name, annotations, Some(&node)))
             .await

@@ -18,7 +18,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, PostParams};
-use kwas_api::v1alpha3::PodGroup;
+use kwas_api_types::v1alpha3::PodGroup;
 use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, KubeletConfig, Topology};
 use kwas_scheduler::core::testing::{GroupBuilder, pod_with};
 use kwas_scheduler::runtime::{RuntimeConfig, SchedulerRuntime};

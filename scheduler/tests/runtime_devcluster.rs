@@ -10,12 +10,12 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kwas_api::names::conditions::{
+use kwas_api_types::names::conditions::{
     COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED, DISRUPTION_TARGET, POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_SATISFIED,
     POD_SCHEDULED, REASON_BELOW_MIN_COUNT, REASON_MIN_COUNT_SATISFIED, REASON_PREEMPTION_BY_SCHEDULER,
     REASON_SCHEDULED, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE,
 };
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup};
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup};
 use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, FaultConfig, FaultRule, Topology, Verb};
 use kwas_scheduler::core::testing::{GroupBuilder, pod_with};
 use kwas_scheduler::runtime::conditions::REASON_SCHEDULING_GATED;

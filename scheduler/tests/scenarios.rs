@@ -756,7 +756,7 @@ fn the_adaptive_placement_cap_scores_a_tenth_of_the_racks_in_5000_nodes() {
 
 #[test]
 fn a_group_tree_must_match_its_workloads_templates() {
-    use kwas_api::v1alpha3::Workload;
+    use kwas_api_types::v1alpha3::Workload;
     let workload: Workload = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "w", "namespace": NS},
         "spec": {"controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "j"},

@@ -1,7 +1,7 @@
 //! # kwas-stack
 //!
 //! The whole of kwas in one process: devcluster, the JobSet CRD, the Job and JobSet controllers and the
-//! scheduler, wired as `kwas dev` and `kwas demo` run them and as the end-to-end suite (`kwas-e2e`) tests
+//! scheduler, wired as `kwas dev` and `kwas demo` run them and as the end-to-end suite (`kwas-tests`) tests
 //! them. Each component can be stopped and started again on its own, as if its process died.
 //!
 //! In this dev mode the Job controller also manages Jobs with no `spec.managedBy` (devcluster has no other
@@ -28,8 +28,8 @@ use std::time::Duration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, CustomResourceExt};
-use kwas_api::jobset::{JobSet, PodGroupManagement};
-use kwas_api::names::{DEFAULT_SCHEDULER_NAME, SCHEDULER_NAME};
+use kwas_api_types::jobset::{JobSet, PodGroupManagement};
+use kwas_api_types::names::{DEFAULT_SCHEDULER_NAME, SCHEDULER_NAME};
 use kwas_controllers::job::JobControllerConfig;
 use kwas_controllers::jobset::JobSetControllerConfig;
 use kwas_controllers::runtime::ControllersConfig;

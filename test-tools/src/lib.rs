@@ -28,6 +28,8 @@
 
 #![warn(missing_docs)]
 
+pub mod source;
+
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,19 +1,19 @@
 //! End-to-end throughput of kwas on devcluster for upstream scheduler_perf's gang workloads, submitted as
 //! Jobs and JobSets: pods/s from the first pod's creation to the last bind, and from the first Job
-//! submission to the last bind (see `kwas_e2e::perf`).
+//! submission to the last bind (see `kwas_tests::perf`).
 //!
 //! ```sh
-//! cargo bench -p kwas-e2e --bench scheduler_perf_jobs                      # every scenario, 1000 nodes
-//! cargo bench -p kwas-e2e --bench scheduler_perf_jobs -- --nodes 5000      # upstream's 5000 nodes
-//! cargo bench -p kwas-e2e --bench scheduler_perf_jobs -- TopologyAware     # a subset
-//! cargo bench -p kwas-e2e --bench scheduler_perf_jobs -- --divide 4        # a quarter of the Jobs
+//! cargo bench -p kwas-tests --bench scheduler_perf_jobs                      # every scenario, 1000 nodes
+//! cargo bench -p kwas-tests --bench scheduler_perf_jobs -- --nodes 5000      # upstream's 5000 nodes
+//! cargo bench -p kwas-tests --bench scheduler_perf_jobs -- TopologyAware     # a subset
+//! cargo bench -p kwas-tests --bench scheduler_perf_jobs -- --divide 4        # a quarter of the Jobs
 //! ```
 //!
 //! Everything runs in one process on this machine (API server, controllers, scheduler and the clients
 //! creating the Jobs share its cores), on a 2-thread runtime.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use kwas_e2e::perf::{markdown, run, scenarios};
+use kwas_tests::perf::{markdown, run, scenarios};
 
 fn main() {
     let mut nodes = 1000;

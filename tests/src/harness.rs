@@ -67,8 +67,8 @@ impl E2e {
     /// ```
     /// # #![allow(clippy::unwrap_used)]
     /// use kwas_devcluster::{Capacity, Topology};
-    /// use kwas_e2e::inspect::wait_job;
-    /// use kwas_e2e::{E2e, GangMonitor, JobBuilder};
+    /// use kwas_tests::inspect::wait_job;
+    /// use kwas_tests::{E2e, GangMonitor, JobBuilder};
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let e2e = E2e::start(Topology::grid(1, 1, 2, Capacity::default())).await.unwrap();
@@ -245,7 +245,7 @@ impl Detached {
                 .enable_all()
                 .build()
                 .map_err(|e| Error::Unexpected(format!("a runtime for the {what}: {e}")))?;
-            let client = runtime.block_on(async { kwas_api::client::client(config) })?;
+            let client = runtime.block_on(async { kwas_api_types::client::client(config) })?;
             runtime.spawn(run(client));
             Ok(runtime)
         })

@@ -8,8 +8,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use kube::{Client, Resource, ResourceExt};
-use kwas_api::jobset::JobSet;
-use kwas_api::names::labels::JOB_NAME;
+use kwas_api_types::jobset::JobSet;
+use kwas_api_types::names::labels::JOB_NAME;
 use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
@@ -198,7 +198,7 @@ pub async fn preempted_events(client: &Client) -> Result<Vec<(String, String)>> 
     let events: Vec<k8s_openapi::api::events::v1::Event> = list(client).await?;
     Ok(events
         .into_iter()
-        .filter(|e| e.reason.as_deref() == Some(kwas_api::names::events::PREEMPTED))
+        .filter(|e| e.reason.as_deref() == Some(kwas_api_types::names::events::PREEMPTED))
         .map(|e| {
             let uid = e.regarding.and_then(|r| r.uid).unwrap_or_default();
             (uid, e.note.unwrap_or_default())

@@ -1,4 +1,4 @@
-//! # kwas-e2e
+//! # kwas-tests
 //!
 //! End-to-end suites that run devcluster, the Job and JobSet controllers and the scheduler in one process
 //! ([`kwas_stack::Stack`]), the way a user runs them: Jobs and JobSets are created through the API with
@@ -7,8 +7,8 @@
 //! kubelet -> pod phases -> Job and JobSet status.
 //!
 //! ```sh
-//! cargo test -p kwas-e2e                                        # the suite (about 20 s)
-//! cargo bench -p kwas-e2e --bench scheduler_perf_jobs           # the benchmark (release, a few minutes)
+//! cargo test -p kwas-tests                                        # the suite (about 20 s)
+//! cargo bench -p kwas-tests --bench scheduler_perf_jobs           # the benchmark (release, a few minutes)
 //! ```
 //!
 //! ## The suite (`tests/e2e/`)

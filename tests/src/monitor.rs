@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup};
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 

@@ -5,7 +5,7 @@
 //! `kwas-scheduler` and request CPU and memory; nothing else.
 //!
 //! ```
-//! use kwas_e2e::objects::JobBuilder;
+//! use kwas_tests::objects::JobBuilder;
 //!
 //! let job = JobBuilder::new("train").parallelism(4).gang().topology("kwas.dev/rack").cpu("2").run_for("300ms").build().unwrap();
 //! let scheduling = job.spec.as_ref().unwrap().scheduling.as_ref().unwrap();
@@ -15,10 +15,10 @@
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::ObjectMeta;
-use kwas_api::jobset::{JobSet, PodGroupManagement};
-use kwas_api::names::SCHEDULER_NAME;
-use kwas_api::names::annotations::{SIM_EXIT_PHASE, SIM_RUN_DURATION};
-use kwas_api::v1alpha3::PodGroup;
+use kwas_api_types::jobset::{JobSet, PodGroupManagement};
+use kwas_api_types::names::SCHEDULER_NAME;
+use kwas_api_types::names::annotations::{SIM_EXIT_PHASE, SIM_RUN_DURATION};
+use kwas_api_types::v1alpha3::PodGroup;
 use kwas_devcluster::SIM_SHUTDOWN_DURATION;
 use serde_json::{Map, Value, json};
 

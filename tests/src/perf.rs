@@ -24,8 +24,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
-use kwas_api::jobset::JobSet;
-use kwas_api::names::labels::{JOB_NAME, RACK};
+use kwas_api_types::jobset::JobSet;
+use kwas_api_types::names::labels::{JOB_NAME, RACK};
 use kwas_devcluster::{Capacity, Topology};
 
 use crate::error::{Error, Result};

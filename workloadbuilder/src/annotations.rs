@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-pub use kwas_api::names::annotations::{
+pub use kwas_api_types::names::annotations::{
     GROUP_TEMPLATE_NAME, PARENT_COMPOSITE_POD_GROUP, PARENT_COMPOSITE_POD_GROUP_ALT,
 };
 

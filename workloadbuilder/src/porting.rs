@@ -86,7 +86,7 @@
 //! | Go | Rust | notes |
 //! | --- | --- | --- |
 //! | `schedulingv1alpha3.WorkloadPodGroup*` (`SchedulingPolicy`, `BasicSchedulingPolicy`, `GangSchedulingPolicy`, `SchedulingConstraints`, `DisruptionMode`, `SingleDisruptionMode`, `AllDisruptionMode`, `ResourceClaim`) | `k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroup*` | the empty structs are newtypes over a JSON value (`WorkloadPodGroupAllDisruptionMode(json!({}))`) |
-//! | `schedulingv1alpha3.WorkloadCompositePodGroup*` | `kwas_api::WorkloadCompositePodGroup*` | not in k8s-openapi; same JSON shape |
+//! | `schedulingv1alpha3.WorkloadCompositePodGroup*` | `kwas_api_types::WorkloadCompositePodGroup*` | not in k8s-openapi; same JSON shape |
 //! | `batchv1.JobSchedulingConfiguration{Policy, Constraints, DisruptionMode, ResourceClaims}` | `k8s_openapi::api::batch::v1::JobSchedulingConfiguration{scheduling_policy, scheduling_constraints, disruption_mode, resource_claims}` | the API's names; `kwas compile` points KEP drafts' `policy` / `constraints` / `disruption` / `level` to them |
 //! | `field.ErrorList`, `field.Error`, `field.Path` | [`FieldErrors`](crate::FieldErrors), [`FieldError`](crate::FieldError), [`FieldPath`](crate::FieldPath) | same rendering (`<path>: <Type>: <detail>`); a `FieldError` also carries its [`ErrorOrigin`](crate::ErrorOrigin) |
 //! | `schema.ParseGroupVersion` | [`parse_group_version`](crate::parse_group_version), [`api_group`](crate::api_group) | |

@@ -33,8 +33,8 @@ use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use kube::api::{Api, ListParams};
 use kube::{Client, Resource};
-use kwas_api::jobset::JobSet;
-use kwas_api::names::events;
+use kwas_api_types::jobset::JobSet;
+use kwas_api_types::names::events;
 use serde::Serialize;
 
 use model::{ObjectRef, Snapshot, TREE_ORDER, UNIT_ORDER, parse_target};
@@ -131,7 +131,7 @@ pub struct UnitArgs {
 }
 
 fn parse_interval(s: &str) -> Result<Duration, String> {
-    match kwas_api::duration::parse_go_duration(s) {
+    match kwas_api_types::duration::parse_go_duration(s) {
         Some(d) if d >= Duration::from_millis(100) && d <= Duration::from_secs(3600) => Ok(d),
         Some(_) => Err("the interval must be between 100ms and 1h".to_string()),
         None => Err(format!("{s:?} is not a duration (500ms, 2s, 1m)")),
@@ -147,7 +147,7 @@ pub async fn connect(args: &ClusterArgs) -> Result<(Client, String)> {
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| config.default_namespace.clone());
     // The plugin only reads: kube's resend of a list answered 429, 503 or 504 is kept (unlike
-    // kwas_api::client, which turns it off for writers).
+    // kwas_api_types::client, which turns it off for writers).
     Ok((Client::try_from(config)?, namespace))
 }
 

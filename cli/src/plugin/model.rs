@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
-use kwas_api::jobset::JobSet;
-use kwas_api::names::labels;
+use kwas_api_types::jobset::JobSet;
+use kwas_api_types::names::labels;
 use serde::Serialize;
 
 /// The objects of one namespace (and the cluster's nodes) the commands read, listed once.

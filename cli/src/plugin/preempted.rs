@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::ResourceExt;
-use kwas_api::names::{conditions, events};
+use kwas_api_types::names::{conditions, events};
 use serde::Serialize;
 
 use super::message::{self, Preemptor};

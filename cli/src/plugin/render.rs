@@ -97,7 +97,7 @@ pub fn counts_text(c: &PodCounts) -> String {
 
 fn status_mark(style: Style, c: &ConditionView) -> String {
     // A DisruptionTarget is bad news when True; the scheduling conditions are good news when True.
-    let good = if c.type_ == kwas_api::names::conditions::DISRUPTION_TARGET {
+    let good = if c.type_ == kwas_api_types::names::conditions::DISRUPTION_TARGET {
         c.status != "True"
     } else {
         c.status == "True"
@@ -190,13 +190,13 @@ fn head(style: Style, n: &TreeNode, namespace: Option<&str>) -> String {
         if let Some(c) = n
             .conditions
             .iter()
-            .find(|c| c.type_ == kwas_api::names::conditions::POD_SCHEDULED && c.status != "True")
+            .find(|c| c.type_ == kwas_api_types::names::conditions::POD_SCHEDULED && c.status != "True")
         {
             parts.push(style.yellow(&c.reason));
         }
         if n.conditions
             .iter()
-            .any(|c| c.type_ == kwas_api::names::conditions::DISRUPTION_TARGET && c.status == "True")
+            .any(|c| c.type_ == kwas_api_types::names::conditions::DISRUPTION_TARGET && c.status == "True")
         {
             parts.push(style.red("DisruptionTarget"));
         }

@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, TopologyConstraint, Workload};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
-use kwas_api::jobset::JobSet;
-use kwas_api::names::{conditions, labels};
+use kwas_api_types::jobset::JobSet;
+use kwas_api_types::names::{conditions, labels};
 use serde::Serialize;
 
 use super::model::{Kind, ObjectRef, Snapshot, finished, node_of, phase_of, pod_group_of, terminating};

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::ResourceExt;
-use kwas_api::names::{conditions, events};
+use kwas_api_types::names::{conditions, events};
 use serde::Serialize;
 
 use super::message::{self, GangShortfall, Parsed, Placements, PreemptionOutcome};
@@ -278,9 +278,9 @@ pub fn request_of(p: &Pod, resource: &str) -> Option<i128> {
     let spec = p.spec.as_ref()?;
     let parse = |q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity| -> Option<i128> {
         let v = if resource == "cpu" {
-            kwas_api::quantity::parse_cpu_millis(&q.0)
+            kwas_api_types::quantity::parse_cpu_millis(&q.0)
         } else {
-            kwas_api::quantity::parse_units(&q.0)
+            kwas_api_types::quantity::parse_units(&q.0)
         };
         v.ok().map(i128::from)
     };
@@ -318,9 +318,9 @@ fn allocatable(n: &k8s_openapi::api::core::v1::Node, resource: &str) -> i128 {
         .and_then(|a| a.get(resource))
         .and_then(|q| {
             if resource == "cpu" {
-                kwas_api::quantity::parse_cpu_millis(&q.0).ok()
+                kwas_api_types::quantity::parse_cpu_millis(&q.0).ok()
             } else {
-                kwas_api::quantity::parse_units(&q.0).ok()
+                kwas_api_types::quantity::parse_units(&q.0).ok()
             }
         })
         .map_or(0, i128::from)

@@ -34,7 +34,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
-use kwas_api::names::{JOB_CONTROLLER_NAME, conditions, finalizers, labels};
+use kwas_api_types::names::{JOB_CONTROLLER_NAME, conditions, finalizers, labels};
 use serde_json::{Value, json};
 use tracing::{Instrument, info, info_span, warn};
 
@@ -204,7 +204,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action> {
         Err(Error::Panic(message)) => {
             EventSink::new(ctx.recorder.clone(), &*job)
                 .warning(
-                    kwas_api::names::events::RECONCILE_ERROR,
+                    kwas_api_types::names::events::RECONCILE_ERROR,
                     format!("reconcile panicked: {message}"),
                 )
                 .await;

@@ -65,7 +65,7 @@ mod tests {
     use k8s_openapi::api::batch::v1::JobSpec;
     use k8s_openapi::api::core::v1::{PodSchedulingGroup, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kwas_api::names::annotations::{GROUP_TEMPLATE_NAME, PARENT_COMPOSITE_POD_GROUP};
+    use kwas_api_types::names::annotations::{GROUP_TEMPLATE_NAME, PARENT_COMPOSITE_POD_GROUP};
 
     fn owner(api_version: &str, kind: &str) -> OwnerReference {
         OwnerReference {

@@ -7,7 +7,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSchedulingGroup};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
-use kwas_api::names::{annotations, finalizers, labels};
+use kwas_api_types::names::{annotations, finalizers, labels};
 
 /// The environment variable Indexed Jobs' containers get with their completion index.
 pub const JOB_COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";

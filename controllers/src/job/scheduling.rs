@@ -29,7 +29,7 @@
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
 use kube::{Client, ResourceExt};
-use kwas_api::names::conditions::{
+use kwas_api_types::names::conditions::{
     REASON_POD_GROUP_TEMPLATE_NOT_FOUND, REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, REASON_WORKLOAD_NOT_FOUND,
 };
 use workloadbuilder::job::{
@@ -165,7 +165,7 @@ async fn delete_owned_pod_group(cx: SchedulingContext<'_>, job: &Job, group: &Po
         delete::<PodGroup>(cx.client, &job.namespace().unwrap_or_default(), &group.name_any()).await?;
         cx.events
             .normal(
-                kwas_api::names::events::POD_GROUP_DELETED,
+                kwas_api_types::names::events::POD_GROUP_DELETED,
                 format!("Deleted PodGroup {} of suspended Job", group.name_any()),
             )
             .await;
@@ -207,7 +207,7 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job, pods: PodPresence) -> R
                     "Workload {} references Job {namespace}/{name} but is not the Workload {own} the Job controller \
                      creates for it; select its template with the {} annotation to use it",
                     one.name_any(),
-                    kwas_api::names::annotations::GROUP_TEMPLATE_NAME
+                    kwas_api_types::names::annotations::GROUP_TEMPLATE_NAME
                 ),
             ));
         }

@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::PodSchedulingGroup;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kwas_api::jobset::{JobSet, MAX_CHILD_JOBS, PodGroupManagement, ROOT_TEMPLATE_NAME, child_job_name};
-use kwas_api::names::{JOBSET_CONTROLLER_NAME, labels};
+use kwas_api_types::jobset::{JobSet, MAX_CHILD_JOBS, PodGroupManagement, ROOT_TEMPLATE_NAME, child_job_name};
+use kwas_api_types::names::{JOBSET_CONTROLLER_NAME, labels};
 use workloadbuilder::job::delegated_pod_group_name;
 use workloadbuilder::{
     DownwardMapping, InstantiateError, generate_pod_group_name, new_composite_pod_group, new_pod_group,
@@ -187,7 +187,7 @@ pub fn desired_job(js: &JobSet, child: &Child, wiring: &ChildWiring) -> Job {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kwas_api::jobset::{JobSetSpec, ReplicatedJob};
+    use kwas_api_types::jobset::{JobSetSpec, ReplicatedJob};
 
     fn jobset() -> JobSet {
         let mut js = JobSet::new(

@@ -24,7 +24,7 @@
 use k8s_openapi::api::scheduling::v1alpha3::Workload;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
-use kwas_api::jobset::{JobSet, MAX_CHILD_JOBS, ROOT_TEMPLATE_NAME};
+use kwas_api_types::jobset::{JobSet, MAX_CHILD_JOBS, ROOT_TEMPLATE_NAME};
 
 use workloadbuilder::job::pod_template_priority_class;
 use workloadbuilder::{
@@ -114,7 +114,7 @@ pub fn validate_structure(js: &JobSet) -> FieldErrors {
             format!("the replicated jobs' replicas may sum to at most {MAX_CHILD_JOBS}"),
         ));
     }
-    let class = |r: &kwas_api::jobset::ReplicatedJob| pod_template_priority_class(r.template.spec.as_ref());
+    let class = |r: &kwas_api_types::jobset::ReplicatedJob| pod_template_priority_class(r.template.spec.as_ref());
     if let Some(first) = js.spec.replicated_jobs.first() {
         let want = class(first);
         for (i, r) in js.spec.replicated_jobs.iter().enumerate().skip(1) {
@@ -136,11 +136,11 @@ pub fn validate_structure(js: &JobSet) -> FieldErrors {
             }
         }
     }
-    if js.spec.replicated_jobs.len() > kwas_api::jobset::MAX_REPLICATED_JOBS {
+    if js.spec.replicated_jobs.len() > kwas_api_types::jobset::MAX_REPLICATED_JOBS {
         errs.push(FieldError::too_many(
             jobs.clone(),
             js.spec.replicated_jobs.len(),
-            kwas_api::jobset::MAX_REPLICATED_JOBS,
+            kwas_api_types::jobset::MAX_REPLICATED_JOBS,
         ));
     }
     if let Some(s) = &js.spec.scheduling {
@@ -364,13 +364,13 @@ pub fn desired_flat_workload(js: &JobSet) -> Result<Workload, FieldErrors> {
         js.namespace().as_deref().unwrap_or_default(),
         &jobset_owner(js).unwrap_or_default(),
     )?;
-    crate::sync::mark_managed(&mut workload.metadata, kwas_api::names::JOBSET_CONTROLLER_NAME);
+    crate::sync::mark_managed(&mut workload.metadata, kwas_api_types::names::JOBSET_CONTROLLER_NAME);
     Ok(workload)
 }
 
 /// The Workload the controller creates: [`compile`]d and marked as managed by the JobSet controller.
 pub fn desired_workload(js: &JobSet) -> Result<Workload, FieldErrors> {
     let mut workload = compile(js)?;
-    crate::sync::mark_managed(&mut workload.metadata, kwas_api::names::JOBSET_CONTROLLER_NAME);
+    crate::sync::mark_managed(&mut workload.metadata, kwas_api_types::names::JOBSET_CONTROLLER_NAME);
     Ok(workload)
 }

@@ -9,8 +9,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kwas_api::jobset::{JobSet, JobSetStatus, PodGroupManagement, conditions};
-use kwas_api::names::JOBSET_CONTROLLER_NAME;
+use kwas_api_types::jobset::{JobSet, JobSetStatus, PodGroupManagement, conditions};
+use kwas_api_types::names::JOBSET_CONTROLLER_NAME;
 
 use super::children::{
     ChildWiring, child_group_name, children, desired_child_group, desired_job, desired_root_group, root_group_name,
@@ -170,7 +170,7 @@ fn reject_update(js: &JobSet, now: Timestamp, reason: &str, message: &str) -> De
     let mut steps = Vec::new();
     if !known {
         steps.push(Step::Event(PlannedEvent::warning(
-            kwas_api::names::events::SCHEDULING_UPDATE_REJECTED,
+            kwas_api_types::names::events::SCHEDULING_UPDATE_REJECTED,
             message,
         )));
         steps.push(Step::PatchStatus(Box::new(status)));

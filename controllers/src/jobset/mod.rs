@@ -46,8 +46,8 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
-use kwas_api::jobset::{JobSet, JobSetStatus, PodGroupManagement, conditions};
-use kwas_api::names::{JOB_CONTROLLER_NAME, JOBSET_CONTROLLER_NAME, events as event_reasons, labels};
+use kwas_api_types::jobset::{JobSet, JobSetStatus, PodGroupManagement, conditions};
+use kwas_api_types::names::{JOB_CONTROLLER_NAME, JOBSET_CONTROLLER_NAME, events as event_reasons, labels};
 use serde_json::json;
 use tracing::{Instrument, info_span, warn};
 
@@ -269,7 +269,15 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
             index: &ctx.index,
             own_name: Some(&own),
         };
-        workloads = find_workloads(client, lookup, &namespace, kwas_api::names::KWAS_GROUP, "JobSet", &name).await?;
+        workloads = find_workloads(
+            client,
+            lookup,
+            &namespace,
+            kwas_api_types::names::KWAS_GROUP,
+            "JobSet",
+            &name,
+        )
+        .await?;
         if let [workload] = workloads.as_slice() {
             let workload_name = workload.name_any();
             root = get_opt::<CompositePodGroup>(client, &namespace, &root_group_name(&workload_name)).await?;

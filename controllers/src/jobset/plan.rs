@@ -14,8 +14,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kwas_api::jobset::{JobSet, JobSetStatus, ReplicatedJobStatus, conditions};
-use kwas_api::names::{conditions as job_conditions, labels};
+use kwas_api_types::jobset::{JobSet, JobSetStatus, ReplicatedJobStatus, conditions};
+use kwas_api_types::names::{conditions as job_conditions, labels};
 
 use super::children::{Child, RESTART_ATTEMPT_LABEL, children};
 use crate::job::plan::PlannedEvent;
@@ -302,7 +302,7 @@ pub fn plan(js: &JobSet, jobs: &[Job], now: Timestamp) -> JobSetPlan {
 mod tests {
     use super::*;
     use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
-    use kwas_api::jobset::{FailurePolicy, JobSetSpec, ReplicatedJob};
+    use kwas_api_types::jobset::{FailurePolicy, JobSetSpec, ReplicatedJob};
 
     fn jobset(max_restarts: i32) -> JobSet {
         let mut js = JobSet::new(

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value, json};
 
-use kwas_api::quantity::{parse_cpu_millis, parse_units};
+use kwas_api_types::quantity::{parse_cpu_millis, parse_units};
 
 use crate::error::ApiError;
 use crate::meta;

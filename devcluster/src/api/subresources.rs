@@ -244,7 +244,7 @@ pub(crate) fn evict(
         let mut new = (*pod).clone();
         set_condition(
             &mut new,
-            kwas_api::names::conditions::DISRUPTION_TARGET,
+            kwas_api_types::names::conditions::DISRUPTION_TARGET,
             "True",
             "EvictionByEvictionAPI",
             "Eviction API: evicting",

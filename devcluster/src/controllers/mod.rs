@@ -118,7 +118,7 @@ pub(crate) fn remove_finalizer(state: &mut State, r: &ObjectRef, finalizer: &str
     }
     meta::set_finalizers(&mut new, f);
     let manager = match finalizer {
-        kwas_api::names::finalizers::POD_GROUP_PROTECTION => "podgroup-protection-controller",
+        kwas_api_types::names::finalizers::POD_GROUP_PROTECTION => "podgroup-protection-controller",
         crate::kinds::storage::PVC_PROTECTION => "pvc-protection-controller",
         crate::kinds::storage::PV_PROTECTION => "pv-protection-controller",
         _ => MANAGER,

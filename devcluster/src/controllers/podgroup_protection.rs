@@ -11,7 +11,7 @@ use crate::store::{GroupResource, ObjectRef};
 /// Releases deleting PodGroups no non-terminal pod references and deleting CompositePodGroups no child
 /// group references.
 pub(super) fn sweep(state: &mut State) {
-    let protection = kwas_api::names::finalizers::POD_GROUP_PROTECTION;
+    let protection = kwas_api_types::names::finalizers::POD_GROUP_PROTECTION;
     let pods = GroupResource::new("", "pods");
     let pgs = GroupResource::new("scheduling.k8s.io", "podgroups");
     let cpgs = GroupResource::new("scheduling.k8s.io", "compositepodgroups");

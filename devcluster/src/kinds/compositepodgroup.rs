@@ -91,7 +91,7 @@ impl Strategy for CompositePodGroupStrategy {
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
         group_cells(
             obj,
-            kwas_api::names::conditions::COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED,
+            kwas_api_types::names::conditions::COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED,
         )
     }
 }

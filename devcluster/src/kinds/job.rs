@@ -213,14 +213,14 @@ fn prepare_job(res: &ResourceInfo, op: Operation, obj: &mut Value) -> Result<(),
         let manual = spec.get("manualSelector").and_then(Value::as_bool) == Some(true);
         if !manual {
             let labels = json!({
-                kwas_api::names::labels::CONTROLLER_UID: uid,
-                kwas_api::names::labels::JOB_NAME: name,
-                kwas_api::names::labels::LEGACY_CONTROLLER_UID: uid,
-                kwas_api::names::labels::LEGACY_JOB_NAME: name,
+                kwas_api_types::names::labels::CONTROLLER_UID: uid,
+                kwas_api_types::names::labels::JOB_NAME: name,
+                kwas_api_types::names::labels::LEGACY_CONTROLLER_UID: uid,
+                kwas_api_types::names::labels::LEGACY_JOB_NAME: name,
             });
             spec.insert(
                 "selector".into(),
-                json!({"matchLabels": {kwas_api::names::labels::CONTROLLER_UID: uid}}),
+                json!({"matchLabels": {kwas_api_types::names::labels::CONTROLLER_UID: uid}}),
             );
             let template = spec.entry("template").or_insert(json!({}));
             let tl = meta::metadata_mut(template).entry("labels").or_insert(json!({}));

@@ -302,7 +302,7 @@ pub(crate) fn default_pod_spec(spec: &mut Value) {
         ("dnsPolicy", json!("ClusterFirst")),
         ("terminationGracePeriodSeconds", json!(30)),
         ("securityContext", json!({})),
-        ("schedulerName", json!(kwas_api::names::DEFAULT_SCHEDULER_NAME)),
+        ("schedulerName", json!(kwas_api_types::names::DEFAULT_SCHEDULER_NAME)),
         ("enableServiceLinks", json!(true)),
     ];
     for (k, v) in defaults {

@@ -87,7 +87,7 @@ impl Strategy for PodGroupStrategy {
     }
 
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        group_cells(obj, kwas_api::names::conditions::POD_GROUP_INITIALLY_SCHEDULED)
+        group_cells(obj, kwas_api_types::names::conditions::POD_GROUP_INITIALLY_SCHEDULED)
     }
 }
 
@@ -109,7 +109,7 @@ pub(crate) fn prepare_group(cx: &AdmitContext<'_>, obj: &mut Value) {
     }
     if cx.creating() && cx.settings.podgroup_protection {
         let mut f = meta::finalizers(obj);
-        let protection = kwas_api::names::finalizers::POD_GROUP_PROTECTION;
+        let protection = kwas_api_types::names::finalizers::POD_GROUP_PROTECTION;
         if !f.iter().any(|x| x == protection) {
             f.push(protection.to_string());
             meta::set_finalizers(obj, f);

@@ -104,7 +104,7 @@ fn check(store: &Store, res: &ResourceInfo, op: Operation, old: Option<&Value>, 
     let system = name.starts_with("system-");
     match value {
         None => causes.push(FieldCause::required("value", "")),
-        Some(v) if !system && v > i64::from(kwas_api::names::HIGHEST_USER_DEFINABLE_PRIORITY) => {
+        Some(v) if !system && v > i64::from(kwas_api_types::names::HIGHEST_USER_DEFINABLE_PRIORITY) => {
             causes.push(FieldCause::forbidden(
                 "value",
                 "maximum allowed value of a user defined priority is 1000000000",

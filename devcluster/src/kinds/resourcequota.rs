@@ -56,9 +56,9 @@ impl Strategy for ResourceQuotaStrategy {
         {
             let q = v.as_str().unwrap_or("");
             let parsed = if k == "cpu" || k.ends_with(".cpu") {
-                kwas_api::quantity::parse_cpu_millis(q)
+                kwas_api_types::quantity::parse_cpu_millis(q)
             } else {
-                kwas_api::quantity::parse_units(q)
+                kwas_api_types::quantity::parse_units(q)
             };
             if let Err(e) = parsed {
                 causes.push(FieldCause::invalid(format!("spec.hard[{k}]"), v, &e.to_string()));

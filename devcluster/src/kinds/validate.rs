@@ -323,9 +323,9 @@ pub(crate) fn volume_mode(mode: Option<&Value>, path: &str, causes: &mut Vec<Fie
 /// A storage quantity in bytes for comparisons: hostile and oversized values count as the largest
 /// amount, unparsable ones as none.
 pub(crate) fn storage_bytes(q: Option<&Value>) -> Option<i64> {
-    match kwas_api::quantity::parse_units(q?.as_str()?) {
+    match kwas_api_types::quantity::parse_units(q?.as_str()?) {
         Ok(n) => Some(n),
-        Err(kwas_api::quantity::QuantityError::TooLarge) => Some(i64::MAX),
+        Err(kwas_api_types::quantity::QuantityError::TooLarge) => Some(i64::MAX),
         Err(_) => None,
     }
 }
@@ -333,7 +333,7 @@ pub(crate) fn storage_bytes(q: Option<&Value>) -> Option<i64> {
 /// `ValidatePositiveQuantityValue` of a storage quantity: it parses and is greater than zero (values too
 /// large for an `i64` are valid, as upstream's big quantities).
 pub(crate) fn positive_quantity(q: &Value, path: &str, causes: &mut Vec<FieldCause>) {
-    use kwas_api::quantity::{QuantityError, parse_units};
+    use kwas_api_types::quantity::{QuantityError, parse_units};
     let Some(s) = q.as_str() else {
         causes.push(FieldCause::invalid(path, q, "must be a quantity"));
         return;

@@ -101,7 +101,7 @@ pub(super) fn time_from_json(v: &Value, micro: bool) -> Result<Vec<u8>, ProtoErr
 
 /// Go's `time.Duration.String()` of `n` nanoseconds (`1h2m3.5s`, `300ms`, `1.5µs`, `0s`).
 pub(super) fn go_duration(n: i64) -> String {
-    let body = kwas_api::duration::format_go_duration(std::time::Duration::from_nanos(n.unsigned_abs()));
+    let body = kwas_api_types::duration::format_go_duration(std::time::Duration::from_nanos(n.unsigned_abs()));
     if n < 0 { format!("-{body}") } else { body }
 }
 
@@ -111,7 +111,7 @@ pub(super) fn parse_duration(s: &str) -> Result<i64, ProtoError> {
         Some(r) => (true, r),
         None => (false, s),
     };
-    let d = kwas_api::duration::parse_go_duration(rest)
+    let d = kwas_api_types::duration::parse_go_duration(rest)
         .ok_or_else(|| ProtoError::new(format!("invalid duration {s:?}")))?;
     let n = i64::try_from(d.as_nanos()).map_err(|_| ProtoError::new(format!("duration {s:?} out of range")))?;
     Ok(if neg { -n } else { n })

@@ -108,7 +108,7 @@ pub(crate) fn node_gpus(node: &Value) -> DraGpus {
             .filter(|m| !m.is_empty() && m.len() <= MAX_ATTRIBUTE_VALUE_LENGTH)
             .map_or(default.model, str::to_string),
         memory: meta::annotation(node, SIM_DRA_GPU_MEMORY)
-            .filter(|m| matches!(kwas_api::quantity::parse_units(m), Ok(n) if n > 0))
+            .filter(|m| matches!(kwas_api_types::quantity::parse_units(m), Ok(n) if n > 0))
             .map_or(default.memory, str::to_string),
     }
 }
@@ -119,7 +119,7 @@ fn interconnect_domain(node: &Value) -> String {
     let labels = meta::string_map(node, "labels");
     if let Some((_, rack)) = labels
         .iter()
-        .find(|(k, v)| k == kwas_api::names::labels::RACK && !v.is_empty())
+        .find(|(k, v)| k == kwas_api_types::names::labels::RACK && !v.is_empty())
     {
         return rack.clone();
     }

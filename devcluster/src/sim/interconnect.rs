@@ -74,7 +74,7 @@ fn racks(state: &State) -> BTreeSet<String> {
         .filter_map(|n| {
             meta::string_map(n, "labels")
                 .into_iter()
-                .find(|(k, v)| k == kwas_api::names::labels::RACK && !v.is_empty())
+                .find(|(k, v)| k == kwas_api_types::names::labels::RACK && !v.is_empty())
                 .map(|(_, v)| v)
         })
         .collect()
@@ -91,7 +91,7 @@ pub(crate) fn ensure_for_node(state: &mut State, node: &str) {
     }
     let Some(rack) = meta::string_map(&n, "labels")
         .into_iter()
-        .find(|(k, v)| k == kwas_api::names::labels::RACK && !v.is_empty())
+        .find(|(k, v)| k == kwas_api_types::names::labels::RACK && !v.is_empty())
         .map(|(_, v)| v)
     else {
         return;
@@ -117,7 +117,7 @@ fn publish(state: &mut State, rack: &str) {
         "spec": {"driver": INTERCONNECT_DRIVER,
             "pool": {"name": rack, "generation": 1, "resourceSliceCount": 1},
             "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-                {"key": kwas_api::names::labels::RACK, "operator": "In", "values": [rack]}]}]},
+                {"key": kwas_api_types::names::labels::RACK, "operator": "In", "values": [rack]}]}]},
             "devices": devices},
     });
     if let Err(e) = state.create(&res, "", slice, &mut RequestContext::manager(MANAGER)) {

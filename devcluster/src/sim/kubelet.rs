@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use kwas_api::duration::{format_go_duration, parse_go_duration};
+use kwas_api_types::duration::{format_go_duration, parse_go_duration};
 
 use crate::api::subresources::set_condition;
 use crate::api::{DeleteOptions, State};
@@ -45,7 +45,7 @@ use crate::server::Shared;
 use crate::store::EventType;
 use crate::store::GroupResource;
 
-pub use kwas_api::names::annotations::{SIM_EXIT_PHASE, SIM_RUN_DURATION};
+pub use kwas_api_types::names::annotations::{SIM_EXIT_PHASE, SIM_RUN_DURATION};
 
 /// How long a deleted pod's containers take to stop after SIGTERM (a Go duration, capped at the grace
 /// period). Default `0s`.
@@ -936,7 +936,7 @@ pub fn fail_pods_on_lost_node(s: &mut State, node: &str) {
         }
         set_condition(
             &mut pod,
-            kwas_api::names::conditions::DISRUPTION_TARGET,
+            kwas_api_types::names::conditions::DISRUPTION_TARGET,
             "True",
             "DeletionByPodGC",
             &format!("PodGC: node {node} no longer exists"),

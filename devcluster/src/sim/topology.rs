@@ -119,7 +119,7 @@ impl DraGpus {
                 crate::kinds::dra::MAX_ATTRIBUTE_VALUE_LENGTH
             )));
         }
-        if !matches!(kwas_api::quantity::parse_units(&self.memory), Ok(n) if n > 0) {
+        if !matches!(kwas_api_types::quantity::parse_units(&self.memory), Ok(n) if n > 0) {
             return Err(Error::Config(format!(
                 "pool {pool}: DRA GPU memory {:?} is not a positive quantity",
                 self.memory
@@ -238,7 +238,7 @@ impl NodeSpec {
     /// A node with default capacity (and the default 8 DRA GPUs) and only the hostname label.
     pub fn new(name: &str) -> Self {
         let mut labels = BTreeMap::new();
-        labels.insert(kwas_api::names::labels::HOSTNAME.to_string(), name.to_string());
+        labels.insert(kwas_api_types::names::labels::HOSTNAME.to_string(), name.to_string());
         NodeSpec {
             name: name.to_string(),
             labels,
@@ -304,7 +304,7 @@ impl Topology {
 
     /// The nodes the topology describes.
     pub fn nodes(&self) -> Vec<NodeSpec> {
-        use kwas_api::names::labels;
+        use kwas_api_types::names::labels;
         let mut out = Vec::new();
         for p in &self.pools {
             for b in 0..p.blocks {
@@ -434,7 +434,7 @@ pub fn node_object(spec: &NodeSpec, index: usize) -> Value {
         .entry("kubernetes.io/arch".into())
         .or_insert_with(|| "amd64".into());
     labels
-        .entry(kwas_api::names::labels::HOSTNAME.into())
+        .entry(kwas_api_types::names::labels::HOSTNAME.into())
         .or_insert_with(|| spec.name.clone());
     let ip = format!("10.{}.{}.{}", 64 + (index >> 16) % 64, (index >> 8) % 256, index % 256);
     let condition = |ty: &str, status: &str, reason: &str, message: &str| json!({"type": ty, "status": status, "reason": reason, "message": message, "lastHeartbeatTime": now, "lastTransitionTime": now});

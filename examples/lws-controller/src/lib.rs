@@ -1,7 +1,7 @@
 //! # lws-controller
 //!
 //! A small LeaderWorkerSet-style controller, written only against the public API of `workloadbuilder` (and
-//! the KEP-6089 building blocks of `kwas-api`), to show what an out-of-tree controller author writes.
+//! the KEP-6089 building blocks of `kwas-api-types`), to show what an out-of-tree controller author writes.
 //!
 //! A `LeaderWorkerSet` (`leaderworkersets.examples.kwas.dev/v1alpha1`) runs `replicas` groups of `size` pods:
 //! one leader and `size - 1` workers. Its scheduling hierarchy has three levels and shows multi-instantiation
@@ -29,7 +29,7 @@ use k8s_openapi::api::core::v1::{Pod, PodSchedulingGroup, PodTemplateSpec};
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{CustomResource, ResourceExt};
-use kwas_api::{
+use kwas_api_types::{
     WorkloadCompositePodGroupDisruptionMode, WorkloadCompositePodGroupSchedulingConstraints,
     WorkloadCompositePodGroupSchedulingPolicy,
 };

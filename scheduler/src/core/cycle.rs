@@ -187,7 +187,7 @@ pub enum Rejection {
 impl Rejection {
     /// The `PodScheduled` / group condition reason.
     pub fn reason(self) -> &'static str {
-        use kwas_api::names::conditions as c;
+        use kwas_api_types::names::conditions as c;
         match self {
             Self::Unschedulable => c::REASON_UNSCHEDULABLE,
             Self::NotGuaranteed => c::REASON_PLACEMENT_NOT_GUARANTEED,

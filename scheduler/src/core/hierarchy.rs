@@ -20,7 +20,7 @@
 
 use std::collections::HashSet;
 
-use kwas_api::names::conditions::{REASON_INVALID, REASON_SCHEDULER_ERROR};
+use kwas_api_types::names::conditions::{REASON_INVALID, REASON_SCHEDULER_ERROR};
 use thiserror::Error;
 
 use super::model::{DisruptionMode, GroupKind, Policy};

@@ -107,7 +107,7 @@
 //!
 //! | module | concern |
 //! | --- | --- |
-//! | [`quantity`] | `resource.Quantity` parsing (from `kwas-api`) |
+//! | [`quantity`] | `resource.Quantity` parsing (from `kwas-api-types`) |
 //! | [`resources`] | resource vectors, pod requests with the init-container rule |
 //! | [`snapshot`] | the cluster state: one arena for nodes, pods and groups, a file per concern (nodes, pods, groups, priority, volumes and budgets, workloads, simulation, conversion); assume / forget |
 //! | [`journal`] | the assume/revert journal |
@@ -139,7 +139,7 @@ pub mod journal;
 pub mod model;
 pub mod podgroup;
 pub mod preemption;
-pub use kwas_api::quantity;
+pub use kwas_api_types::quantity;
 pub mod readiness;
 pub mod resources;
 pub mod scores;

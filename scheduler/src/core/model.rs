@@ -43,10 +43,10 @@ impl GroupKind {
     }
 
     /// The API's view of the kind (condition names, field names, resource names).
-    pub fn api(self) -> kwas_api::group::SchedulingGroupKind {
+    pub fn api(self) -> kwas_api_types::group::SchedulingGroupKind {
         match self {
-            GroupKind::PodGroup => kwas_api::group::SchedulingGroupKind::PodGroup,
-            GroupKind::CompositePodGroup => kwas_api::group::SchedulingGroupKind::CompositePodGroup,
+            GroupKind::PodGroup => kwas_api_types::group::SchedulingGroupKind::PodGroup,
+            GroupKind::CompositePodGroup => kwas_api_types::group::SchedulingGroupKind::CompositePodGroup,
         }
     }
 }

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kwas_api::v1alpha3::{
+use kwas_api_types::v1alpha3::{
     AllCompositeDisruptionMode, AllDisruptionMode, BasicSchedulingPolicy, CompositeBasicSchedulingPolicy,
     CompositeDisruptionMode, CompositeGangSchedulingPolicy, CompositePodGroup, CompositePodGroupSchedulingConstraints,
     CompositePodGroupSchedulingPolicy, CompositePodGroupSpec, DisruptionMode, GangSchedulingPolicy, PodGroup,

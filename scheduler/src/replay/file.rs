@@ -12,7 +12,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup, Workload};
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kwas_api::group::SchedulingGroup;
-use kwas_api::names::conditions::POD_SCHEDULED;
+use kwas_api_types::group::SchedulingGroup;
+use kwas_api_types::names::conditions::POD_SCHEDULED;
 use serde::Serialize;
 
 use super::file::SchedulingSnapshot;
@@ -312,7 +312,7 @@ fn scheduler_name(p: &Pod) -> &str {
     p.spec
         .as_ref()
         .and_then(|s| s.scheduler_name.as_deref())
-        .unwrap_or(kwas_api::names::DEFAULT_SCHEDULER_NAME)
+        .unwrap_or(kwas_api_types::names::DEFAULT_SCHEDULER_NAME)
 }
 
 /// The objects in feeding order, with the scheduler's own status set aside.

@@ -12,7 +12,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::api::ListParams;
 use kube::{Api, Client};
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup, Workload};
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 
 use super::file::{SchedulingSnapshot, SnapshotMetadata};
 use crate::runtime::informers::{Kind, Object, dra_served};

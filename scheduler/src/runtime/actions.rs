@@ -104,8 +104,8 @@ pub fn group_ref(group: &GroupKey, uid: Option<&str>) -> ObjectReference {
     ObjectReference {
         api_version: Some(format!(
             "{}/{}",
-            kwas_api::names::SCHEDULING_GROUP,
-            kwas_api::names::SCHEDULING_VERSION
+            kwas_api_types::names::SCHEDULING_GROUP,
+            kwas_api_types::names::SCHEDULING_VERSION
         )),
         kind: Some(
             match group.kind {

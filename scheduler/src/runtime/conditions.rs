@@ -17,7 +17,7 @@
 use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
-use kwas_api::names::conditions::{COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_INITIALLY_SCHEDULED};
+use kwas_api_types::names::conditions::{COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_INITIALLY_SCHEDULED};
 use serde_json::{Value, json};
 
 /// Upstream's `PodScheduled` reason for a pod held back before scheduling (`v1.PodReasonSchedulingGated`).
@@ -177,7 +177,7 @@ pub fn pod_status_patch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kwas_api::names::conditions::{DISRUPTION_TARGET, POD_SCHEDULED, REASON_SCHEDULED, REASON_UNSCHEDULABLE};
+    use kwas_api_types::names::conditions::{DISRUPTION_TARGET, POD_SCHEDULED, REASON_SCHEDULED, REASON_UNSCHEDULABLE};
 
     fn ts(s: i64) -> Timestamp {
         Timestamp::from_second(s).unwrap()

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use kwas_api::names::SCHEDULER_NAME;
+use kwas_api_types::names::SCHEDULER_NAME;
 
 use crate::core::SchedulerConfig;
 
@@ -38,7 +38,7 @@ impl BackoffConfig {
     }
 }
 
-pub use kwas_runtime::LeaseConfig;
+pub use kwas_shell::LeaseConfig;
 
 /// Leader election on a Lease named `kwas-scheduler` in `namespace` for `identity`, with client-go's
 /// timing (leaseDuration 15 s, renewDeadline 10 s, retryPeriod 2 s).

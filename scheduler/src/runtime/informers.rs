@@ -17,7 +17,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup, Workload};
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 
 /// The kinds the scheduler watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

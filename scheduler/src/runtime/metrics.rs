@@ -266,7 +266,7 @@ impl Default for Metrics {
 impl Metrics {
     /// Metrics in a registry of their own, for the default scheduler name.
     pub fn new() -> Self {
-        Self::with_profile(kwas_api::names::SCHEDULER_NAME)
+        Self::with_profile(kwas_api_types::names::SCHEDULER_NAME)
     }
 
     /// Metrics in a registry of their own; upstream's `profile` label is `profile`.

@@ -42,10 +42,10 @@
 //! | [`informers`] | kube-runtime watchers merged into one event stream |
 //! | [`writer`] | bindings, status patches, evictions and events against the API server |
 //! | [`metrics`] | Prometheus metrics |
-//! | [`config`] | [`RuntimeConfig`], [`LeaseConfig`] (the `kwas-runtime` shell's), [`BackoffConfig`] |
+//! | [`config`] | [`RuntimeConfig`], [`LeaseConfig`] (the `kwas-shell` shell's), [`BackoffConfig`] |
 //! | [`profile`] | KubeSchedulerConfiguration files (`--config`): profiles, score plugins and weights, plugin arguments |
 //!
-//! The admin server, health and leader election come from the `kwas-runtime` shell crate, shared with
+//! The admin server, health and leader election come from the `kwas-shell` shell crate, shared with
 //! `kwas controllers`.
 //!
 //! # The loop
@@ -87,14 +87,14 @@ use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use kube::Client;
-use kwas_runtime::{Leadership, admin};
+use kwas_shell::{Leadership, admin};
 use tokio::sync::{mpsc, watch};
 use tracing::{error, info};
 
 pub use config::{BackoffConfig, LeaseConfig, RuntimeConfig, scheduler_lease};
 pub use engine::{BindResult, Engine, EngineSettings, Now};
 pub use error::Error;
-pub use kwas_runtime::Health;
+pub use kwas_shell::Health;
 pub use metrics::Metrics;
 pub use profile::{ProfileArgs, ProfileError, SchedulerProfile};
 
@@ -170,7 +170,7 @@ impl RuntimeHandle {
 /// # #![allow(clippy::unwrap_used)]
 /// use k8s_openapi::api::core::v1::Pod;
 /// use kube::api::{Api, PostParams};
-/// use kwas_api::v1alpha3::PodGroup;
+/// use kwas_api_types::v1alpha3::PodGroup;
 /// use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, Topology};
 /// use kwas_scheduler::core::testing::{GroupBuilder, pod_with};
 /// use kwas_scheduler::runtime::{RuntimeConfig, SchedulerRuntime};

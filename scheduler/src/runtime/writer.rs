@@ -27,8 +27,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kwas_api::names::conditions::POD_SCHEDULED;
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup};
+use kwas_api_types::names::conditions::POD_SCHEDULED;
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tracing::{debug, warn};
@@ -468,7 +468,7 @@ impl Io {
 }
 
 /// Whether a request answered `err` may have taken effect anyway: a 5xx (a 504 is an answer lost after
-/// the commit) or no answer at all. kube's clients no longer resend such writes (`kwas_api::client`), so a
+/// the commit) or no answer at all. kube's clients no longer resend such writes (`kwas_api_types::client`), so a
 /// binding that ends so is checked on the pod instead of being taken as rejected.
 fn outcome_unknown(err: &kube::Error) -> bool {
     match err {

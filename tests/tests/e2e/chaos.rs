@@ -6,7 +6,7 @@
 //! to expire is excused), no node is ever overcommitted, no object is duplicated, every Job and JobSet
 //! finishes. The run is seeded: `KWAS_CHAOS_SEED` picks the first seed, `KWAS_CHAOS_ROUNDS` the number of
 //! rounds (1 in CI), e.g. the longer run
-//! `KWAS_CHAOS_ROUNDS=10 cargo test --release -p kwas-e2e --test e2e chaos -- --nocapture`.
+//! `KWAS_CHAOS_ROUNDS=10 cargo test --release -p kwas-tests --test e2e chaos -- --nocapture`.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{Client, ResourceExt};
-use kwas_api::jobset::PodGroupManagement;
-use kwas_api::names::labels::{BLOCK, JOB_NAME, RACK};
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup, Workload};
+use kwas_api_types::jobset::PodGroupManagement;
+use kwas_api_types::names::labels::{BLOCK, JOB_NAME, RACK};
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use kwas_devcluster::{FaultConfig, FaultRule, Verb};
-use kwas_e2e::inspect::*;
-use kwas_e2e::*;
 use kwas_scheduler::runtime::{LeaseConfig, RuntimeHandle, scheduler_lease};
+use kwas_tests::inspect::*;
+use kwas_tests::*;
 
 use crate::grid;
 

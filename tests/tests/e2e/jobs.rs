@@ -5,12 +5,12 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
 use kube::ResourceExt;
 use kube::api::DeleteParams;
-use kwas_api::names::conditions::{
+use kwas_api_types::names::conditions::{
     POD_GROUP_INITIALLY_SCHEDULED, POD_SCHEDULED, REASON_SCHEDULED, REASON_UNSCHEDULABLE,
 };
-use kwas_api::names::labels::RACK;
-use kwas_e2e::inspect::*;
-use kwas_e2e::*;
+use kwas_api_types::names::labels::RACK;
+use kwas_tests::inspect::*;
+use kwas_tests::*;
 
 use crate::grid;
 

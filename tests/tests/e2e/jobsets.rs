@@ -6,12 +6,12 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kwas_api::jobset::PodGroupManagement;
-use kwas_api::names::conditions::COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED;
-use kwas_api::names::labels::{BLOCK, JOBSET_NAME, RACK};
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup, Workload};
-use kwas_e2e::inspect::*;
-use kwas_e2e::*;
+use kwas_api_types::jobset::PodGroupManagement;
+use kwas_api_types::names::conditions::COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED;
+use kwas_api_types::names::labels::{BLOCK, JOBSET_NAME, RACK};
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup, Workload};
+use kwas_tests::inspect::*;
+use kwas_tests::*;
 
 use crate::grid;
 
@@ -71,7 +71,12 @@ async fn lands_in_one_rack_each_all_in_one_block(management: PodGroupManagement,
     for job in ["pretrain-workers-0", "pretrain-workers-1"] {
         let of_job: Vec<Pod> = pods
             .iter()
-            .filter(|p| p.labels().get(kwas_api::names::labels::JOB_NAME).map(String::as_str) == Some(job))
+            .filter(|p| {
+                p.labels()
+                    .get(kwas_api_types::names::labels::JOB_NAME)
+                    .map(String::as_str)
+                    == Some(job)
+            })
             .cloned()
             .collect();
         assert_eq!(of_job.len(), 3);

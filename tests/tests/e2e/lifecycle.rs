@@ -8,12 +8,12 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use kwas_api::jobset::{JobSet, PodGroupManagement};
-use kwas_api::names::conditions::{POD_GROUP_INITIALLY_SCHEDULED, POD_SCHEDULED, REASON_UNSCHEDULABLE};
-use kwas_api::names::labels::{BLOCK, JOBSET_NAME, RACK};
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup, Workload};
-use kwas_e2e::inspect::*;
-use kwas_e2e::*;
+use kwas_api_types::jobset::{JobSet, PodGroupManagement};
+use kwas_api_types::names::conditions::{POD_GROUP_INITIALLY_SCHEDULED, POD_SCHEDULED, REASON_UNSCHEDULABLE};
+use kwas_api_types::names::labels::{BLOCK, JOBSET_NAME, RACK};
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup, Workload};
+use kwas_tests::inspect::*;
+use kwas_tests::*;
 use serde_json::json;
 
 use crate::grid;

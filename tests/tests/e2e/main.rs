@@ -1,6 +1,6 @@
 //! The end-to-end suite: Jobs and JobSets created through the API like a user would, the real Job and JobSet
 //! controllers, the scheduler and devcluster's simulated kubelet, all in one process per test. Every test
-//! watches the whole run with a [`GangMonitor`](kwas_e2e::GangMonitor): no gang may sit partially bound.
+//! watches the whole run with a [`GangMonitor`](kwas_tests::GangMonitor): no gang may sit partially bound.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod chaos;

@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::ResourceExt;
 use kube::api::{ObjectMeta, PostParams};
-use kwas_e2e::inspect::*;
-use kwas_e2e::*;
+use kwas_tests::inspect::*;
+use kwas_tests::*;
 
 use crate::grid;
 

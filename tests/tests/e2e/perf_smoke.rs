@@ -1,7 +1,7 @@
-//! A scaled-down run of every benchmark scenario (`cargo bench -p kwas-e2e --bench scheduler_perf_jobs`):
+//! A scaled-down run of every benchmark scenario (`cargo bench -p kwas-tests --bench scheduler_perf_jobs`):
 //! the same code path, checked for completeness rather than timed.
 
-use kwas_e2e::perf::{markdown, run, scenarios};
+use kwas_tests::perf::{markdown, run, scenarios};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_benchmark_scenario_binds_every_pod() {

@@ -15,12 +15,12 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
-use kwas_api::names::conditions::{
+use kwas_api_types::names::conditions::{
     DISRUPTION_TARGET, POD_SCHEDULED, REASON_PREEMPTION_BY_SCHEDULER, REASON_UNSCHEDULABLE,
 };
-use kwas_api::v1alpha3::PodGroup;
-use kwas_e2e::inspect::*;
-use kwas_e2e::*;
+use kwas_api_types::v1alpha3::PodGroup;
+use kwas_tests::inspect::*;
+use kwas_tests::*;
 
 use crate::grid;
 

@@ -8,12 +8,12 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kwas_api::jobset::PodGroupManagement;
-use kwas_api::names::labels::{BLOCK, JOB_NAME, RACK};
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup, Workload};
+use kwas_api_types::jobset::PodGroupManagement;
+use kwas_api_types::names::labels::{BLOCK, JOB_NAME, RACK};
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use kwas_devcluster::{FaultConfig, FaultRule, Verb};
-use kwas_e2e::inspect::*;
-use kwas_e2e::*;
+use kwas_tests::inspect::*;
+use kwas_tests::*;
 
 use crate::grid;
 

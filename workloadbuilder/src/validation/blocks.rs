@@ -24,7 +24,7 @@ use k8s_openapi::api::scheduling::v1alpha3::{
     TopologyConstraint, WorkloadPodGroupDisruptionMode, WorkloadPodGroupResourceClaim,
     WorkloadPodGroupSchedulingConstraints, WorkloadPodGroupSchedulingPolicy,
 };
-use kwas_api::{
+use kwas_api_types::{
     WorkloadCompositePodGroupDisruptionMode, WorkloadCompositePodGroupSchedulingConstraints,
     WorkloadCompositePodGroupSchedulingPolicy,
 };

@@ -7,7 +7,7 @@ use k8s_openapi::api::scheduling::v1alpha3::{
     Workload, WorkloadPodGroupDisruptionMode, WorkloadPodGroupSchedulingConstraints, WorkloadPodGroupSchedulingPolicy,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kwas_api::{
+use kwas_api_types::{
     WorkloadCompositePodGroupDisruptionMode, WorkloadCompositePodGroupSchedulingConstraints,
     WorkloadCompositePodGroupSchedulingPolicy,
 };

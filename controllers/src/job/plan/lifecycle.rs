@@ -3,7 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kwas_api::names::conditions::*;
+use kwas_api_types::names::conditions::*;
 
 use super::conditions::{find, later, set_condition, since, to_duration};
 use super::{Cx, Plan, PlannedEvent, delete_all_active, min_requeue, set_counts, suspended};

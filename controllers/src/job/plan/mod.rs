@@ -35,7 +35,7 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kwas_api::names::conditions::*;
+use kwas_api_types::names::conditions::*;
 use workloadbuilder::FieldErrors;
 
 use super::pods::{PodState, PodView};
@@ -289,7 +289,7 @@ pub fn plan(
         plan.pod_group = None;
         if !wanted.is_empty() {
             plan.events.push(PlannedEvent::warning(
-                kwas_api::names::events::MIXED_SCHEDULING_GROUP,
+                kwas_api_types::names::events::MIXED_SCHEDULING_GROUP,
                 "Job has active pods without a schedulingGroup; new pods are created without one until they finish",
             ));
         }
@@ -305,7 +305,7 @@ pub fn plan(
 pub fn blocked_event_reason(condition_reason: &str) -> &str {
     match condition_reason {
         REASON_WORKLOAD_NOT_FOUND | REASON_POD_GROUP_TEMPLATE_NOT_FOUND => {
-            kwas_api::names::events::SCHEDULING_DEPENDENCY_NOT_FOUND
+            kwas_api_types::names::events::SCHEDULING_DEPENDENCY_NOT_FOUND
         }
         other => other,
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kwas_api::names::conditions::*;
+use kwas_api_types::names::conditions::*;
 
 use super::conditions::{find, remove_condition, set_condition};
 use super::indexes::Indexes;
@@ -35,7 +35,7 @@ pub(crate) fn invalid_scheduling(cx: &Cx<'_>, scheduling: &SchedulingDecision, p
             cx.now,
         );
         plan.events.push(PlannedEvent::warning(
-            kwas_api::names::events::FAILED_WORKLOAD_COMPILATION,
+            kwas_api_types::names::events::FAILED_WORKLOAD_COMPILATION,
             message,
         ));
     }

@@ -281,8 +281,8 @@ fn label_value(value: &str, path: &str, c: &mut Causes) {
 /// Whether `s` follows the quantity grammar (any sign, any size).
 fn quantity_parses(s: &str) -> bool {
     !matches!(
-        kwas_api::quantity::parse_units(s),
-        Err(kwas_api::quantity::QuantityError::Empty | kwas_api::quantity::QuantityError::Syntax)
+        kwas_api_types::quantity::parse_units(s),
+        Err(kwas_api_types::quantity::QuantityError::Empty | kwas_api_types::quantity::QuantityError::Syntax)
     )
 }
 
@@ -308,7 +308,7 @@ pub(crate) fn check_quantities(res: &ResourceInfo, obj: &Value, patterns: &[&[&s
         res.kind,
         res.version,
         res.kind,
-        kwas_api::quantity::QuantityError::Syntax
+        kwas_api_types::quantity::QuantityError::Syntax
     )))
 }
 

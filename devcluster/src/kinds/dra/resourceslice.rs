@@ -657,7 +657,7 @@ const MAX_VALID_VALUES: usize = 10;
 
 /// A quantity in thousandths for comparisons; out-of-range values saturate.
 fn milli(q: &str) -> i64 {
-    use kwas_api::quantity::{QuantityError, parse_scaled};
+    use kwas_api_types::quantity::{QuantityError, parse_scaled};
     match parse_scaled(q, 3) {
         Ok(v) => v,
         Err(QuantityError::TooLarge) => i64::MAX,

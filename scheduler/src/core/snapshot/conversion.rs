@@ -2,7 +2,7 @@
 //! [`Policy`], creation times.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kwas_api::group::GroupPolicy;
+use kwas_api_types::group::GroupPolicy;
 
 use super::SnapshotError;
 use crate::core::model::Policy;

@@ -3,8 +3,8 @@
 //! member pods, and KEP-6012's admissibility.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kwas_api::group::SchedulingGroup;
-use kwas_api::v1alpha3::{CompositePodGroup, PodGroup};
+use kwas_api_types::group::SchedulingGroup;
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup};
 
 use super::conversion::{group_policy, invalid, timestamp};
 use super::{Snapshot, SnapshotError};

@@ -22,7 +22,8 @@ pub(crate) struct Storage {
 }
 
 fn quantity_bytes(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>) -> i64 {
-    q.and_then(|q| kwas_api::quantity::parse_units(&q.0).ok()).unwrap_or(0)
+    q.and_then(|q| kwas_api_types::quantity::parse_units(&q.0).ok())
+        .unwrap_or(0)
 }
 
 impl Snapshot {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use kwas_api::v1alpha3::{CompositePodGroupTemplate, PodGroupTemplate, Workload};
+use kwas_api_types::v1alpha3::{CompositePodGroupTemplate, PodGroupTemplate, Workload};
 
 use super::Snapshot;
 

@@ -1,8 +1,8 @@
 //! Bindings in flight: a confirmed binding, a conflict left to the informer, a rejected one forgotten
 //! and retried.
 
-use kwas_api::names::conditions::REASON_SCHEDULER_ERROR;
-use kwas_api::names::events;
+use kwas_api_types::names::conditions::REASON_SCHEDULER_ERROR;
+use kwas_api_types::names::events;
 use tracing::{debug, warn};
 
 use crate::core::{PodKey, PodState};

@@ -9,7 +9,7 @@
 //! leader looks at every gang once, so the condition is derived from the cluster after restarts and
 //! leader changes.
 
-use kwas_api::names::conditions::{POD_GROUP_SATISFIED, REASON_BELOW_MIN_COUNT, REASON_MIN_COUNT_SATISFIED};
+use kwas_api_types::names::conditions::{POD_GROUP_SATISFIED, REASON_BELOW_MIN_COUNT, REASON_MIN_COUNT_SATISFIED};
 
 use crate::core::{GroupKey, GroupKind};
 

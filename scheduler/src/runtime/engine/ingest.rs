@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
-use kwas_api::names::conditions::REASON_SCHEDULER_ERROR;
+use kwas_api_types::names::conditions::REASON_SCHEDULER_ERROR;
 use tracing::warn;
 
 use crate::core::{GroupKey, GroupKind, PodKey, PodState, UnitKey};
@@ -13,7 +13,7 @@ use crate::runtime::actions::Action;
 use crate::runtime::informers::{InformerEvent, Kind, Object};
 
 use super::*;
-use kwas_api::group::SchedulingGroup;
+use kwas_api_types::group::SchedulingGroup;
 
 impl Engine {
     /// Applies one informer event to the snapshot and wakes the units it concerns. Call
@@ -289,7 +289,7 @@ impl Engine {
             let spec = pod.spec.as_ref();
             let scheduler = spec
                 .and_then(|s| s.scheduler_name.as_deref())
-                .unwrap_or(kwas_api::names::DEFAULT_SCHEDULER_NAME);
+                .unwrap_or(kwas_api_types::names::DEFAULT_SCHEDULER_NAME);
             let pending = spec.and_then(|s| s.node_name.as_ref()).is_none_or(|n| n.is_empty());
             if pending && self.settings.scheduler_names.iter().any(|n| n == scheduler) {
                 let known = self.pods.contains_key(&key);

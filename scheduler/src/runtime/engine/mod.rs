@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
-use kwas_api::names::conditions::{POD_SCHEDULED, REASON_SCHEDULED, REASON_SCHEDULER_ERROR};
+use kwas_api_types::names::conditions::{POD_SCHEDULED, REASON_SCHEDULED, REASON_SCHEDULER_ERROR};
 use tracing::{debug, warn};
 
 use crate::core::{CycleOutcome, GroupKey, PodKey, Readiness, Scheduler, SchedulerConfig, Snapshot, UnitKey, Verdict};
@@ -122,9 +122,10 @@ impl PodMeta {
                 .filter(|n| !n.is_empty()),
             victim: status.and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
                 c.iter().any(|c| {
-                    c.type_ == kwas_api::names::conditions::DISRUPTION_TARGET
+                    c.type_ == kwas_api_types::names::conditions::DISRUPTION_TARGET
                         && c.status == "True"
-                        && c.reason.as_deref() == Some(kwas_api::names::conditions::REASON_PREEMPTION_BY_SCHEDULER)
+                        && c.reason.as_deref()
+                            == Some(kwas_api_types::names::conditions::REASON_PREEMPTION_BY_SCHEDULER)
                 })
             }),
             fingerprint: hash_of((

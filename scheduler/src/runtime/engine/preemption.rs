@@ -13,8 +13,8 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use kwas_api::names::conditions::{DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER, REASON_UNSCHEDULABLE};
-use kwas_api::names::events;
+use kwas_api_types::names::conditions::{DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER, REASON_UNSCHEDULABLE};
+use kwas_api_types::names::events;
 use tracing::{debug, info};
 
 use crate::core::{GroupKind, PodState, PreemptionVerdict, UnitKey};

@@ -9,8 +9,8 @@
 
 use std::time::Instant;
 
-use kwas_api::names::conditions::{DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER};
-use kwas_api::names::events;
+use kwas_api_types::names::conditions::{DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER};
+use kwas_api_types::names::events;
 use tracing::warn;
 
 use crate::core::{GroupKey, GroupKind, PodKey, PodState, UnitKey};

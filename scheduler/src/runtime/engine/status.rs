@@ -1,8 +1,8 @@
 //! Status decisions: which `PodScheduled` condition, nomination, group condition and event to write,
 //! never regressing a condition, skipping writes that change nothing.
 
-use kwas_api::names::conditions::POD_SCHEDULED;
-use kwas_api::names::events;
+use kwas_api_types::names::conditions::POD_SCHEDULED;
+use kwas_api_types::names::events;
 
 use crate::core::{GroupKey, PodKey};
 use crate::runtime::actions::{Action, EventRecord, GroupStatusUpdate, PodStatusUpdate, pod_ref};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
-use kwas_api::names::conditions::{
+use kwas_api_types::names::conditions::{
     COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED, DISRUPTION_TARGET, POD_GROUP_INITIALLY_SCHEDULED,
     REASON_PREEMPTION_BY_SCHEDULER, REASON_SCHEDULED, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE,
 };
@@ -20,7 +20,7 @@ use crate::runtime::informers::{InformerEvent, Kind, Object};
 use crate::runtime::metrics::Metrics;
 use crate::runtime::scheduling_queue::QueueState;
 use k8s_openapi::api::core::v1::PodStatus;
-use kwas_api::names::conditions::REASON_INVALID;
+use kwas_api_types::names::conditions::REASON_INVALID;
 
 struct Harness {
     e: Engine,
@@ -360,7 +360,7 @@ pub(super) fn group_conditions_never_regress_from_true() {
     let mut h = Harness::new();
     h.node("n1", "2");
     let mut pg = GroupBuilder::gang("ns", "g", 1).pod_group();
-    pg.status = Some(kwas_api::v1alpha3::PodGroupStatus {
+    pg.status = Some(kwas_api_types::v1alpha3::PodGroupStatus {
         conditions: Some(vec![Condition {
             type_: POD_GROUP_INITIALLY_SCHEDULED.into(),
             status: "True".into(),
@@ -829,7 +829,7 @@ pub(super) fn failures_read_like_upstreams_and_record_the_generation() {
     assert!(binds(&out).iter().all(|(p, _)| p != "dra"), "{out:?}");
     let r = pod_reasons(&out);
     let dra = r.iter().find(|(p, ..)| p == "dra").unwrap();
-    assert_eq!(dra.1, kwas_api::names::conditions::REASON_UNSUPPORTED);
+    assert_eq!(dra.1, kwas_api_types::names::conditions::REASON_UNSUPPORTED);
     assert!(dra.2.contains("adminAccess is not supported"), "{}", dra.2);
     assert!(
         dra.2
@@ -882,15 +882,13 @@ pub(super) fn a_gang_with_inter_pod_constraints_is_not_guaranteed() {
     assert!(binds(&out).is_empty());
     let groups = group_conditions(&out);
     assert!(
-        groups
-            .iter()
-            .any(|(_, _, status, reason)| !status
-                && reason == kwas_api::names::conditions::REASON_PLACEMENT_NOT_GUARANTEED),
+        groups.iter().any(|(_, _, status, reason)| !status
+            && reason == kwas_api_types::names::conditions::REASON_PLACEMENT_NOT_GUARANTEED),
         "{groups:?}"
     );
     assert!(
         pod_reasons(&out)
             .iter()
-            .all(|(_, r, _)| r == kwas_api::names::conditions::REASON_PLACEMENT_NOT_GUARANTEED)
+            .all(|(_, r, _)| r == kwas_api_types::names::conditions::REASON_PLACEMENT_NOT_GUARANTEED)
     );
 }

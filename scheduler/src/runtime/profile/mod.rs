@@ -370,7 +370,7 @@ fn backoff(initial: Option<i64>, max: Option<i64>) -> Result<Option<(Duration, D
 fn leader_election(le: FileLeaderElection) -> Result<LeaderElection, ProfileError> {
     let duration = |v: Option<String>, field: &str| -> Result<Option<Duration>, ProfileError> {
         v.map(|s| {
-            kwas_api::duration::parse_go_duration(&s)
+            kwas_api_types::duration::parse_go_duration(&s)
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| {
                     ProfileError::new(

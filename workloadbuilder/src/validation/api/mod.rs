@@ -33,7 +33,7 @@ use k8s_openapi::api::scheduling::v1alpha3::{
     CompositeDisruptionMode, CompositePodGroupSchedulingConstraints, CompositePodGroupSchedulingPolicy, DisruptionMode,
     PodGroupResourceClaim, PodGroupSchedulingConstraints, PodGroupSchedulingPolicy, WorkloadReference,
 };
-use kwas_api::names::HIGHEST_USER_DEFINABLE_PRIORITY;
+use kwas_api_types::names::HIGHEST_USER_DEFINABLE_PRIORITY;
 
 use super::blocks::{DISRUPTION_REQUIRED, MIN_ONE, POLICY_REQUIRED, check_claims, check_topology};
 use super::strings::{is_dns1123_label, is_dns1123_subdomain};

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use kwas_devcluster::{DevCluster, FaultConfig, FaultRule, Verb};
-use kwas_runtime::{Leadership, LeaseConfig};
+use kwas_shell::{Leadership, LeaseConfig};
 
 fn config(identity: &str) -> LeaseConfig {
     LeaseConfig {

@@ -1,4 +1,4 @@
-//! # kwas-runtime
+//! # kwas-shell
 //!
 //! The process shell that `kwas controllers` and `kwas scheduler` share, around their components:
 //!
@@ -13,7 +13,7 @@
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
-//! use kwas_runtime::{Health, Shutdown, Supervisor, admin, shutdown::os_signal};
+//! use kwas_shell::{Health, Shutdown, Supervisor, admin, shutdown::os_signal};
 //!
 //! let health = Arc::new(Health::default());
 //! let shutdown = Shutdown::new();
