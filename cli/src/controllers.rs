@@ -11,7 +11,7 @@ use kwas_api_types::names::JOB_CONTROLLER_NAME;
 use kwas_controllers::job::JobControllerConfig;
 use kwas_controllers::job::plan::JobConfig;
 use kwas_controllers::jobset::JobSetControllerConfig;
-use kwas_controllers::runtime::{ControllersConfig, RunError};
+use kwas_controllers::process::{ControllersConfig, RunError};
 use kwas_shell::LeaseConfig;
 use kwas_shell::lease::unique_identity;
 use kwas_shell::shutdown::os_signal;
@@ -99,7 +99,7 @@ impl ControllersArgs {
 pub async fn run(args: ControllersArgs) -> Result<()> {
     let client = client(args.kubeconfig.as_deref()).await?;
     let config = args.config(Some(args.admin_addr));
-    match kwas_controllers::runtime::run(client, config, os_signal()).await {
+    match kwas_controllers::process::run(client, config, os_signal()).await {
         Ok(()) => Ok(()),
         Err(RunError::LeadershipLost) => anyhow::bail!("leadership lost; exiting so a fresh instance takes over"),
         Err(e) => Err(e.into()),

@@ -14,7 +14,7 @@
 //!   and never stops a controller;
 //! - [`retry`]: per-object backoff after failures and panic containment (one bad object never stops a
 //!   controller);
-//! - [`metrics`]: Prometheus metrics; [`runtime`]: the process shell (leader election, admin server,
+//! - [`metrics`]: Prometheus metrics; [`process`]: the controllers as a process on the `kwas-shell` shell (leader election, admin server,
 //!   supervision).
 //!
 //! Decision logic is pure ([`job::mode`], [`job::plan`], [`job::pods`], [`jobset::decide`],
@@ -28,8 +28,8 @@ pub mod index;
 pub mod job;
 pub mod jobset;
 pub mod metrics;
+pub mod process;
 pub mod retry;
-pub mod runtime;
 pub mod sync;
 
 pub use error::{Error, Result};

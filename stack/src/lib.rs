@@ -32,7 +32,7 @@ use kwas_api_types::jobset::{JobSet, PodGroupManagement};
 use kwas_api_types::names::{DEFAULT_SCHEDULER_NAME, SCHEDULER_NAME};
 use kwas_controllers::job::JobControllerConfig;
 use kwas_controllers::jobset::JobSetControllerConfig;
-use kwas_controllers::runtime::ControllersConfig;
+use kwas_controllers::process::ControllersConfig;
 use kwas_devcluster::{DevCluster, DevClusterConfig};
 use kwas_scheduler::runtime::{RuntimeConfig, RuntimeHandle, SchedulerRuntime};
 use tokio::sync::watch;
@@ -206,7 +206,7 @@ impl Stack {
         };
         let client = self.client();
         let task = tokio::spawn(async move {
-            if let Err(e) = kwas_controllers::runtime::run(client, config, stopped).await {
+            if let Err(e) = kwas_controllers::process::run(client, config, stopped).await {
                 tracing::error!(error = %e, "controllers stopped");
             }
         });

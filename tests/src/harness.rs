@@ -15,7 +15,7 @@ use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Api, PostParams};
 use kube::{Client, Resource};
 use kwas_controllers::job::plan::JobConfig;
-use kwas_controllers::runtime::ControllersConfig;
+use kwas_controllers::process::ControllersConfig;
 use kwas_devcluster::{DevCluster, Topology};
 use kwas_scheduler::runtime::{BackoffConfig, LeaseConfig, RuntimeConfig, RuntimeHandle, SchedulerRuntime};
 use kwas_stack::{Stack, StackConfig};
@@ -198,7 +198,7 @@ impl E2e {
             resource_claims: true,
         };
         Detached::start(self.cluster().base_url(), "controllers", move |client| async move {
-            if let Err(e) = kwas_controllers::runtime::run(client, config, std::future::pending()).await {
+            if let Err(e) = kwas_controllers::process::run(client, config, std::future::pending()).await {
                 tracing::error!(error = %e, "detached controllers stopped");
             }
         })

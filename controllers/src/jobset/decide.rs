@@ -16,7 +16,7 @@ use super::children::{
     ChildWiring, child_group_name, children, desired_child_group, desired_job, desired_root_group, root_group_name,
 };
 use super::compile::desired_workload;
-use super::plan;
+use super::policy;
 use crate::job::plan::PlannedEvent;
 use workloadbuilder::sync::{SyncInput, SyncPlan, plan_sync};
 
@@ -156,9 +156,9 @@ pub fn update_rejection(
 /// it is new or says something new) and nothing else.
 fn reject_update(js: &JobSet, now: Timestamp, reason: &str, message: &str) -> Decision {
     let mut status = js.status.clone().unwrap_or_default();
-    let known = plan::find(&status, conditions::SCHEDULING_UPDATE_REJECTED)
+    let known = policy::find(&status, conditions::SCHEDULING_UPDATE_REJECTED)
         .is_some_and(|c| c.reason == reason && c.message == message);
-    plan::set_condition(
+    policy::set_condition(
         &mut status,
         conditions::SCHEDULING_UPDATE_REJECTED,
         "True",
@@ -184,7 +184,7 @@ pub fn decide(o: &Observed<'_>) -> Decision {
     let name = js.name_any();
     if is_finished(js) {
         // Clean up what a finished JobSet still runs.
-        let decided = plan::plan(js, o.jobs, o.now);
+        let decided = policy::evaluate(js, o.jobs, o.now);
         return Decision::done(
             decided.delete.into_iter().map(Step::DeleteJob).collect(),
             Then::AwaitChange,
@@ -237,7 +237,7 @@ pub fn decide(o: &Observed<'_>) -> Decision {
             count: t.desired,
         });
     }
-    let decided = plan::plan(js, o.jobs, o.now);
+    let decided = policy::evaluate(js, o.jobs, o.now);
     let mut status = decided.status.clone();
     if let Some(conditions) = status.conditions.as_mut() {
         conditions.retain(|c| c.type_ != conditions::SCHEDULING_UPDATE_REJECTED);
@@ -498,7 +498,7 @@ mod tests {
             let Some(Step::PatchStatus(status)) = d.steps.last() else {
                 unreachable!()
             };
-            let c = plan::find(status, conditions::SCHEDULING_UPDATE_REJECTED).unwrap();
+            let c = policy::find(status, conditions::SCHEDULING_UPDATE_REJECTED).unwrap();
             assert_eq!(c.reason, reason);
             assert!(c.message.contains("not applied"), "{}", c.message);
             // Decided again with the condition written: nothing new to say.
@@ -513,7 +513,7 @@ mod tests {
             let Some(Step::PatchStatus(status)) = d.steps.last() else {
                 unreachable!()
             };
-            assert!(plan::find(status, conditions::SCHEDULING_UPDATE_REJECTED).is_none());
+            assert!(policy::find(status, conditions::SCHEDULING_UPDATE_REJECTED).is_none());
             assert!(kinds(&d).iter().any(|s| s == "CreateJob train-workers-0"));
         }
     }

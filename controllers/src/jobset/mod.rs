@@ -10,7 +10,7 @@
 //! 3. centralized: ensure each child Job's PodGroup, then the Job (its pod template names the PodGroup);
 //!    delegated: create the Jobs with the downward-mapping annotations (the Job controller creates the
 //!    PodGroups under the root);
-//! 4. success, failure with restarts, suspend and resume, status ([`plan`]).
+//! 4. success, failure with restarts, suspend and resume, status ([`policy`]).
 //!
 //! Edits after the Workload exists: the CRD's transition rules reject, at the API, edits to replicated jobs'
 //! names, counts and Job templates and to `spec.scheduling` other than a gang's `minCount`. A changed gang
@@ -31,7 +31,7 @@
 pub mod children;
 pub mod compile;
 pub mod decide;
-pub mod plan;
+pub mod policy;
 
 use std::sync::Arc;
 use std::time::Duration;

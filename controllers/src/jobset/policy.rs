@@ -1,4 +1,5 @@
-//! The JobSet controller's decisions, as a pure function of the JobSet, its child Jobs and the time.
+//! The JobSet's success and failure policies, restarts and suspension, as a pure function of the JobSet, its
+//! child Jobs and the time ([`super::decide`] turns the outcome into the reconcile's steps).
 //!
 //! - Success (default: every Job of the targeted replicated jobs, all of them when none is targeted,
 //!   completes): `Completed`; Jobs still running are removed.
@@ -61,9 +62,9 @@ pub fn restart_attempt(job: &Job) -> i32 {
         .unwrap_or(0)
 }
 
-/// The decision of one reconcile.
+/// What the success and failure policies, restarts and suspension decide for one reconcile.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct JobSetPlan {
+pub struct PolicyOutcome {
     /// The desired status.
     pub status: JobSetStatus,
     /// Child Jobs to create.
@@ -160,11 +161,11 @@ pub fn replicated_jobs_status(js: &JobSet, jobs: &[&Job]) -> Vec<ReplicatedJobSt
 }
 
 /// Decide what to do with `js` given its child Jobs.
-pub fn plan(js: &JobSet, jobs: &[Job], now: Timestamp) -> JobSetPlan {
+pub fn evaluate(js: &JobSet, jobs: &[Job], now: Timestamp) -> PolicyOutcome {
     let generation = js.metadata.generation;
-    let mut p = JobSetPlan {
+    let mut p = PolicyOutcome {
         status: js.status.clone().unwrap_or_default(),
-        ..JobSetPlan::default()
+        ..PolicyOutcome::default()
     };
     p.status.observed_generation = generation;
     let attempt = p.status.restarts;
@@ -357,7 +358,7 @@ mod tests {
     #[test]
     fn creates_missing_children() {
         let js = jobset(0);
-        let p = plan(&js, &[job("js-a-0", "a", 0, None)], now());
+        let p = evaluate(&js, &[job("js-a-0", "a", 0, None)], now());
         let names: Vec<_> = p.create.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["js-b-0", "js-b-1"]);
         assert_eq!(p.status.replicated_jobs_status[0].active, 1);
@@ -371,7 +372,7 @@ mod tests {
             job("js-b-0", "b", 0, Some("Complete")),
             job("js-b-1", "b", 0, Some("Complete")),
         ];
-        let p = plan(&js, &jobs, now());
+        let p = evaluate(&js, &jobs, now());
         assert!(find(&p.status, conditions::COMPLETED).is_some());
         assert_eq!(p.status.replicated_jobs_status[1].succeeded, 2);
         assert!(p.create.is_empty());
@@ -381,19 +382,19 @@ mod tests {
     fn restarts_then_fails() {
         let js = jobset(1);
         let jobs = [job("js-a-0", "a", 0, Some("Failed")), job("js-b-0", "b", 0, None)];
-        let p = plan(&js, &jobs, now());
+        let p = evaluate(&js, &jobs, now());
         assert!(p.restart_started);
         assert_eq!(p.status.restarts, 1);
         assert!(p.delete.is_empty(), "the restart is written before anything is deleted");
         let mut restarted = js.clone();
         restarted.status = Some(p.status);
-        let p = plan(&restarted, &jobs, now());
+        let p = evaluate(&restarted, &jobs, now());
         assert!(p.restarting);
         assert_eq!(p.delete, ["js-a-0", "js-b-0"]);
         assert!(p.create.is_empty());
         // Attempt 1 fails too: no restarts left.
         let jobs = [job("js-a-0", "a", 1, Some("Failed"))];
-        let p = plan(&restarted, &jobs, now());
+        let p = evaluate(&restarted, &jobs, now());
         let failed = find(&p.status, conditions::FAILED).unwrap();
         assert_eq!(failed.reason, conditions::REASON_REACHED_MAX_RESTARTS);
     }
@@ -402,7 +403,7 @@ mod tests {
     fn suspend_propagates() {
         let mut js = jobset(0);
         js.spec.suspend = Some(true);
-        let p = plan(&js, &[job("js-a-0", "a", 0, None)], now());
+        let p = evaluate(&js, &[job("js-a-0", "a", 0, None)], now());
         assert_eq!(p.set_suspend, [("js-a-0".to_string(), true)]);
         assert!(find(&p.status, conditions::SUSPENDED).is_some());
     }
