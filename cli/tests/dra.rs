@@ -9,23 +9,12 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::{Dev, apply, eventually, jsonpath, ok, start};
+use common::{Dev, apply, eventually, get_json, items, jsonpath, ok, start};
 use serde_json::Value;
-
-fn json(dev: &Dev, args: &[&str]) -> Value {
-    let mut all: Vec<&str> = vec!["get"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["-o", "json"]);
-    serde_json::from_str(&ok(dev, &all)).unwrap()
-}
-
-fn items(v: &Value) -> Vec<Value> {
-    v["items"].as_array().cloned().unwrap_or_default()
-}
 
 /// Claims by name.
 fn claims(dev: &Dev) -> BTreeMap<String, Value> {
-    items(&json(dev, &["resourceclaims"]))
+    items(&get_json(dev, &["resourceclaims"]))
         .into_iter()
         .map(|c| (c["metadata"]["name"].as_str().unwrap().to_string(), c))
         .collect()
@@ -48,7 +37,7 @@ fn allocated(c: &Value) -> Vec<(String, String)> {
 
 /// The pods of Job `job`.
 fn pods_of(dev: &Dev, job: &str) -> Vec<Value> {
-    items(&json(
+    items(&get_json(
         dev,
         &["pods", "-l", &format!("batch.kubernetes.io/job-name={job}")],
     ))
@@ -63,7 +52,7 @@ fn a_gang_gets_eight_gpus_in_one_interconnect_domain_and_releases_them_when_done
         pods.len() == 4 && pods.iter().all(|p| p["status"]["phase"] == "Running")
     });
     let pods = pods_of(&dev, "train-dra");
-    let rack_of: BTreeMap<String, String> = items(&json(&dev, &["nodes"]))
+    let rack_of: BTreeMap<String, String> = items(&get_json(&dev, &["nodes"]))
         .iter()
         .map(|n| {
             (
@@ -105,7 +94,7 @@ fn a_gang_gets_eight_gpus_in_one_interconnect_domain_and_releases_them_when_done
     }
     assert_eq!(gpus.len(), 8, "eight distinct GPUs: {gpus:?}");
     // Their interconnect domain, read from the slices, is the gang's rack.
-    let slices = items(&json(&dev, &["resourceslices"]));
+    let slices = items(&get_json(&dev, &["resourceslices"]));
     for g in &gpus {
         let (pool, device) = g.split_once('/').unwrap();
         let slice = slices.iter().find(|s| s["spec"]["pool"]["name"] == pool).unwrap();
@@ -174,7 +163,7 @@ fn a_gang_that_does_not_fit_binds_nothing_and_allocates_nothing() {
     .replace("              - name: channel\n", "");
     apply(&dev, &manifest);
     eventually("the gang to be reported unschedulable", || {
-        let groups = items(&json(&dev, &["podgroups"]));
+        let groups = items(&get_json(&dev, &["podgroups"]));
         groups.iter().any(|g| {
             g["status"]["conditions"].as_array().is_some_and(|c| {
                 c.iter().any(|c| {

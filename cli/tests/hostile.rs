@@ -66,7 +66,7 @@ spec:
 "
         ),
     );
-    eventually(&format!("gang {tag} to bind"), || {
+    eventually(format!("gang {tag} to bind"), || {
         let out = ok(
             dev,
             &[

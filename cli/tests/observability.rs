@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,12 +24,8 @@ use kube::api::{Api, PostParams};
 use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, Topology};
 use serde_json::{Value, json};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 fn read(path: &str) -> String {
-    std::fs::read_to_string(repo().join(path)).unwrap()
+    std::fs::read_to_string(kwas_test_tools::run::repo_root().join(path)).unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -567,7 +563,7 @@ async fn the_dashboard_and_the_alerts_query_what_kwas_serves() {
 fn kustomize(dir: &str) -> Vec<Value> {
     let out = Command::new(kwas_test_tools::kubectl().expect("kubectl 1.37"))
         .args(["kustomize", dir])
-        .current_dir(repo())
+        .current_dir(kwas_test_tools::run::repo_root())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

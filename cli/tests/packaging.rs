@@ -8,18 +8,14 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{kubectl, kubectl_stdin, ok};
+use common::{kubectl, kubectl_stdin, ok, repo};
 use serde_json::{Value, json};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kwas");
 const EPOCH: u64 = 1_700_000_000;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn sha256(data: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, data);

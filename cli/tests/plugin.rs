@@ -8,12 +8,12 @@
 mod common;
 
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{Dev, eventually, jsonpath, ok, start};
+use common::{Dev, eventually, jsonpath, ok, repo, start};
 use serde_json::Value;
 
 /// A folder holding `kubectl-kwas`, a symlink to the built `kwas`.
@@ -76,10 +76,6 @@ impl PluginDir {
         let text = self.kwas(dev, &all);
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
     }
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 fn names(dev: &Dev, kind: &str, prefix: &str) -> Vec<String> {

@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{Dev, apply, eventually, ok, start};
+use common::{Dev, apply, eventually, get_json, items, start};
 use serde_json::Value;
 
 fn kwas(args: &[&str]) -> Output {
@@ -23,17 +23,6 @@ fn stdout_of(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-fn json(dev: &Dev, args: &[&str]) -> Value {
-    let mut all: Vec<&str> = vec!["get"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["-o", "json"]);
-    serde_json::from_str(&ok(dev, &all)).unwrap()
-}
-
-fn items(v: &Value) -> Vec<Value> {
-    v["items"].as_array().cloned().unwrap_or_default()
 }
 
 fn job(name: &str, scheduler: &str, parallelism: u32, requests: &str, rack: bool) -> String {
@@ -86,7 +75,7 @@ fn condition(o: &Value, type_: &str) -> Option<(String, String, String)> {
 }
 
 fn pods_of(dev: &Dev, app: &str) -> Vec<Value> {
-    items(&json(dev, &["pods", "-l", &format!("app={app}")]))
+    items(&get_json(dev, &["pods", "-l", &format!("app={app}")]))
 }
 
 fn nodes_of(dev: &Dev, app: &str) -> Vec<String> {
@@ -104,7 +93,7 @@ fn group_of(dev: &Dev, app: &str) -> Option<Value> {
     let name = pods.first()?["spec"]["schedulingGroup"]["podGroupName"]
         .as_str()?
         .to_string();
-    Some(json(dev, &["podgroup", &name]))
+    Some(get_json(dev, &["podgroup", &name]))
 }
 
 #[test]

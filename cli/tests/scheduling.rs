@@ -12,23 +12,11 @@ mod common;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use common::{Dev, apply, eventually, jsonpath, ok, start};
-use serde_json::Value;
-
-fn json(dev: &Dev, args: &[&str]) -> Value {
-    let mut all: Vec<&str> = vec!["get"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["-o", "json"]);
-    serde_json::from_str(&ok(dev, &all)).unwrap()
-}
-
-fn items(v: &Value) -> Vec<Value> {
-    v["items"].as_array().cloned().unwrap_or_default()
-}
+use common::{Dev, apply, eventually, get_json, items, jsonpath, ok, start};
 
 /// The nodes the pods selected by `selector` are bound to (unbound pods are left out).
 fn nodes_of(dev: &Dev, selector: &str) -> Vec<String> {
-    items(&json(dev, &["pods", "-l", selector]))
+    items(&get_json(dev, &["pods", "-l", selector]))
         .iter()
         .filter_map(|p| p["spec"]["nodeName"].as_str().map(str::to_string))
         .collect()
@@ -36,7 +24,7 @@ fn nodes_of(dev: &Dev, selector: &str) -> Vec<String> {
 
 /// The condition of `type_` on the object `kind/name`, as (status, reason, message).
 fn condition(dev: &Dev, kind: &str, name: &str, type_: &str) -> Option<(String, String, String)> {
-    let o = json(dev, &[kind, name]);
+    let o = get_json(dev, &[kind, name]);
     o["status"]["conditions"]
         .as_array()?
         .iter()
@@ -52,7 +40,7 @@ fn condition(dev: &Dev, kind: &str, name: &str, type_: &str) -> Option<(String, 
 
 /// Names of `kind` objects whose name starts with `prefix`.
 fn named(dev: &Dev, kind: &str, prefix: &str) -> Vec<String> {
-    items(&json(dev, &[kind]))
+    items(&get_json(dev, &[kind]))
         .iter()
         .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
         .filter(|n| n.starts_with(prefix))
@@ -61,15 +49,18 @@ fn named(dev: &Dev, kind: &str, prefix: &str) -> Vec<String> {
 
 /// `FailedScheduling` event notes about pods whose name starts with `prefix`.
 fn failed_scheduling(dev: &Dev, prefix: &str) -> Vec<String> {
-    items(&json(dev, &["events", "--field-selector", "reason=FailedScheduling"]))
-        .iter()
-        .filter(|e| {
-            e["involvedObject"]["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with(prefix))
-        })
-        .filter_map(|e| e["message"].as_str().map(str::to_string))
-        .collect()
+    items(&get_json(
+        dev,
+        &["events", "--field-selector", "reason=FailedScheduling"],
+    ))
+    .iter()
+    .filter(|e| {
+        e["involvedObject"]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with(prefix))
+    })
+    .filter_map(|e| e["message"].as_str().map(str::to_string))
+    .collect()
 }
 
 #[test]
@@ -132,7 +123,7 @@ fn users_pod_specs_are_honoured() {
     eventually("the spread gang to be bound", || {
         nodes_of(&dev, "app=spread").len() == 6
     });
-    let rack_of: BTreeMap<String, String> = items(&json(&dev, &["nodes"]))
+    let rack_of: BTreeMap<String, String> = items(&get_json(&dev, &["nodes"]))
         .iter()
         .map(|n| {
             (
@@ -243,7 +234,7 @@ fn preemption_spares_pods_a_disruption_budget_protects() {
     let mut before = protected_before.clone();
     before.sort();
     assert_eq!(before, protected_after, "no protected pod was touched");
-    let preempted: Vec<String> = items(&json(&dev, &["events", "--field-selector", "reason=Preempted"]))
+    let preempted: Vec<String> = items(&get_json(&dev, &["events", "--field-selector", "reason=Preempted"]))
         .iter()
         .filter_map(|e| e["involvedObject"]["name"].as_str().map(str::to_string))
         .collect();

@@ -67,7 +67,7 @@ fn condition<'a>(j: &'a Job, type_: &str) -> Option<&'a k8s_openapi::api::batch:
 }
 
 async fn wait_condition(client: &Client, name: &str, type_: &str) -> Job {
-    eventually(T, &format!("Job {name} {type_}"), || async {
+    eventually_within(T, format!("Job {name} {type_}"), || async {
         let j = get(client, name).await;
         condition(&j, type_).is_some().then_some(j)
     })
@@ -330,7 +330,7 @@ async fn suspend_defers_the_pod_group_and_resume_runs_the_job() {
     .await;
     let suspended = wait_condition(&client, "later", "Suspended").await;
     assert!(suspended.status.as_ref().unwrap().start_time.is_none());
-    eventually(T, "the Workload of a suspended Job", || async {
+    eventually_within(T, "the Workload of a suspended Job", || async {
         (workloads(&client).await.len() == 1).then_some(())
     })
     .await;
@@ -369,7 +369,7 @@ async fn suspending_a_running_job_deletes_its_pods_and_pod_group() {
     let _binder = start_binder(client.clone(), c.node_names());
     let _ctl = start_job_controller(client.clone(), job_config());
     create(&client, &job("pause", json!({"parallelism": 2, "completions": 2, "scheduling": {"schedulingPolicy": {"gang": {}}}, "template": pod_template(None, None)}))).await;
-    eventually(T, "running pods", || async {
+    eventually_within(T, "running pods", || async {
         (pods_of(&client, "pause").await.len() == 2).then_some(())
     })
     .await;
@@ -382,7 +382,7 @@ async fn suspending_a_running_job_deletes_its_pods_and_pod_group() {
         .await
         .unwrap();
     wait_condition(&client, "pause", "Suspended").await;
-    eventually(T, "pods and PodGroup gone", || async {
+    eventually_within(T, "pods and PodGroup gone", || async {
         (pods_of(&client, "pause").await.is_empty() && groups(&client).await.is_empty()).then_some(())
     })
     .await;
@@ -407,7 +407,7 @@ async fn deadline_fails_the_job_and_removes_its_pods() {
         condition(&failed, "Failed").unwrap().reason.as_deref(),
         Some("DeadlineExceeded")
     );
-    eventually(T, "pods removed", || async {
+    eventually_within(T, "pods removed", || async {
         pods_of(&client, "slow").await.is_empty().then_some(())
     })
     .await;
@@ -440,7 +440,7 @@ async fn values_at_their_limits_never_stop_the_controller() {
     wait_condition(&client, "far", "Complete").await;
     wait_condition(&client, "next", "Complete").await;
     // The huge Indexed Job runs two pods at a time, whatever its completions.
-    eventually(T, "indexed Job progressing", || async {
+    eventually_within(T, "indexed Job progressing", || async {
         let j = get(&client, "indexed").await;
         let s = j.status.unwrap_or_default();
         (s.succeeded.unwrap_or(0) >= 2 && s.active.unwrap_or(0) <= 2).then_some(())
@@ -461,7 +461,7 @@ async fn a_restarted_controller_creates_no_duplicates_and_loses_no_count() {
         &job("steady", json!({"parallelism": 4, "completions": 12, "scheduling": {"schedulingPolicy": {"gang": {"minCount": 2}}}, "template": pod_template(Some("150ms"), None)})),
     )
     .await;
-    eventually(T, "some pods succeeded", || async {
+    eventually_within(T, "some pods succeeded", || async {
         let n = pods_of(&client, "steady")
             .await
             .iter()
@@ -548,7 +548,7 @@ async fn delegated_job_waits_for_the_parent_workload_then_creates_only_its_pod_g
         Some("WorkloadNotFound")
     );
     assert!(pods_of(&client, "trainer-workers-0").await.is_empty());
-    let events = eventually(T, "the SchedulingDependencyNotFound event", || async {
+    let events = eventually_within(T, "the SchedulingDependencyNotFound event", || async {
         let events = event_reasons(&client, "trainer-workers-0").await;
         events
             .iter()
@@ -633,7 +633,7 @@ async fn a_job_that_already_has_pods_gets_no_new_scheduling_objects() {
         .await
         .unwrap();
     let _ctl = start_job_controller(client.clone(), job_config());
-    let pods = eventually(T, "the Job's second pod", || async {
+    let pods = eventually_within(T, "the Job's second pod", || async {
         let pods = pods_of(&client, "legacy").await;
         (pods.len() == 2).then_some(pods)
     })
@@ -653,7 +653,7 @@ async fn a_job_that_already_has_pods_gets_no_new_scheduling_objects() {
         ),
     )
     .await;
-    eventually(T, "the fresh Job's PodGroup", || async {
+    eventually_within(T, "the fresh Job's PodGroup", || async {
         (groups(&client).await.len() == 1).then_some(())
     })
     .await;
@@ -677,7 +677,7 @@ async fn an_unrelated_pod_group_at_the_jobs_name_blocks_until_removed() {
         ),
     )
     .await;
-    let own = eventually(T, "the suspended Job's Workload", || async {
+    let own = eventually_within(T, "the suspended Job's Workload", || async {
         workloads(&client).await.pop()
     })
     .await;
@@ -711,7 +711,7 @@ async fn an_unrelated_pod_group_at_the_jobs_name_blocks_until_removed() {
         Some("UnsupportedWorkloadStructure")
     );
     assert!(pods_of(&client, "squat").await.is_empty());
-    eventually(T, "the UnsupportedWorkloadStructure event", || async {
+    eventually_within(T, "the UnsupportedWorkloadStructure event", || async {
         event_reasons(&client, "squat")
             .await
             .iter()
@@ -747,7 +747,7 @@ async fn unmanaged_modes_create_no_scheduling_objects() {
     child.metadata.annotations = None;
     create(&client, &child).await;
     wait_condition(&client, "child", "Complete").await;
-    eventually(T, "the BYO Job's pod", || async {
+    eventually_within(T, "the BYO Job's pod", || async {
         pods_of(&client, "byo").await.first().cloned()
     })
     .await;
@@ -834,7 +834,10 @@ async fn min_count_follows_parallelism_and_explicit_edits() {
         let gc = g.first()?.spec.scheduling_policy.gang.as_ref()?.min_count;
         Some((wc, gc))
     };
-    assert_eq!(eventually(T, "groups", || async { counts().await }).await, (4, 4));
+    assert_eq!(
+        eventually_within(T, "groups", || async { counts().await }).await,
+        (4, 4)
+    );
     let jobs = Api::<Job>::namespaced(client.clone(), "default");
     jobs.patch(
         "elastic",
@@ -843,7 +846,7 @@ async fn min_count_follows_parallelism_and_explicit_edits() {
     )
     .await
     .unwrap();
-    eventually(T, "minCount 2 from parallelism", || async {
+    eventually_within(T, "minCount 2 from parallelism", || async {
         (counts().await == Some((2, 2))).then_some(())
     })
     .await;
@@ -854,7 +857,7 @@ async fn min_count_follows_parallelism_and_explicit_edits() {
     )
     .await
     .unwrap();
-    eventually(T, "minCount 1 from the explicit edit", || async {
+    eventually_within(T, "minCount 1 from the explicit edit", || async {
         (counts().await == Some((1, 1))).then_some(())
     })
     .await;
@@ -869,7 +872,7 @@ async fn finished_jobs_are_deleted_after_their_ttl() {
     let _ctl = start_job_controller(client.clone(), job_config());
     create(&client, &job("short", json!({"parallelism": 1, "completions": 1, "ttlSecondsAfterFinished": 0, "template": pod_template(Some("20ms"), None)}))).await;
     let jobs = Api::<Job>::namespaced(client.clone(), "default");
-    eventually(T, "the Job deleted after its TTL", || async {
+    eventually_within(T, "the Job deleted after its TTL", || async {
         jobs.get_opt("short").await.unwrap().is_none().then_some(())
     })
     .await;

@@ -25,7 +25,7 @@ async fn install_crd(client: &Client) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &JobSet::crd()).await.unwrap();
     let api: Api<JobSet> = Api::namespaced(client.clone(), "default");
-    eventually(T, "the JobSet resource served", || async {
+    eventually_within(T, "the JobSet resource served", || async {
         api.list(&ListParams::default()).await.ok().map(|_| ())
     })
     .await;
@@ -97,7 +97,7 @@ fn js_condition<'a>(
 }
 
 async fn wait_js(client: &Client, name: &str, type_: &str) -> JobSet {
-    eventually(T, &format!("JobSet {name} {type_}"), || async {
+    eventually_within(T, format!("JobSet {name} {type_}"), || async {
         let js = get_js(client, name).await;
         js_condition(&js, type_).is_some().then_some(js)
     })
@@ -252,7 +252,7 @@ async fn a_restarted_jobset_controller_creates_no_duplicates() {
         .create(&PostParams::default(), &jobset("pretrain", spec))
         .await
         .unwrap();
-    eventually(T, "some child Jobs", || async {
+    eventually_within(T, "some child Jobs", || async {
         (!list::<Job>(&c).await.is_empty()).then_some(())
     })
     .await;
@@ -310,7 +310,7 @@ async fn deleting_a_jobset_removes_everything_below_it_groups_bottom_up() {
         .create(&PostParams::default(), &jobset("pretrain", spec))
         .await
         .unwrap();
-    eventually(T, "running pods", || async {
+    eventually_within(T, "running pods", || async {
         let pods: Vec<Pod> = list(c).await;
         (pods.len() == 5
             && pods
@@ -326,7 +326,7 @@ async fn deleting_a_jobset_removes_everything_below_it_groups_bottom_up() {
         .delete("pretrain", &DeleteParams::background())
         .await
         .unwrap();
-    eventually(T, "everything below the JobSet gone", || async {
+    eventually_within(T, "everything below the JobSet gone", || async {
         let gone = list::<Job>(c).await.is_empty()
             && list::<Pod>(c).await.is_empty()
             && list::<PodGroup>(c).await.is_empty()
@@ -364,7 +364,7 @@ async fn a_failed_job_restarts_the_jobset_until_max_restarts() {
     let failed = wait_js(c, "flaky", "Failed").await;
     assert_eq!(js_condition(&failed, "Failed").unwrap().reason, "ReachedMaxRestarts");
     assert_eq!(failed.status.as_ref().unwrap().restarts, 1);
-    eventually(T, "the second attempt's Jobs removed after failing", || async {
+    eventually_within(T, "the second attempt's Jobs removed after failing", || async {
         let jobs: Vec<Job> = list(c).await;
         let active = jobs
             .iter()
@@ -392,7 +392,7 @@ async fn suspend_propagates_to_child_jobs() {
         .await
         .unwrap();
     wait_js(c, "later", "Suspended").await;
-    eventually(T, "suspended child Jobs", || async {
+    eventually_within(T, "suspended child Jobs", || async {
         let jobs: Vec<Job> = list(c).await;
         (jobs.len() == 3 && jobs.iter().all(|j| j.spec.as_ref().unwrap().suspend == Some(true))).then_some(())
     })
@@ -490,7 +490,7 @@ async fn a_min_count_edit_is_resynced_to_the_workload_and_every_worker_group_und
                 .map(|g| g.spec.scheduling_policy.gang.as_ref().map(|x| x.min_count))
                 .collect::<Vec<_>>()
         };
-        eventually(T, "two worker groups, gangs of 3 (parallelism)", || async {
+        eventually_within(T, "two worker groups, gangs of 3 (parallelism)", || async {
             let g = worker_groups().await;
             (min_counts(&g) == vec![Some(3), Some(3)]).then_some(())
         })
@@ -505,7 +505,7 @@ async fn a_min_count_edit_is_resynced_to_the_workload_and_every_worker_group_und
         )
         .await
         .unwrap();
-        eventually(T, &format!("{management}: minCount 2 everywhere"), || async {
+        eventually_within(T, format!("{management}: minCount 2 everywhere"), || async {
             let workload = list::<Workload>(c)
                 .await
                 .into_iter()
@@ -565,7 +565,7 @@ async fn an_undecodable_or_oversized_jobset_is_reported_on_itself_and_the_others
 
     wait_js(c, "fine", "Completed").await;
     let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(c.clone(), "default");
-    let note = eventually(T, "a DecodeError event on the undecodable JobSet", || async {
+    let note = eventually_within(T, "a DecodeError event on the undecodable JobSet", || async {
         events
             .list(&ListParams::default())
             .await

@@ -58,7 +58,7 @@ fn waiting_reason(p: &Pod) -> Option<String> {
 /// Waits for a `FailedPrepareDynamicResources` event on the pod containing `want`; returns the message.
 async fn prepare_failure(c: &DevCluster, pod: &Pod, want: &str) -> String {
     let uid = pod.uid().unwrap();
-    common::eventually(T, &format!("FailedPrepareDynamicResources with {want:?}"), || async {
+    common::eventually_within(T, format!("FailedPrepareDynamicResources with {want:?}"), || async {
         events_of(c, &uid)
             .await
             .into_iter()
@@ -97,7 +97,7 @@ fn allocated(node: &str, devices: &[&str], consumer: Value) -> Value {
 }
 
 async fn running(pods: &Api<Pod>, name: &str) -> Pod {
-    common::eventually(T, &format!("pod {name} running"), || async {
+    common::eventually_within(T, format!("pod {name} running"), || async {
         pods.get(name).await.ok().filter(|p| phase(p) == "Running")
     })
     .await
@@ -227,7 +227,7 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
     );
     // A client deleting the slice gets it back; one editing it gets it restored with a new generation.
     slices.delete(&extra.name_any(), &Default::default()).await.unwrap();
-    common::eventually(T, "the slice republished", || async {
+    common::eventually_within(T, "the slice republished", || async {
         slices
             .get_opt(&dra_slice_name("extra"))
             .await
@@ -249,12 +249,12 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
         )
         .await
         .unwrap();
-    common::eventually(T, "the slice of a node a client created", || async {
+    common::eventually_within(T, "the slice of a node a client created", || async {
         slices.get_opt(&dra_slice_name("byhand")).await.unwrap()
     })
     .await;
     nodes.delete("byhand", &Default::default()).await.unwrap();
-    common::eventually(T, "the slice of a node a client deleted gone", || async {
+    common::eventually_within(T, "the slice of a node a client deleted gone", || async {
         slices
             .get_opt(&dra_slice_name("byhand"))
             .await
@@ -272,7 +272,7 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
         )
         .await
         .unwrap();
-    let n0 = common::eventually(T, "node-b0-r0-n0's slice with 3 devices", || async {
+    let n0 = common::eventually_within(T, "node-b0-r0-n0's slice with 3 devices", || async {
         slices
             .get_opt(&dra_slice_name("node-b0-r0-n0"))
             .await
@@ -800,7 +800,7 @@ async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
     let c = common::cluster().await;
     let slices: Api<ResourceSlice> = Api::all(c.client());
     // Four GPU slices (one per node) and two channel slices (one per rack).
-    common::eventually(T, "the drivers' 6 slices", || async {
+    common::eventually_within(T, "the drivers' 6 slices", || async {
         (slices.list(&ListParams::default()).await.unwrap().items.len() == 6).then_some(())
     })
     .await;

@@ -181,7 +181,7 @@ async fn half_sent_bodies_hold_one_slot_each_until_the_request_timeout_and_never
     }
     // Once all but the 200 holding a write slot are answered (or refused), reads are answered at once
     // while those 200 wait for their timeout, and writes get 429.
-    common::eventually(Duration::from_secs(20), "all but 200 answered", || async {
+    common::eventually_within(Duration::from_secs(20), "all but 200 answered", || async {
         (settled.load(std::sync::atomic::Ordering::Relaxed) >= 1024 - 200).then_some(())
     })
     .await;

@@ -28,7 +28,7 @@ fn pod(name: &str, annotations: Value, node: Option<&str>) -> Pod {
 }
 
 async fn running(pods: &Api<Pod>, name: &str) {
-    common::eventually(PATIENCE, &format!("pod {name} running"), || async {
+    common::eventually_within(PATIENCE, &format!("pod {name} running"), || async {
         let p = pods.get(name).await.ok()?;
         (p.status?.phase.as_deref() == Some("Running")).then_some(())
     })
@@ -62,7 +62,7 @@ async fn still_healthy(c: &DevCluster, tag: &str) {
     .await
     .unwrap();
     cms.delete(&owner.name_any(), &DeleteParams::default()).await.unwrap();
-    common::eventually(PATIENCE, "the dependent collected", || async {
+    common::eventually_within(PATIENCE, "the dependent collected", || async {
         cms.get_opt(&dependent).await.ok()?.is_none().then_some(())
     })
     .await;

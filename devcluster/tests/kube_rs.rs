@@ -214,7 +214,7 @@ async fn watcher_and_reflector_track_changes() {
     )
     .await
     .unwrap();
-    common::eventually(T, "reflector sees both objects with the change", || {
+    common::eventually_within(T, "reflector sees both objects with the change", || {
         let reader = reader.clone();
         async move {
             let names: Vec<String> = reader.state().iter().map(|o| o.name_any()).collect();
@@ -224,7 +224,7 @@ async fn watcher_and_reflector_track_changes() {
     })
     .await;
     cms.delete("after", &DeleteParams::default()).await.unwrap();
-    common::eventually(T, "reflector drops the deleted object", || {
+    common::eventually_within(T, "reflector drops the deleted object", || {
         let reader = reader.clone();
         async move { (reader.state().len() == 1).then_some(()) }
     })
@@ -282,7 +282,7 @@ async fn controller_with_owns_reconciles_children_and_gc_removes_them() {
         )
         .await
         .unwrap();
-    common::eventually(T, "the child ConfigMap", || {
+    common::eventually_within(T, "the child ConfigMap", || {
         let cms = cms.clone();
         async move { cms.get_opt("w1-config").await.ok().flatten() }
     })
@@ -290,7 +290,7 @@ async fn controller_with_owns_reconciles_children_and_gc_removes_them() {
     // Deleting the child triggers a reconcile through `owns`, which recreates it.
     let before = ctx.reconciles.load(std::sync::atomic::Ordering::SeqCst);
     cms.delete("w1-config", &DeleteParams::default()).await.unwrap();
-    common::eventually(T, "the child recreated", || {
+    common::eventually_within(T, "the child recreated", || {
         let cms = cms.clone();
         let ctx = ctx.clone();
         async move {
@@ -303,7 +303,7 @@ async fn controller_with_owns_reconciles_children_and_gc_removes_them() {
     .await;
     // Deleting the owner garbage-collects the child.
     widgets.delete("w1", &DeleteParams::background()).await.unwrap();
-    common::eventually(T, "the child garbage-collected", || {
+    common::eventually_within(T, "the child garbage-collected", || {
         let cms = cms.clone();
         async move { cms.get_opt("w1-config").await.ok().flatten().is_none().then_some(()) }
     })
@@ -548,7 +548,7 @@ async fn pods_run_on_simulated_nodes() {
     let st = p.status.unwrap();
     assert!(st.start_time.is_some() && st.pod_ip.is_some() && st.host_ip.is_some());
     assert!(st.container_statuses.unwrap()[0].ready);
-    let done = common::eventually(T, "pod succeeded", || {
+    let done = common::eventually_within(T, "pod succeeded", || {
         let pods = pods.clone();
         async move {
             let p = pods.get("job-pod").await.ok()?;

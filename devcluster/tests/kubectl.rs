@@ -8,7 +8,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::{kubectl, kubectl_in, kubectl_ok};
@@ -35,9 +35,7 @@ fn yaml(text: &str) -> Value {
     serde_saphyr::from_str(text).unwrap()
 }
 
-fn json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap()
-}
+use kwas_test_tools::run::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_client_side_and_server_side() {
@@ -152,10 +150,8 @@ async fn get_yaml_tables_and_watch() {
     assert!(doc["metadata"]["uid"].is_string());
 
     // `get -w` prints the existing pod, then changes as they happen.
-    let mut child = Command::new(common::kubectl_path())
+    let mut child = kwas_test_tools::run::kubectl_command(c.kubeconfig_path())
         .args(["get", "pods", "-w", "--output-watch-events"])
-        .env("KUBECONFIG", c.kubeconfig_path())
-        .env("HOME", c.kubeconfig_path().parent().unwrap())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -207,7 +203,7 @@ async fn describe_shows_status_and_events() {
     let c = common::cluster().await;
     kubectl_ok(&c, &["apply", "-f", "-"], Some(POD));
     let pods: Api<Pod> = Api::default_namespaced(c.client());
-    common::eventually(Duration::from_secs(10), "web running", || async {
+    common::eventually_within(Duration::from_secs(10), "web running", || async {
         (pods.get("web").await.ok()?.status?.phase.as_deref()? == "Running").then_some(())
     })
     .await;
@@ -299,7 +295,7 @@ async fn delete_with_cascade_policies() {
         .await
         .unwrap();
     kubectl(&c, &["delete", "cm", "owner3"]);
-    common::eventually(Duration::from_secs(10), "background collection", || async {
+    common::eventually_within(Duration::from_secs(10), "background collection", || async {
         cms.get_opt("child3").await.ok()?.is_none().then_some(())
     })
     .await;

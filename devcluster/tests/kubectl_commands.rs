@@ -12,9 +12,7 @@ use std::time::Duration;
 use common::{kubectl, kubectl_in, kubectl_ok};
 use serde_json::Value;
 
-fn json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap()
-}
+use kwas_test_tools::run::json;
 
 fn get(c: &kwas_devcluster::DevCluster, what: &[&str]) -> Value {
     let mut args = vec!["get"];
@@ -25,7 +23,7 @@ fn get(c: &kwas_devcluster::DevCluster, what: &[&str]) -> Value {
 
 /// Polls kubectl until `pred` holds on `get <what> -o json`.
 async fn until(c: &kwas_devcluster::DevCluster, what: &[&str], desc: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    common::eventually(Duration::from_secs(30), desc, || {
+    common::eventually_within(Duration::from_secs(30), desc, || {
         let mut args = vec!["get"];
         args.extend_from_slice(what);
         args.extend_from_slice(&["-o", "json"]);

@@ -54,7 +54,7 @@ async fn wait_gone<K>(api: &Api<K>, name: &str)
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    common::eventually(T, &format!("{name} to be deleted"), || async {
+    common::eventually_within(T, format!("{name} to be deleted"), || async {
         gone(api, name).await.then_some(())
     })
     .await;
@@ -210,7 +210,7 @@ async fn expired_versions_get_410_and_watchers_recover_from_dropped_streams() {
         .unwrap();
     }
     cms.delete("x0", &DeleteParams::default()).await.unwrap();
-    common::eventually(T, "the reflector to converge", || {
+    common::eventually_within(T, "the reflector to converge", || {
         let reader = reader.clone();
         let cms = cms.clone();
         async move {
@@ -363,7 +363,7 @@ async fn label_and_field_selectors() {
         ),
         vec!["b"]
     );
-    common::eventually(T, "pod a running", || async {
+    common::eventually_within(T, "pod a running", || async {
         let l = pods
             .list(&ListParams::default().fields("status.phase=Running"))
             .await
@@ -519,7 +519,7 @@ async fn garbage_collection_background_foreground_orphan_and_multiple_owners() {
     let o = cms.get("fg-owner").await.unwrap();
     assert!(o.metadata.deletion_timestamp.is_some());
     assert_eq!(o.finalizers(), &["foregroundDeletion".to_string()]);
-    common::eventually(T, "the dependent marked for deletion", || async {
+    common::eventually_within(T, "the dependent marked for deletion", || async {
         cms.get("fg-dep").await.ok()?.metadata.deletion_timestamp.map(|_| ())
     })
     .await;
@@ -656,7 +656,7 @@ async fn namespace_deletion_cascades_and_blocks_new_content() {
     )
     .await
     .unwrap();
-    common::eventually(T, "pod running", || async {
+    common::eventually_within(T, "pod running", || async {
         (pods.get("runner").await.ok()?.status?.phase.as_deref()? == "Running").then_some(())
     })
     .await;
@@ -688,7 +688,7 @@ async fn namespace_deletion_cascades_and_blocks_new_content() {
 }
 
 async fn wait_phase(pods: &Api<Pod>, name: &str, phase: &str) -> Pod {
-    common::eventually(T, &format!("{name} {phase}"), || async {
+    common::eventually_within(T, format!("{name} {phase}"), || async {
         let p = pods.get(name).await.ok()?;
         (p.status.as_ref()?.phase.as_deref()? == phase).then_some(p)
     })
@@ -743,7 +743,7 @@ async fn kubelet_restart_policies_exit_phases_and_graceful_deletion() {
         .unwrap();
     assert_eq!((t.exit_code, t.reason.as_deref()), (1, Some("Error")));
     for name in ["restarts", "retries"] {
-        common::eventually(T, &format!("{name} restarting"), || async {
+        common::eventually_within(T, format!("{name} restarting"), || async {
             let p = pods.get(name).await.ok()?;
             let cs = p.status?.container_statuses?;
             (cs[0].restart_count >= 2 && cs[0].last_state.as_ref()?.terminated.is_some()).then_some(())

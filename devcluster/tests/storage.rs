@@ -80,14 +80,14 @@ async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
         .await
         .unwrap();
     // No claim yet: the kubelet waits and says why.
-    let waiting = common::eventually(T, "the pod waiting for its claim", || async {
+    let waiting = common::eventually_within(T, "the pod waiting for its claim", || async {
         let p = pods.get("app").await.ok()?;
         (waiting_reason(&p).as_deref() == Some("ContainerCreating")).then_some(p)
     })
     .await;
     assert_eq!(waiting.status.as_ref().unwrap().phase.as_deref(), Some("Pending"));
     let pod_uid = waiting.uid().unwrap();
-    let mounts = common::eventually(T, "a FailedMount event", || async {
+    let mounts = common::eventually_within(T, "a FailedMount event", || async {
         let evs = events_of(&c, &pod_uid).await;
         evs.into_iter().find(|(r, _)| r == "FailedMount")
     })
@@ -106,7 +106,7 @@ async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
         Some("standard")
     );
     let claim_uid = created.uid().unwrap();
-    common::eventually(T, "WaitForFirstConsumer", || async {
+    common::eventually_within(T, "WaitForFirstConsumer", || async {
         let evs = events_of(&c, &claim_uid).await;
         evs.iter()
             .any(|(r, m)| r == "WaitForFirstConsumer" && m == "waiting for first consumer to be created before binding")
@@ -123,7 +123,7 @@ async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
         .patch("data", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
-    let bound = common::eventually(T, "the claim bound", || async {
+    let bound = common::eventually_within(T, "the claim bound", || async {
         let c = claims.get("data").await.ok()?;
         (c.status.as_ref()?.phase.as_deref() == Some("Bound")).then_some(c)
     })
@@ -151,20 +151,20 @@ async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
         pv.labels().get("topology.kubernetes.io/zone").map(String::as_str),
         Some("zone-0")
     );
-    common::eventually(T, "the pod running", || async {
+    common::eventually_within(T, "the pod running", || async {
         let p = pods.get("app").await.ok()?;
         (p.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(())
     })
     .await;
     // Deleting the claim waits for the pod; then the claim and its volume go.
     claims.delete("data", &Default::default()).await.unwrap();
-    common::eventually(T, "the claim marked for deletion", || async {
+    common::eventually_within(T, "the claim marked for deletion", || async {
         claims.get("data").await.ok()?.metadata.deletion_timestamp.map(|_| ())
     })
     .await;
     assert!(claims.get("data").await.unwrap().metadata.deletion_timestamp.is_some());
     pods.delete("app", &Default::default()).await.unwrap();
-    common::eventually(T, "claim and volume gone", || async {
+    common::eventually_within(T, "claim and volume gone", || async {
         let pvs: Api<PersistentVolume> = Api::all(c.client());
         (claims.get_opt("data").await.unwrap().is_none() && pvs.get_opt(&volume).await.unwrap().is_none()).then_some(())
     })
@@ -194,7 +194,7 @@ async fn a_volume_pinned_to_another_node_keeps_the_pod_waiting() {
         .create(&PostParams::default(), &claim("local", Some("")))
         .await
         .unwrap();
-    common::eventually(T, "the static volume bound", || async {
+    common::eventually_within(T, "the static volume bound", || async {
         let c = claims.get("local").await.ok()?;
         (c.spec.as_ref()?.volume_name.as_deref() == Some("local-a")
             && c.status.as_ref()?.phase.as_deref() == Some("Bound"))
@@ -208,12 +208,12 @@ async fn a_volume_pinned_to_another_node_keeps_the_pod_waiting() {
     )
     .await
     .unwrap();
-    let far = common::eventually(T, "the far pod waiting", || async {
+    let far = common::eventually_within(T, "the far pod waiting", || async {
         let p = pods.get("far").await.ok()?;
         (waiting_reason(&p).as_deref() == Some("ContainerCreating")).then_some(p)
     })
     .await;
-    let evs = common::eventually(T, "the node affinity event", || async {
+    let evs = common::eventually_within(T, "the node affinity event", || async {
         let evs = events_of(&c, &far.uid().unwrap()).await;
         evs.into_iter()
             .find(|(r, m)| r == "FailedMount" && m.contains("NodeAffinity"))
@@ -226,7 +226,7 @@ async fn a_volume_pinned_to_another_node_keeps_the_pod_waiting() {
     )
     .await
     .unwrap();
-    common::eventually(T, "the near pod running", || async {
+    common::eventually_within(T, "the near pod running", || async {
         let p = pods.get("near").await.ok()?;
         (p.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(())
     })
@@ -242,7 +242,7 @@ async fn a_volume_pinned_to_another_node_keeps_the_pod_waiting() {
 async fn csinodes_follow_the_nodes() {
     let c = common::cluster_with(|cfg| cfg.csi.attach_limit = 3).await;
     let csinodes: Api<CSINode> = Api::all(c.client());
-    common::eventually(T, "a CSINode per node", || async {
+    common::eventually_within(T, "a CSINode per node", || async {
         (csinodes.list(&ListParams::default()).await.ok()?.items.len() == 4).then_some(())
     })
     .await;
@@ -251,12 +251,12 @@ async fn csinodes_follow_the_nodes() {
     assert_eq!(driver.name, SIM_DISK_DRIVER);
     assert_eq!(driver.allocatable.as_ref().unwrap().count, Some(3));
     c.add_node(NodeSpec::new("extra")).unwrap();
-    common::eventually(T, "the new node's CSINode", || async {
+    common::eventually_within(T, "the new node's CSINode", || async {
         csinodes.get_opt("extra").await.ok()?.map(|_| ())
     })
     .await;
     c.remove_node("extra").unwrap();
-    common::eventually(T, "the removed node's CSINode gone", || async {
+    common::eventually_within(T, "the removed node's CSINode gone", || async {
         csinodes.get_opt("extra").await.ok()?.is_none().then_some(())
     })
     .await;
@@ -300,7 +300,7 @@ async fn evictions_spend_the_budget_and_are_refused_once_it_is_spent() {
     )
     .await
     .unwrap();
-    let counted = common::eventually(T, "the budget counting 3 healthy pods", || async {
+    let counted = common::eventually_within(T, "the budget counting 3 healthy pods", || async {
         let b = pdbs.get("web").await.ok()?;
         let st = b.status?;
         (st.current_healthy == Some(3) && st.disruptions_allowed == Some(1)).then_some(st)
@@ -323,7 +323,7 @@ async fn evictions_spend_the_budget_and_are_refused_once_it_is_spent() {
     pdbs.patch("web", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
-    common::eventually(T, "the budget allowing one more", || async {
+    common::eventually_within(T, "the budget allowing one more", || async {
         let b = pdbs.get("web").await.ok()?;
         (b.status?.disruptions_allowed == Some(1)).then_some(())
     })

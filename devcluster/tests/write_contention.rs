@@ -68,7 +68,7 @@ async fn a_200000_item_strategic_merge_patch_does_not_hold_up_other_clients() {
     assert!(body.len() < 3 * 1024 * 1024, "{}", body.len());
     let stop = Arc::new(AtomicBool::new(false));
     let (probe, slowest, answered) = probe_latency(&c, stop.clone());
-    common::eventually(Duration::from_secs(10), "the probe's first answer", || async {
+    common::eventually_within(Duration::from_secs(10), "the probe's first answer", || async {
         (answered.load(Ordering::SeqCst) > 0).then_some(())
     })
     .await;
@@ -86,7 +86,7 @@ async fn a_200000_item_strategic_merge_patch_does_not_hold_up_other_clients() {
     let took = started.elapsed();
     // The probe answered while the patch ran, then once more after it.
     let during = answered.load(Ordering::SeqCst) - before;
-    common::eventually(Duration::from_secs(10), "the probe's answer after the patch", || {
+    common::eventually_within(Duration::from_secs(10), "the probe's answer after the patch", || {
         let answered = answered.clone();
         async move { (answered.load(Ordering::SeqCst) > before + during).then_some(()) }
     })

@@ -2,8 +2,8 @@
 //! and kubelet. Every test starts its own cluster and scheduler.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use kwas_test_tools::wait::eventually_within;
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -81,21 +81,6 @@ fn start(client: Client, config: RuntimeConfig) -> Running {
         stop: Some(tx),
         task,
     }
-}
-
-async fn eventually<F, Fut>(what: &str, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let start = Instant::now();
-    while start.elapsed() < TIMEOUT {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn pod(name: &str, group: Option<&str>, cpu: &str) -> Pod {
@@ -242,7 +227,7 @@ async fn a_gang_binds_nothing_until_it_fits_then_everything() {
     let s = start(client.clone(), config());
     // A blocker takes half the cluster.
     create_pod(&client, pod("blocker", None, "2")).await;
-    eventually("the blocker bound", || async {
+    eventually_within(TIMEOUT, "the blocker bound", || async {
         bound(&client, "blocker").await.len() == 1
     })
     .await;
@@ -251,13 +236,13 @@ async fn a_gang_binds_nothing_until_it_fits_then_everything() {
     for i in 0..3 {
         create_pod(&client, pod(&format!("gang-{i}"), Some("gang"), "1")).await;
     }
-    eventually("the gang reported unschedulable", || async {
+    eventually_within(TIMEOUT, "the gang reported unschedulable", || async {
         group_condition(&client, "gang", POD_GROUP_INITIALLY_SCHEDULED)
             .await
             .is_some_and(|c| c.0 == "False" && c.1 == REASON_UNSCHEDULABLE)
     })
     .await;
-    eventually("the gang's pods reported unschedulable", || async {
+    eventually_within(TIMEOUT, "the gang's pods reported unschedulable", || async {
         get_pod(&client, "gang-0")
             .await
             .and_then(|p| pod_condition(&p, POD_SCHEDULED))
@@ -270,14 +255,21 @@ async fn a_gang_binds_nothing_until_it_fits_then_everything() {
         .delete("blocker", &DeleteParams::default())
         .await
         .unwrap();
-    eventually("the gang bound", || async { bound(&client, "gang").await.len() == 3 }).await;
-    eventually("the gang's condition", || async {
+    eventually_within(TIMEOUT, "the gang bound", || async {
+        bound(&client, "gang").await.len() == 3
+    })
+    .await;
+    eventually_within(TIMEOUT, "the gang's condition", || async {
         group_condition(&client, "gang", POD_GROUP_INITIALLY_SCHEDULED)
             .await
             .is_some_and(|c| c.0 == "True" && c.1 == REASON_SCHEDULED)
     })
     .await;
-    assert!(s.handle.metrics().pods_scheduled() >= 4);
+    // The metrics are counted after the writes the API shows: wait for them too.
+    eventually_within(TIMEOUT, "the four pods counted as scheduled", || async {
+        s.handle.metrics().pods_scheduled() >= 4
+    })
+    .await;
     let text = s.handle.metrics().encode();
     assert!(
         text.contains("kwas_scheduler_group_attempt_duration_seconds_count{result=\"scheduled\"}"),
@@ -319,13 +311,16 @@ async fn the_admin_server_serves_health_readiness_and_metrics() {
             ..config()
         },
     );
-    eventually("ready", || async { s.handle.is_ready() }).await;
+    eventually_within(TIMEOUT, "ready", || async { s.handle.is_ready() }).await;
     let addr = s.handle.admin_addr().unwrap();
     assert_eq!(http_get(addr, "/healthz").await, (200, "ok".into()));
     assert_eq!(http_get(addr, "/readyz").await, (200, "ok".into()));
     create_pod(&client, pod("p", None, "1")).await;
-    eventually("bound", || async { bound(&client, "p").await.len() == 1 }).await;
-    eventually("counted", || async { s.handle.metrics().pods_scheduled() == 1 }).await;
+    eventually_within(TIMEOUT, "bound", || async { bound(&client, "p").await.len() == 1 }).await;
+    eventually_within(TIMEOUT, "counted", || async {
+        s.handle.metrics().pods_scheduled() == 1
+    })
+    .await;
     let (code, text) = http_get(addr, "/metrics").await;
     assert_eq!(code, 200);
     for needle in [
@@ -354,11 +349,11 @@ async fn plain_pods_are_scheduled_one_by_one_and_others_are_left_alone() {
     let mut other = pod("other", None, "1");
     other.spec.as_mut().unwrap().scheduler_name = Some("someone-else".into());
     create_pod(&client, other).await;
-    eventually("four of five bound", || async {
+    eventually_within(TIMEOUT, "four of five bound", || async {
         bound(&client, "basic").await.len() == 4
     })
     .await;
-    eventually("the fifth reported unschedulable", || async {
+    eventually_within(TIMEOUT, "the fifth reported unschedulable", || async {
         let all = pods(&client).await;
         all.iter().any(|p| {
             name_of(p).starts_with("basic")
@@ -385,7 +380,7 @@ async fn waiting_pods_carry_upstreams_messages() {
     create_pod(&client, pod("orphan", Some("later"), "1")).await;
     create_group(&client, &GroupBuilder::gang(NS, "short", 3)).await;
     create_pod(&client, pod("short-0", Some("short"), "1")).await;
-    eventually("waiting messages", || async {
+    eventually_within(TIMEOUT, "waiting messages", || async {
         let o = get_pod(&client, "orphan")
             .await
             .and_then(|p| pod_condition(&p, POD_SCHEDULED));
@@ -405,7 +400,7 @@ async fn waiting_pods_carry_upstreams_messages() {
     })
     .await;
     create_group(&client, &GroupBuilder::gang(NS, "later", 1)).await;
-    eventually("the orphan bound once its group exists", || async {
+    eventually_within(TIMEOUT, "the orphan bound once its group exists", || async {
         bound(&client, "orphan").await.len() == 1
     })
     .await;
@@ -434,7 +429,10 @@ async fn a_gang_of_gangs_lands_each_gang_in_one_rack_all_in_one_block() {
             create_pod(&client, pod(&format!("{job}-{i}"), Some(job), "2")).await;
         }
     }
-    eventually("both gangs bound", || async { bound(&client, "job-").await.len() == 8 }).await;
+    eventually_within(TIMEOUT, "both gangs bound", || async {
+        bound(&client, "job-").await.len() == 8
+    })
+    .await;
     let labels = node_labels(&client).await;
     let placed = bound(&client, "job-").await;
     let label = |node: &str, key: &str| labels[node][key].clone();
@@ -448,7 +446,7 @@ async fn a_gang_of_gangs_lands_each_gang_in_one_rack_all_in_one_block() {
     }
     let blocks: std::collections::BTreeSet<String> = placed.values().map(|n| label(n, "kwas.dev/block")).collect();
     assert_eq!(blocks.len(), 1, "all in one block: {placed:?}");
-    eventually("the composite's condition", || async {
+    eventually_within(TIMEOUT, "the composite's condition", || async {
         composite_condition(&client, "jobset", COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED)
             .await
             .is_some_and(|c| c.0 == "True")
@@ -509,7 +507,7 @@ async fn preempt_one_gang(
     for i in 0..4 {
         create_pod(&client, in_class(pod(&format!("low-{i}"), Some("low"), "2"), "low")).await;
     }
-    eventually("the low gang bound", || async {
+    eventually_within(TIMEOUT, "the low gang bound", || async {
         bound(&client, "low-").await.len() == 4
     })
     .await;
@@ -519,7 +517,10 @@ async fn preempt_one_gang(
     let node = node_of(&get_pod(&client, "high-0").await.unwrap());
     let left = bound(&client, "low-").await.len();
     let expected = if all { 4 } else { 1 };
-    eventually("victims counted", || async { s.handle.metrics().victims() == expected }).await;
+    eventually_within(TIMEOUT, "victims counted", || async {
+        s.handle.metrics().victims() == expected
+    })
+    .await;
     for (name, (status, reason, message)) in &victims {
         assert!(name.starts_with("low-"), "{name}");
         assert_eq!(
@@ -580,14 +581,14 @@ async fn an_invalid_hierarchy_is_marked_and_not_scheduled() {
     create_composite(&client, &GroupBuilder::gang(NS, "root", 1).all()).await;
     create_group(&client, &GroupBuilder::gang(NS, "leaf", 1).parent("root")).await;
     create_pod(&client, pod("leaf-0", Some("leaf"), "1")).await;
-    eventually("the hierarchy marked invalid", || async {
+    eventually_within(TIMEOUT, "the hierarchy marked invalid", || async {
         let root = composite_condition(&client, "root", COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED).await;
         let leaf = group_condition(&client, "leaf", POD_GROUP_INITIALLY_SCHEDULED).await;
         root.is_some_and(|c| c.0 == "False" && c.1 == "Invalid" && c.2.contains("disruption mode `all`"))
             && leaf.is_some_and(|c| c.0 == "False" && c.1 == "Invalid")
     })
     .await;
-    eventually("the pod told why", || async {
+    eventually_within(TIMEOUT, "the pod told why", || async {
         get_pod(&client, "leaf-0")
             .await
             .and_then(|p| pod_condition(&p, POD_SCHEDULED))
@@ -619,7 +620,7 @@ async fn a_rejected_binding_is_released_and_retried() {
         }],
     });
     let s = start(client.clone(), config());
-    eventually("the rejection reported", || async {
+    eventually_within(TIMEOUT, "the rejection reported", || async {
         get_pod(&client, "g-0")
             .await
             .and_then(|p| pod_condition(&p, POD_SCHEDULED))
@@ -629,7 +630,7 @@ async fn a_rejected_binding_is_released_and_retried() {
     assert!(s.handle.metrics().binding_failures() >= 1);
     assert!(bound(&client, "g").await.is_empty());
     c.faults().clear();
-    eventually("the gang bound after the fault", || async {
+    eventually_within(TIMEOUT, "the gang bound after the fault", || async {
         bound(&client, "g").await.len() == 2
     })
     .await;
@@ -646,7 +647,7 @@ async fn a_satisfied_group_never_regresses() {
     for i in 0..2 {
         create_pod(&client, pod(&format!("g-{i}"), Some("g"), "2")).await;
     }
-    eventually("scheduled", || async {
+    eventually_within(TIMEOUT, "scheduled", || async {
         group_condition(&client, "g", POD_GROUP_INITIALLY_SCHEDULED)
             .await
             .is_some_and(|c| c.0 == "True")
@@ -654,7 +655,7 @@ async fn a_satisfied_group_never_regresses() {
     .await;
     // An extra pod that cannot fit.
     create_pod(&client, pod("g-2", Some("g"), "2")).await;
-    eventually("the extra reported unschedulable", || async {
+    eventually_within(TIMEOUT, "the extra reported unschedulable", || async {
         get_pod(&client, "g-2")
             .await
             .and_then(|p| pod_condition(&p, POD_SCHEDULED))
@@ -672,11 +673,15 @@ async fn a_satisfied_group_never_regresses() {
 
 /// `PodGroupSatisfied` (KEP-6413) on group `name`, once it says `status` with `message`.
 async fn wait_satisfied(client: &Client, name: &str, status: &str, reason: &str, message: &str) {
-    eventually(&format!("{name}: PodGroupSatisfied={status} {message}"), || async {
-        group_condition(client, name, POD_GROUP_SATISFIED)
-            .await
-            .is_some_and(|c| c.0 == status && c.1 == reason && c.2 == message)
-    })
+    eventually_within(
+        TIMEOUT,
+        format!("{name}: PodGroupSatisfied={status} {message}"),
+        || async {
+            group_condition(client, name, POD_GROUP_SATISFIED)
+                .await
+                .is_some_and(|c| c.0 == status && c.1 == reason && c.2 == message)
+        },
+    )
     .await;
 }
 
@@ -688,7 +693,7 @@ async fn gang_health_follows_the_gang_both_ways_across_restarts() {
     create_group(&client, &GroupBuilder::gang(NS, "h", 2)).await;
     create_pod(&client, pod("h-0", Some("h"), "1")).await;
     // Below its minimum before it ever formed: no condition yet.
-    eventually("the lone member reported waiting", || async {
+    eventually_within(TIMEOUT, "the lone member reported waiting", || async {
         get_pod(&client, "h-0")
             .await
             .and_then(|p| pod_condition(&p, POD_SCHEDULED))
@@ -787,7 +792,7 @@ async fn only_the_leader_binds_and_a_follower_takes_over() {
             ..config()
         },
     );
-    eventually("a leads", || async { a.handle.is_leader() }).await;
+    eventually_within(TIMEOUT, "a leads", || async { a.handle.is_leader() }).await;
     let b = start(
         client.clone(),
         RuntimeConfig {
@@ -795,21 +800,30 @@ async fn only_the_leader_binds_and_a_follower_takes_over() {
             ..config()
         },
     );
-    eventually("b is a ready follower", || async { b.handle.is_ready() }).await;
+    eventually_within(TIMEOUT, "b is a ready follower", || async { b.handle.is_ready() }).await;
     assert!(!b.handle.is_leader());
     for i in 0..4 {
         create_pod(&client, pod(&format!("p-{i}"), None, "1")).await;
     }
-    eventually("bound", || async { bound(&client, "p-").await.len() == 4 }).await;
-    eventually("a counted them", || async { a.handle.metrics().pods_scheduled() == 4 }).await;
+    eventually_within(TIMEOUT, "bound", || async { bound(&client, "p-").await.len() == 4 }).await;
+    eventually_within(TIMEOUT, "a counted them", || async {
+        a.handle.metrics().pods_scheduled() == 4
+    })
+    .await;
     assert_eq!(b.handle.metrics().pods_scheduled(), 0, "the follower binds nothing");
 
     // The leader stops and releases the lease: the follower takes over.
     a.stop().await;
-    eventually("b leads", || async { b.handle.is_leader() }).await;
+    eventually_within(TIMEOUT, "b leads", || async { b.handle.is_leader() }).await;
     create_pod(&client, pod("q-0", None, "1")).await;
-    eventually("bound by b", || async { bound(&client, "q-").await.len() == 1 }).await;
-    eventually("b counted it", || async { b.handle.metrics().pods_scheduled() == 1 }).await;
+    eventually_within(TIMEOUT, "bound by b", || async {
+        bound(&client, "q-").await.len() == 1
+    })
+    .await;
+    eventually_within(TIMEOUT, "b counted it", || async {
+        b.handle.metrics().pods_scheduled() == 1
+    })
+    .await;
     b.stop().await;
     c.shutdown().await;
 }
@@ -854,7 +868,7 @@ async fn a_scheduler_dying_mid_binding_leaves_no_partial_gang() {
         .join()
         .unwrap()
     };
-    eventually("some of the gang bound", || async {
+    eventually_within(TIMEOUT, "some of the gang bound", || async {
         !bound(&client, "g-").await.is_empty()
     })
     .await;
@@ -868,7 +882,10 @@ async fn a_scheduler_dying_mid_binding_leaves_no_partial_gang() {
         create_pod(&client, pod(&format!("other-{i}"), Some("other"), "6")).await;
     }
     let s = start(client.clone(), config());
-    eventually("the gang completed", || async { bound(&client, "g-").await.len() == 6 }).await;
+    eventually_within(TIMEOUT, "the gang completed", || async {
+        bound(&client, "g-").await.len() == 6
+    })
+    .await;
     s.stop().await;
     c.shutdown().await;
 }

@@ -16,12 +16,9 @@ fn config(identity: &str) -> LeaseConfig {
     }
 }
 
+/// Waits for a leadership state (the shell's `is_leader` is synchronous).
 async fn until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    kwas_test_tools::wait::eventually_within(Duration::from_secs(30), what, || std::future::ready(f())).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

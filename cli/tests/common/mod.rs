@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// A running `kwas dev`, killed on drop.
 pub struct Dev {
@@ -51,26 +50,8 @@ pub fn kubectl(dev: &Dev, args: &[&str]) -> (bool, String, String) {
 
 /// As [`kubectl`], feeding `stdin` (for `apply -f -`).
 pub fn kubectl_stdin(dev: &Dev, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-    let mut child = Command::new(kwas_test_tools::kubectl().expect("kubectl 1.37"))
-        .args(args)
-        .env("KUBECONFIG", &dev.kubeconfig)
-        .env("HOME", dev.kubeconfig.parent().unwrap())
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(text) = stdin {
-        std::io::Write::write_all(child.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
-        drop(child.stdin.take());
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let run = kwas_test_tools::run::kubectl(&dev.kubeconfig, args, stdin);
+    (run.ok, run.stdout, run.stderr)
 }
 
 /// kubectl that must succeed; its stdout.
@@ -86,18 +67,24 @@ pub fn apply(dev: &Dev, manifest: &str) {
     assert!(success, "kubectl apply: {stderr}\n{manifest}");
 }
 
-/// Waits for `f` (polled every 100 ms) for up to `limit`.
-pub fn eventually_within(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// The repository root.
+#[allow(unused_imports)]
+pub use kwas_test_tools::run::repo_root as repo;
+/// The toolkit's waits: poll a condition, report what was last seen on timeout.
+#[allow(unused_imports)]
+pub use kwas_test_tools::wait::blocking::eventually;
+
+/// `kubectl get <args> -o json`, which must succeed.
+pub fn get_json(dev: &Dev, args: &[&str]) -> serde_json::Value {
+    let mut all: Vec<&str> = vec!["get"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-o", "json"]);
+    kwas_test_tools::run::json(&ok(dev, &all))
 }
 
-/// Waits for `f` for up to a minute.
-pub fn eventually(what: &str, f: impl FnMut() -> bool) {
-    eventually_within(what, Duration::from_secs(60), f)
+/// The `items` of a list.
+pub fn items(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    v["items"].as_array().cloned().unwrap_or_default()
 }
 
 /// Starts `kwas dev` on a free port with `args` and waits until the API server answers.

@@ -141,20 +141,6 @@ pub fn start_binder(client: Client, nodes: Vec<String>) -> Task {
     })
 }
 
-/// Polls `f` until it returns `Some`, or panics after `timeout` with `what`.
-pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        if tokio::time::Instant::now() > deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
+/// The toolkit's wait (polls a condition, reports what it last saw on timeout).
+#[allow(unused_imports)]
+pub use kwas_test_tools::wait::eventually_within;
