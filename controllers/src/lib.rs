@@ -18,7 +18,7 @@
 //!   supervision).
 //!
 //! Decision logic is pure ([`job::mode`], [`job::plan`], [`job::pods`], [`jobset::decide`],
-//! [`jobset::plan`]) and unit-tested; the reconcile loops only read what the decision needs and apply it.
+//! [`jobset::policy`]) and unit-tested; the reconcile loops only read what the decision needs and apply it.
 #![warn(missing_docs)]
 
 pub mod claims;

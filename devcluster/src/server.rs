@@ -22,7 +22,7 @@ pub struct ServerSettings {
     /// How often the periodic controllers (PodGroup protection, event expiry) run.
     pub sweep_interval: Duration,
     /// How many bytes of events each resource keeps for watches (each event at the size of its watch
-    /// line; see [`crate::store::DEFAULT_HISTORY_BYTES`]); the event count is bounded separately.
+    /// line; see `store::DEFAULT_HISTORY_BYTES`); the event count is bounded separately.
     pub watch_history_bytes: usize,
     /// How many bytes may wait for one watcher's client, counting what its connection is still writing (a
     /// single larger event waits alone). A client that reads keeps taking them; the watch waits while it

@@ -3,7 +3,7 @@
 //!
 //! | module | what |
 //! | --- | --- |
-//! | [`model`] | the [`Snapshot`](model::Snapshot) of what was listed, targets and how objects relate |
+//! | [`model`] | the [`Snapshot`] of what was listed, targets and how objects relate |
 //! | [`tree`] | Job / JobSet -> Workload -> CompositePodGroups -> PodGroups -> pods |
 //! | [`message`] | reading the scheduler's messages and the victims' notes |
 //! | [`why`] | why a gang waits, and what would have to change |
@@ -43,7 +43,7 @@ use render::{Style, TreeOptions};
 /// The file name that makes the binary a kubectl plugin.
 pub const PLUGIN_NAME: &str = "kubectl-kwas";
 
-/// Whether the binary was started as `kubectl-kwas` (argv[0]'s file name, with or without `.exe`).
+/// Whether the binary was started as `kubectl-kwas` (`argv[0]`'s file name, with or without `.exe`).
 pub fn invoked_as_plugin(argv0: &OsStr) -> bool {
     Path::new(argv0)
         .file_name()

@@ -1,4 +1,4 @@
-//! The reconcile loop: create what [`desired`](crate::desired) lists that does not exist yet, in order
+//! The reconcile loop: create what [`desired`] lists that does not exist yet, in order
 //! (Workload, root group, then per replica its group, PodGroups and pods), remove the objects of replicas
 //! beyond `spec.replicas`, and report ready replicas.
 
