@@ -5,11 +5,9 @@
 //! honour rejected distinctly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::{Dev, apply, eventually, get_json, items, jsonpath, ok, start};
+use crate::common::{Dev, apply, eventually, get_json, items, jsonpath, ok, start};
 use serde_json::Value;
 
 /// Claims by name.

@@ -3,9 +3,7 @@
 //! validation, with a hint for KEP-6089's draft names.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{kubectl_stdin, start};
+use crate::common::{kubectl_stdin, start};
 
 fn job(scheduling: &str) -> String {
     format!(
@@ -106,7 +104,7 @@ fn empty_unions_are_rejected_with_the_field() {
     }
     // Nothing was stored.
     for kind in ["job", "workload.scheduling.k8s.io", "jobset"] {
-        let (ok, _, _) = common::kubectl(&dev, &["get", kind, "empty"]);
+        let (ok, _, _) = crate::common::kubectl(&dev, &["get", kind, "empty"]);
         assert!(!ok, "a {kind} was stored");
     }
 }
@@ -166,7 +164,10 @@ fn draft_field_names_are_unknown_fields_with_a_hint() {
     let runnable = KEP_EXAMPLE_1_DRAFT.replace("      containers:", "      restartPolicy: Never\n      containers:");
     let (ok, _, stderr) = kubectl_stdin(&dev, &["apply", "--validate=false", "-f", "-"], Some(&runnable));
     assert!(ok, "{stderr}");
-    assert_eq!(common::jsonpath(&dev, &["job", "draft"], "{.spec.scheduling}"), "{}");
+    assert_eq!(
+        crate::common::jsonpath(&dev, &["job", "draft"], "{.spec.scheduling}"),
+        "{}"
+    );
     // kubectl's warn mode shows the hint as a warning.
     let (ok, _, stderr) = kubectl_stdin(
         &dev,

@@ -5,11 +5,9 @@
 //! listed by `kubectl events`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common::{eventually, kubectl_stdin, ok, start as start_dev};
 
-use common::{eventually, kubectl_stdin, ok, start as start_dev};
-
-fn start() -> common::Dev {
+fn start() -> crate::common::Dev {
     start_dev(&[])
 }
 

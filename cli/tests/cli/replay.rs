@@ -4,12 +4,10 @@
 //! nodes the live scheduler then picks for its twin); hostile files fail with the file and the field.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{Dev, apply, eventually, get_json, items, start};
+use crate::common::{Dev, apply, eventually, get_json, items, start};
 use serde_json::Value;
 
 fn kwas(args: &[&str]) -> Output {

@@ -4,14 +4,12 @@
 //! every kustomization in `deploy/` passes a server-side dry run on `kwas dev` driven by kubectl 1.37.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read as _;
 use std::path::Path;
 use std::process::Command;
 
-use common::{kubectl, kubectl_stdin, ok, repo};
+use crate::common::{kubectl, kubectl_stdin, ok, repo};
 use serde_json::{Value, json};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kwas");
@@ -383,7 +381,7 @@ fn the_deploy_manifests_run_the_image_the_script_builds() {
 
 #[test]
 fn every_deploy_kustomization_passes_a_server_side_dry_run() {
-    let dev = common::start(&[]);
+    let dev = crate::common::start(&[]);
     // What an operator installs first: the JobSet CRD, the Prometheus Operator's CRDs (a test
     // stand-in) and, since a dry run creates nothing, the namespace.
     ok(&dev, &["apply", "-f", "crds/jobset.yaml"]);

@@ -7,12 +7,10 @@
 //! a KubeSchedulerConfiguration file changes how nodes are scored.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use common::{Dev, apply, eventually, get_json, items, jsonpath, ok, start};
+use crate::common::{Dev, apply, eventually, get_json, items, jsonpath, ok, start};
 
 /// The nodes the pods selected by `selector` are bound to (unbound pods are left out).
 fn nodes_of(dev: &Dev, selector: &str) -> Vec<String> {

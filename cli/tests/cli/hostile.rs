@@ -4,12 +4,10 @@
 //! that the API server still answers within a second and that a normal gang still binds.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use common::{Dev, apply, eventually, kubectl_stdin, ok, start};
+use crate::common::{Dev, apply, eventually, kubectl_stdin, ok, start};
 
 /// The API server's `host:port`, read from the kubeconfig `kwas dev` wrote.
 fn server(dev: &Dev) -> String {
@@ -193,7 +191,7 @@ spec:
     );
     let t = Instant::now();
     eventually("the costly pod to be rejected naming its claim", || {
-        let (_, out, _) = common::kubectl(
+        let (_, out, _) = crate::common::kubectl(
             &dev,
             &[
                 "get",
@@ -274,7 +272,9 @@ fn a_custom_resource_past_the_runtime_limit_is_refused_while_other_clients_are_s
             "{type: array, maxItems: 1000, items: {type: integer}}",
         ),
     );
-    eventually("widgets to be served", || common::kubectl(&dev, &["get", "widgets"]).0);
+    eventually("widgets to be served", || {
+        crate::common::kubectl(&dev, &["get", "widgets"]).0
+    });
     let items: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
     let widget = format!(
         "apiVersion: hostile.example.com/v1

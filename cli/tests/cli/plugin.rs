@@ -5,15 +5,13 @@
 //! evicted an `all` gang (examples/preemption/), and the tree of CompositePodGroups whose parents loop.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::io::BufRead;
 
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{Dev, eventually, jsonpath, ok, repo, start};
+use crate::common::{Dev, eventually, jsonpath, ok, repo, start};
 use serde_json::Value;
 
 /// A folder holding `kubectl-kwas`, a symlink to the built `kwas`.
@@ -145,7 +143,7 @@ fn kubectl_kwas_trees_a_jobset_and_a_gang_job() {
     // The examples with pods that run until the test ends.
     for file in ["examples/jobs/gang-job.yaml", "examples/jobsets/option-a.yaml"] {
         let text = std::fs::read_to_string(repo().join(file)).unwrap();
-        common::apply(
+        crate::common::apply(
             &dev,
             &text
                 .replace("sim-run-duration: 20s", "sim-run-duration: 10m")
@@ -312,7 +310,7 @@ spec:
 fn kubectl_kwas_tree_shows_each_composite_pod_group_of_a_parent_loop_once() {
     let dev = start(&[]);
     let plugin = PluginDir::new();
-    common::apply(&dev, LOOPS);
+    crate::common::apply(&dev, LOOPS);
 
     let text = plugin.kwas(&dev, &["tree", "workload/loops"]);
     for name in ["loop-a", "loop-b", "loop-self"] {
@@ -381,7 +379,7 @@ fn why_explains_a_gpu_shortage_and_an_anti_affinity_conflict() {
     let dev = start(&["--gpus", "0"]);
     let plugin = PluginDir::new();
     ok(&dev, &["apply", "-f", "examples/jobsets/option-a.yaml"]);
-    common::apply(&dev, &crowd());
+    crate::common::apply(&dev, &crowd());
     eventually("the JobSet's worker gangs to be found unschedulable", || {
         plugin.json(&dev, &["why", "jobset/pretrain-a"])["causes"]
             .as_array()

@@ -3,9 +3,7 @@
 //! `minCount` edit reaches the Workload.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{apply, eventually, jsonpath, kubectl, start};
+use crate::common::{apply, eventually, jsonpath, kubectl, start};
 
 fn manifest() -> String {
     std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/jobsets/option-a.yaml"))
@@ -14,7 +12,7 @@ fn manifest() -> String {
         .replace("sim-run-duration: 30s", "sim-run-duration: 1h")
 }
 
-fn patch(dev: &common::Dev, op: &str) -> (bool, String) {
+fn patch(dev: &crate::common::Dev, op: &str) -> (bool, String) {
     let (ok, _, stderr) = kubectl(dev, &["patch", "jobset", "pretrain-a", "--type=json", "-p", op]);
     (ok, stderr)
 }
