@@ -8,6 +8,8 @@
 //! - [`v1alpha3`]: one module with every `scheduling.k8s.io/v1alpha3` type, the leaf building blocks from
 //!   k8s-openapi and the composite ones from this crate side by side;
 //! - [`names`]: the well-known annotation keys, labels, finalizers, conditions and reasons;
+//! - [`served`]: which versions of `scheduling.k8s.io` a cluster serves, the one to use per kind, and
+//!   converting between them;
 //! - [`quantity`] and [`duration`]: `resource.Quantity` and Go duration parsing with checked arithmetic.
 //!
 //! ```
@@ -31,6 +33,7 @@ pub mod group;
 pub mod jobset;
 pub mod names;
 pub mod quantity;
+pub mod served;
 
 pub use composite::*;
 
