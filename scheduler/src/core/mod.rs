@@ -127,38 +127,40 @@
 //! | [`config`] | scoring strategy, score weights and the algorithm switches |
 //! | [`testing`] | builders for API objects |
 
-pub mod composite;
-pub mod config;
-pub mod cycle;
+pub(crate) mod composite;
+pub(crate) mod config;
+pub(crate) mod cycle;
 pub(crate) mod dra;
-mod dynamic;
-pub mod equivalence;
-pub mod filters;
-pub mod hierarchy;
-pub mod journal;
-pub mod model;
-pub mod podgroup;
-pub mod preemption;
-pub use kwas_api_types::quantity;
-pub mod readiness;
-pub mod resources;
-pub mod scores;
-pub mod snapshot;
-pub mod status;
+pub(crate) mod dynamic;
+pub(crate) mod equivalence;
+pub(crate) mod filters;
+pub(crate) mod framework;
+pub(crate) mod hierarchy;
+pub(crate) mod journal;
+pub(crate) mod model;
+pub(crate) mod outcome;
+pub(crate) mod podgroup;
+pub(crate) mod preemption;
+pub(crate) mod readiness;
+pub(crate) mod resources;
+pub(crate) mod scheduler;
+pub(crate) mod scores;
+pub(crate) mod snapshot;
+pub(crate) mod status;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod topology;
+pub(crate) mod topology;
 
 pub use config::{PlacementLimit, SchedulerConfig, ScoreWeights, ScoringStrategy};
-pub use cycle::{
-    Assignment, CycleOutcome, CycleStats, GroupOutcome, PodOutcome, Rejection, Scheduler, TopologyDomain, Verdict,
-};
-pub use filters::pod_topology_spread::{DefaultConstraint, system_default_constraints};
+pub use filters::pod_topology_spread::DefaultConstraint;
 pub use filters::volumes::ClaimAction;
-pub use hierarchy::{HierarchyError, MAX_DEPTH};
+pub use framework::ClaimReservation;
+pub use hierarchy::HierarchyError;
 pub use journal::{Journal, Mark};
-pub use model::{DisruptionMode, GroupKey, GroupKind, PodKey, PodState, Policy, PreemptionPolicy, UnitKey};
+pub use model::{GroupKey, GroupKind, PodKey, PodState, UnitKey};
+pub use outcome::{Assignment, CycleOutcome, CycleStats, GroupOutcome, PodOutcome, Rejection, TopologyDomain, Verdict};
 pub use preemption::{PreemptionOutcome, PreemptionVerdict, Victim, VictimUnit};
 pub use readiness::{Readiness, UnitSummary};
-pub use snapshot::dra::ClaimReservation;
+pub use scheduler::Scheduler;
 pub use snapshot::{Snapshot, SnapshotError};
-pub use status::{Code, Counts, placement_feasible};
+pub use status::Code;

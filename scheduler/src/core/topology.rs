@@ -22,8 +22,9 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use super::config::PlacementLimit;
-use super::cycle::{Cycle, Domain, Outcome, Rejection};
+use super::cycle::{Cycle, Domain, Outcome};
 use super::journal::Op;
+use super::outcome::Rejection;
 use super::scores::packing;
 use super::status::Code;
 

@@ -38,8 +38,9 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::api::scheduling::v1alpha3::PodGroup;
 
 use self::cel::{Attr, Exprs, Sel};
-use super::filters::NodeView;
+use super::config::{DEFAULT_CYCLE_ALLOCATION_BUDGET, DEFAULT_POD_ALLOCATION_BUDGET};
 use super::filters::volumes::NodeTerms;
+use super::framework::NodeView;
 
 /// `(driver, pool, device)`.
 pub(crate) type DeviceKey = (String, String, String);
@@ -261,11 +262,6 @@ pub(crate) struct Budget {
     pod_left: u64,
     cycle_left: u64,
 }
-
-/// Default per-pod allocation budget, in work units.
-pub const DEFAULT_POD_ALLOCATION_BUDGET: u64 = 5_000_000;
-/// Default per-cycle allocation budget, in work units.
-pub const DEFAULT_CYCLE_ALLOCATION_BUDGET: u64 = 20_000_000;
 
 impl Default for Budget {
     fn default() -> Self {

@@ -9,27 +9,11 @@ use k8s_openapi::api::resource::v1::{
 use super::Snapshot;
 use crate::core::dra::allocator::{self, Failure};
 use crate::core::dra::{Allocated, ClaimProblem, ResolvedClaim};
+use crate::core::framework::ClaimReservation;
 use crate::core::model::PodKey;
 
 /// Upstream's `ResourceClaimReservedForMaxSize`.
 pub(crate) const RESERVED_FOR_MAX: usize = 256;
-
-/// What binding a pod must write to one of its ResourceClaims first (upstream's DynamicResources
-/// PreBind): the allocation when the cycle made it, and the pod (or its PodGroup) in
-/// `status.reservedFor`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClaimReservation {
-    /// The claim's namespace.
-    pub namespace: String,
-    /// The claim.
-    pub claim: String,
-    /// Its uid (the write's precondition).
-    pub uid: String,
-    /// The allocation the cycle chose; `None` when the claim was allocated before.
-    pub allocation: Option<AllocationResult>,
-    /// The consumer to add to `status.reservedFor`.
-    pub consumer: ResourceClaimConsumerReference,
-}
 
 impl Snapshot {
     /// Adds or updates a DeviceClass.
