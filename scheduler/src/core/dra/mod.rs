@@ -169,8 +169,9 @@ pub(crate) struct PodClaimRef {
     pub name: String,
     pub claim_name: Option<String>,
     pub template: Option<String>,
-    /// The claim generated for it (`status.resourceClaimStatuses`).
-    pub generated: Option<String>,
+    /// The pod's `status.resourceClaimStatuses` entry for it, if any: the claim generated for it, or
+    /// `None` when none was needed.
+    pub status: Option<Option<String>>,
 }
 
 impl PodClaimRef {
@@ -192,7 +193,7 @@ impl PodClaimRef {
                 name: c.name.clone(),
                 claim_name: c.resource_claim_name.clone(),
                 template: c.resource_claim_template_name.clone(),
-                generated: statuses.get(c.name.as_str()).copied().flatten().map(str::to_string),
+                status: statuses.get(c.name.as_str()).map(|s| s.map(str::to_string)),
             })
             .collect()
     }
