@@ -1,6 +1,8 @@
 //! The deploy manifests in `deploy/scheduler/` grant exactly what the runtime uses.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod shape;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use kwas_scheduler::runtime::API_ACCESS;

@@ -35,15 +35,15 @@
 //!
 //! | module | role |
 //! | --- | --- |
-//! | [`engine`] | decisions without I/O: snapshot updates, PreEnqueue, cycles, preemption, status decisions; unit-tested |
-//! | [`scheduling_queue`] | the scheduling queue: active, backoff, unschedulable, gated |
-//! | [`conditions`] | which condition to write, never regressing, and the patches |
-//! | [`actions`] | what the engine asks for: binds, status patches, evictions, events |
-//! | [`informers`] | kube-runtime watchers merged into one event stream |
-//! | [`writer`] | bindings, status patches, evictions and events against the API server |
-//! | [`metrics`] | Prometheus metrics |
-//! | [`config`] | [`RuntimeConfig`], [`LeaseConfig`] (the `kwas-shell` shell's), [`BackoffConfig`] |
-//! | [`profile`] | KubeSchedulerConfiguration files (`--config`): profiles, score plugins and weights, plugin arguments |
+//! | `engine` | decisions without I/O: snapshot updates, PreEnqueue, cycles, preemption, status decisions; unit-tested |
+//! | `scheduling_queue` | the scheduling queue: active, backoff, unschedulable, gated |
+//! | `conditions` | which condition to write, never regressing, and the patches |
+//! | `actions` | what the engine asks for: binds, status patches, evictions, events |
+//! | `informers` | kube-runtime watchers merged into one event stream |
+//! | `writer` | bindings, status patches, evictions and events against the API server |
+//! | `metrics` | Prometheus metrics |
+//! | `config` | [`RuntimeConfig`], [`LeaseConfig`] (the `kwas-shell` shell's), [`BackoffConfig`] |
+//! | `profile` | KubeSchedulerConfiguration files (`--config`): profiles, score plugins and weights, plugin arguments |
 //!
 //! The admin server, health and leader election come from the `kwas-shell` shell crate, shared with
 //! `kwas controllers`.
@@ -66,7 +66,7 @@
 //! writes nothing; an instance that loses the lease stops scheduling at once and drops the
 //! reservations of its preemptions in progress.
 //!
-//! See [`engine`] for the choices where the KEPs leave room.
+//! See `engine` for the choices where the KEPs leave room.
 
 pub(crate) mod actions;
 pub(crate) mod conditions;
