@@ -1,4 +1,5 @@
-//! The deploy manifests in `deploy/scheduler/` grant exactly what the runtime uses.
+//! The deploy manifests in `deploy/scheduler/` grant exactly what the runtime uses. The `shape` module keeps the
+//! crate's own shape deliberate: the declared module layers, no module cycle, the public surface.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod shape;
