@@ -72,7 +72,7 @@ pub async fn run(args: DevArgs) -> Result<()> {
             tracing::warn!(file = %path.display(), "{w}");
         }
         profile.apply(&mut config.scheduler);
-        let dev_name = kwas_scheduler::runtime::profile::DEFAULT_SCHEDULER_NAME.to_string();
+        let dev_name = kwas_scheduler::runtime::DEFAULT_SCHEDULER_NAME.to_string();
         if !config.scheduler.scheduler_names.contains(&dev_name) {
             config.scheduler.scheduler_names.push(dev_name);
         }

@@ -18,8 +18,9 @@ use kwas_api_types::names::conditions::{
 use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup};
 use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, FaultConfig, FaultRule, Topology, Verb};
 use kwas_scheduler::core::testing::{GroupBuilder, pod_with};
-use kwas_scheduler::runtime::conditions::REASON_SCHEDULING_GATED;
-use kwas_scheduler::runtime::{BackoffConfig, RuntimeConfig, RuntimeHandle, SchedulerRuntime, scheduler_lease};
+use kwas_scheduler::runtime::{
+    BackoffConfig, REASON_SCHEDULING_GATED, RuntimeConfig, RuntimeHandle, SchedulerRuntime, scheduler_lease,
+};
 use tokio::sync::oneshot;
 
 const NS: &str = "default";

@@ -4,6 +4,7 @@
 //! PostFilter (`preemption: ...`) text, and the victims' `DisruptionTarget` and `Preempted` notes. Any
 //! string is accepted; what is not recognised is left out, never guessed.
 
+use kwas_scheduler::core::placement_message::PlacementMessage;
 use serde::Serialize;
 
 /// One `N/M nodes are available: <reasons>` fragment.
@@ -221,29 +222,32 @@ fn gang_shortfalls(text: &str) -> Vec<GangShortfall> {
     out
 }
 
+/// The placement message in `text` (it may follow a group's own explanation), read with the
+/// scheduler's parser, [`PlacementMessage`], which sits next to the formatter.
 fn placements(text: &str) -> Option<Placements> {
     const P: &str = " placements are available";
     let at = text.find(P)?;
-    let head = &text[..at];
-    let space = head.rfind(' ')?;
-    let key = head[space + 1..].to_string();
-    let (_, total) = trailing_fraction(&head[..space])?;
-    let mut tried = Vec::new();
-    let needle = format!("{key}=");
-    let rest = &text[at + P.len()..];
-    let mut from = 0;
-    while let Some(rel) = rest[from..].find(&needle) {
-        let start = from + rel + needle.len();
-        let end = rest[start..].find(": ").map_or(rest.len(), |e| start + e);
-        for v in rest[start..end].split(", ") {
-            let v = v.split(" and ").next().unwrap_or_default().trim();
-            if !v.is_empty() && !tried.iter().any(|t| t == v) {
-                tried.push(v.to_string());
+    // Back from the key to the `0/T` it follows.
+    let space = text[..at].rfind(' ')?;
+    let start = text[..space]
+        .rfind(|c: char| !(c.is_ascii_digit() || c == '/'))
+        .map_or(0, |i| i + 1);
+    match text[start..].parse::<PlacementMessage>().ok()? {
+        PlacementMessage::Unavailable { key, total, failures } => {
+            let mut tried: Vec<String> = Vec::new();
+            for v in failures.into_iter().flat_map(|f| f.values) {
+                if !v.is_empty() && !tried.contains(&v) {
+                    tried.push(v);
+                }
             }
+            Some(Placements {
+                key,
+                total: total as u64,
+                tried,
+            })
         }
-        from = end;
+        PlacementMessage::NoDomains { .. } => None,
     }
-    Some(Placements { key, total, tried })
 }
 
 /// Reads one scheduler message.

@@ -305,8 +305,7 @@ impl Exposition {
 /// The scheduler's metrics (the registry `kwas scheduler` serves) with a value recorded through every
 /// method, so that every family has series and shows its labels.
 fn scheduler_metrics_with_every_series() -> String {
-    use kwas_scheduler::runtime::metrics::{Attempt, Metrics};
-    use kwas_scheduler::runtime::scheduling_queue::{ENTITY_TYPES, QUEUES, QueueDepth};
+    use kwas_scheduler::runtime::{Attempt, ENTITY_TYPES, Metrics, QUEUES, QueueDepth};
     let m = Metrics::with_profile("kwas-scheduler");
     for group_type in [Some("podgroup"), None] {
         m.attempt(Attempt {

@@ -1,5 +1,10 @@
 //! Scheduler configuration: scoring and the switches for the algorithm improvements.
 
+/// Default per-pod DRA allocation budget, in work units (see [`SchedulerConfig::dra_pod_budget`]).
+pub const DEFAULT_POD_ALLOCATION_BUDGET: u64 = 5_000_000;
+/// Default per-cycle DRA allocation budget, in work units (see [`SchedulerConfig::dra_cycle_budget`]).
+pub const DEFAULT_CYCLE_ALLOCATION_BUDGET: u64 = 20_000_000;
+
 /// How nodes are scored for a pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ScoringStrategy {
@@ -134,8 +139,8 @@ impl Default for SchedulerConfig {
             secure_minimums_first: true,
             backtracking_limit: 16,
             placement_limit: PlacementLimit::Adaptive,
-            dra_pod_budget: crate::core::dra::DEFAULT_POD_ALLOCATION_BUDGET,
-            dra_cycle_budget: crate::core::dra::DEFAULT_CYCLE_ALLOCATION_BUDGET,
+            dra_pod_budget: DEFAULT_POD_ALLOCATION_BUDGET,
+            dra_cycle_budget: DEFAULT_CYCLE_ALLOCATION_BUDGET,
         }
     }
 }

@@ -8,10 +8,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use super::filters::DynamicSpec;
 use super::filters::inter_pod_affinity::Term;
 use super::filters::pod_topology_spread::{Constraint, Counted, defaults, system_default_constraints};
 use super::filters::volumes::{self, Resolved};
-use super::filters::{DynamicSpec, NodeView, Reject};
+use super::framework::{NodeView, Reject};
 use super::scores::MAX_SCORE;
 use super::snapshot::Snapshot;
 

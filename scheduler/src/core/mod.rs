@@ -72,7 +72,7 @@
 //! - **Already placed pods** (bound, assumed, or placed earlier in the same cycle) count towards `S`;
 //!   terminating pods do not. They also pin their group's topology domain. Pods of a PodGroup that
 //!   `Succeeded` keep counting towards `S` (not pinning anything) until deleted, so a gang Job's last,
-//!   smaller wave is scheduled; `Failed` pods do not count (see [`snapshot`]).
+//!   smaller wave is scheduled; `Failed` pods do not count (see `snapshot`).
 //! - **Node scores** are upstream's score plugins with their weights ([`ScoreWeights`]):
 //!   `NodeResourcesFit` (`MostAllocated`, kwas' default, bin packing; or `LeastAllocated`),
 //!   `NodeResourcesBalancedAllocation` (weight 0 in kwas' profile, 1 in upstream's), preferred
@@ -85,7 +85,7 @@
 //!   label value that sorts first.
 //! - **Priorities**: a group's priority is the priority of its pods (KEP-5710). All groups and pods of a
 //!   tree must share one priority and pods one `schedulerName`, else the tree is rejected
-//!   ([`hierarchy`]).
+//!   (`hierarchy`).
 //! - **Preemption** for a hierarchy that is already satisfied (extra pods failed) succeeds when it lets
 //!   more pending pods be placed than the cycle without preemption did. A unit's priority is the highest
 //!   priority among its pods. Pods already terminating are never victims. Candidate domains are ranked
@@ -103,62 +103,45 @@
 //! (non-CSI) volume limits. Nominated pods do not reserve capacity in the snapshot between a preemption
 //! and the next cycle (the runtime reserves them itself and retries).
 //!
-//! Module map (one file per concern):
-//!
-//! | module | concern |
-//! | --- | --- |
-//! | [`quantity`] | `resource.Quantity` parsing (from `kwas-api-types`) |
-//! | [`resources`] | resource vectors, pod requests with the init-container rule |
-//! | [`snapshot`] | the cluster state: one arena for nodes, pods and groups, a file per concern (nodes, pods, groups, priority, volumes and budgets, workloads, simulation, conversion); assume / forget |
-//! | [`journal`] | the assume/revert journal |
-//! | [`filters`] | one file per kube-scheduler filter plugin (NodeUnschedulable, NodeAffinity, TaintToleration, NodeResourcesFit, NodePorts, InterPodAffinity, PodTopologySpread, VolumeBinding / VolumeZone / NodeVolumeLimits) plus label selectors, and the shared rejection reasons |
-//! | `dra` | dynamic resource allocation: DeviceClasses, ResourceSlices, ResourceClaims, CEL selectors, the allocator |
-//! | `dynamic` | per-pod evaluation of the constraints that depend on other pods' placements, inside the cycle |
-//! | [`scores`] | one file per score plugin: node scores (NodeResourcesFit, NodeResourcesBalancedAllocation) and placement scores |
-//! | [`equivalence`] | equivalence classes sharing filter and scoring work |
-//! | [`status`] | status codes and PlacementFeasible (M / S / R / U / UU) |
-//! | [`podgroup`] | the PodGroup (leaf) cycle |
-//! | [`composite`] | the recursive CompositePodGroup cycle, admissibility pre-check, backtracking |
-//! | [`topology`] | multi-level topology placement: domains, pinning, evaluation, adaptive cap |
-//! | [`cycle`] | one cycle for one root unit, two-pass mode, results ([`GroupOutcome`], [`PodOutcome`]) |
-//! | [`preemption`] | workload-aware preemption |
-//! | [`hierarchy`] | runtime hierarchy checks |
-//! | [`readiness`] | PreEnqueue-style readiness of root units (the runtime's queue is `runtime::scheduling_queue`) |
-//! | [`config`] | scoring strategy, score weights and the algorithm switches |
-//! | [`testing`] | builders for API objects |
+//! The modules, one file or folder per concern, are listed lowest layer first in the crate docs (a
+//! module uses only the ones above it there). The public surface is the re-exports below, and
+//! [`placement_message`] and `testing` (cargo feature `testing`).
 
-pub mod composite;
-pub mod config;
-pub mod cycle;
+pub(crate) mod composite;
+pub(crate) mod config;
+pub(crate) mod cycle;
 pub(crate) mod dra;
-mod dynamic;
-pub mod equivalence;
-pub mod filters;
-pub mod hierarchy;
-pub mod journal;
-pub mod model;
-pub mod podgroup;
-pub mod preemption;
-pub use kwas_api_types::quantity;
-pub mod readiness;
-pub mod resources;
-pub mod scores;
-pub mod snapshot;
-pub mod status;
+pub(crate) mod dynamic;
+pub(crate) mod equivalence;
+pub(crate) mod filters;
+pub(crate) mod framework;
+pub(crate) mod hierarchy;
+pub(crate) mod journal;
+pub(crate) mod model;
+pub(crate) mod outcome;
+pub mod placement_message;
+pub(crate) mod podgroup;
+pub(crate) mod preemption;
+pub(crate) mod readiness;
+pub(crate) mod resources;
+pub(crate) mod scheduler;
+pub(crate) mod scores;
+pub(crate) mod snapshot;
+pub(crate) mod status;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod topology;
+pub(crate) mod topology;
 
 pub use config::{PlacementLimit, SchedulerConfig, ScoreWeights, ScoringStrategy};
-pub use cycle::{
-    Assignment, CycleOutcome, CycleStats, GroupOutcome, PodOutcome, Rejection, Scheduler, TopologyDomain, Verdict,
-};
-pub use filters::pod_topology_spread::{DefaultConstraint, system_default_constraints};
+pub use filters::pod_topology_spread::DefaultConstraint;
 pub use filters::volumes::ClaimAction;
-pub use hierarchy::{HierarchyError, MAX_DEPTH};
+pub use framework::ClaimReservation;
+pub use hierarchy::HierarchyError;
 pub use journal::{Journal, Mark};
-pub use model::{DisruptionMode, GroupKey, GroupKind, PodKey, PodState, Policy, PreemptionPolicy, UnitKey};
+pub use model::{GroupKey, GroupKind, PodKey, PodState, UnitKey};
+pub use outcome::{Assignment, CycleOutcome, CycleStats, GroupOutcome, PodOutcome, Rejection, TopologyDomain, Verdict};
 pub use preemption::{PreemptionOutcome, PreemptionVerdict, Victim, VictimUnit};
 pub use readiness::{Readiness, UnitSummary};
-pub use snapshot::dra::ClaimReservation;
+pub use scheduler::Scheduler;
 pub use snapshot::{Snapshot, SnapshotError};
-pub use status::{Code, Counts, placement_feasible};
+pub use status::Code;

@@ -11,10 +11,11 @@
 
 use std::collections::BTreeMap;
 
-use super::cycle::{Cycle, Domain, Outcome, Rejection};
+use super::cycle::{Cycle, Domain, Outcome};
 use super::equivalence::{ClassId, Ranker};
 use super::filters::{diagnosis, fits, insufficient};
 use super::model::Policy;
+use super::outcome::Rejection;
 use super::scores::balanced_allocation::balanced;
 use super::scores::node_score;
 use super::status::{Code, Counts, placement_feasible};
@@ -30,8 +31,8 @@ pub(crate) struct Failure {
 }
 
 /// The filter reason of a DynamicResources rejection.
-fn dra_reject(r: super::snapshot::dra::DraReject) -> super::filters::Reject {
-    use super::filters::Reject;
+fn dra_reject(r: super::snapshot::dra::DraReject) -> super::framework::Reject {
+    use super::framework::Reject;
     use super::snapshot::dra::DraReject;
     match r {
         DraReject::NotAvailable => Reject::ClaimNotAvailable,
@@ -76,7 +77,7 @@ impl ClassScorer {
             score += w.balanced_allocation * balanced(entry, node);
         }
         if self.static_varies {
-            score += snap.static_score(entry.static_id, n, w);
+            score += super::scores::static_score(snap, entry.static_id, n, w);
         }
         score
     }
@@ -163,7 +164,7 @@ impl Cycle<'_> {
                 None if !claims.is_empty() => self.snap.dra_fit(claims, n).err().map(dra_reject),
                 other => other,
             };
-            if let Some(super::filters::Reject::AllocationBudget(message)) = reject {
+            if let Some(super::framework::Reject::AllocationBudget(message)) = reject {
                 return Failure {
                     message,
                     unresolvable: false,

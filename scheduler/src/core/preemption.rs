@@ -35,10 +35,12 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::cycle::{Assignment, Cycle, Domain, Scheduler, Verdict, resolve_root};
+use super::cycle::{Cycle, Domain};
 use super::filters::fits;
 use super::journal::Op;
 use super::model::{DisruptionMode, GroupKey, PodKey, PreemptionPolicy, UnitKey};
+use super::outcome::{Assignment, Verdict};
+use super::scheduler::{Scheduler, resolve_root};
 use super::snapshot::Snapshot;
 use super::status::Code;
 

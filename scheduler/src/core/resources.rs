@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::quantity::{QuantityError, parse_cpu_millis, parse_units};
+use kwas_api_types::quantity::{QuantityError, parse_cpu_millis, parse_units};
 
 /// Dense index of a resource name within one [`Snapshot`](super::Snapshot).
 pub type ResourceIdx = u16;
@@ -25,6 +25,7 @@ pub const CPU: ResourceIdx = 0;
 /// Index of `memory` (bytes).
 pub const MEMORY: ResourceIdx = 1;
 /// Index of `ephemeral-storage` (bytes).
+#[allow(dead_code)] // Index 2 is reserved for it; nothing reads it by index yet.
 pub const EPHEMERAL_STORAGE: ResourceIdx = 2;
 /// Index of `pods` (count; every pod requests one).
 pub const PODS: ResourceIdx = 3;
@@ -74,11 +75,6 @@ impl ResourceNames {
     /// Number of interned names.
     pub fn len(&self) -> usize {
         self.names.len()
-    }
-
-    /// Always false: the four fixed names are interned up front.
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
     }
 }
 

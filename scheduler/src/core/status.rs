@@ -47,12 +47,6 @@ pub struct Counts {
 /// - Wait: `S < M` and `S + R >= M`;
 /// - Unschedulable: `S + R < M` and `S + R + U >= M`;
 /// - UnschedulableAndUnresolvable: `S + R + U < M`.
-///
-/// ```
-/// use kwas_scheduler::core::{placement_feasible, Code, Counts};
-/// let c = Counts { min: 2, success: 0, remaining: 2, unschedulable: 0, unresolvable: 1 };
-/// assert_eq!(placement_feasible(c), Code::Wait);
-/// ```
 pub fn placement_feasible(c: Counts) -> Code {
     let (m, s, r, u) = (
         u64::from(c.min),
@@ -96,5 +90,18 @@ mod tests {
         assert_eq!(placement_feasible(c(2, 1, 0, 0, 0)), Code::UnschedulableAndUnresolvable);
         // ... and its root afterwards: UU=1 but two siblings remain.
         assert_eq!(placement_feasible(c(2, 0, 2, 0, 1)), Code::Wait);
+    }
+
+    /// The example the function's docs gave while it was public.
+    #[test]
+    fn remaining_members_keep_a_group_waiting() {
+        let c = Counts {
+            min: 2,
+            success: 0,
+            remaining: 2,
+            unschedulable: 0,
+            unresolvable: 1,
+        };
+        assert_eq!(placement_feasible(c), Code::Wait);
     }
 }

@@ -22,8 +22,10 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use super::config::PlacementLimit;
-use super::cycle::{Cycle, Domain, Outcome, Rejection};
+use super::cycle::{Cycle, Domain, Outcome};
 use super::journal::Op;
+use super::outcome::Rejection;
+use super::placement_message::PlacementMessage;
 use super::scores::packing;
 use super::status::Code;
 
@@ -153,7 +155,7 @@ impl Cycle<'_> {
                 Outcome::new(
                     g,
                     Code::UnschedulableAndUnresolvable,
-                    format!("0/0 placements are available: no node has the topology label {key:?}"),
+                    PlacementMessage::NoDomains { key: key.to_string() }.to_string(),
                 ),
                 Vec::new(),
             );
@@ -257,33 +259,9 @@ impl Cycle<'_> {
     }
 }
 
-/// `0/T <key> placements are available: <why>`, placements with the same explanation grouped (their
-/// values listed, at most three), the most common explanation first.
+/// `0/T <key> placements are available: <why>` (see [`PlacementMessage`]).
 pub(crate) fn placements_message(key: &str, total: usize, failures: &[(String, String)]) -> String {
-    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
-    for (value, message) in failures {
-        match by_reason.iter_mut().find(|(m, _)| *m == message.as_str()) {
-            Some((_, values)) => values.push(value),
-            None => by_reason.push((message.as_str(), vec![value.as_str()])),
-        }
-    }
-    by_reason.sort_by_key(|r| std::cmp::Reverse(r.1.len()));
-    let parts: Vec<String> = by_reason
-        .iter()
-        .map(|(message, values)| {
-            let shown: Vec<&str> = values.iter().take(3).copied().collect();
-            let more = if values.len() > 3 {
-                format!(" and {} more", values.len() - 3)
-            } else {
-                String::new()
-            };
-            format!("{key}={}{more}: {message}", shown.join(", "))
-        })
-        .collect();
-    if parts.is_empty() {
-        return format!("0/{total} {key} placements are available");
-    }
-    format!("0/{total} {key} placements are available: {}", parts.join("; "))
+    PlacementMessage::from_failures(key, total, failures).to_string()
 }
 
 #[cfg(test)]

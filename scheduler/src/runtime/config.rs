@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kwas_api_types::names::SCHEDULER_NAME;
 
-use crate::core::SchedulerConfig;
+use crate::core::{DefaultConstraint, SchedulerConfig};
 
 /// Retry timing of units that could not be scheduled (upstream's pod backoff, applied per unit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,8 +78,8 @@ pub struct RuntimeConfig {
     pub waiting_message_delay: Duration,
     /// The scheduling algorithm's configuration.
     pub core: SchedulerConfig,
-    /// Plugin arguments of the profile (see [`super::profile`]).
-    pub profile: super::profile::ProfileArgs,
+    /// Plugin arguments of the profile (see `runtime::profile`).
+    pub profile: ProfileArgs,
 }
 
 impl Default for RuntimeConfig {
@@ -96,7 +96,7 @@ impl Default for RuntimeConfig {
             partial_gang_timeout: Duration::from_secs(60),
             waiting_message_delay: Duration::from_secs(1),
             core: SchedulerConfig::default(),
-            profile: super::profile::ProfileArgs::default(),
+            profile: ProfileArgs::default(),
         }
     }
 }
@@ -108,6 +108,31 @@ impl RuntimeConfig {
             .first()
             .map(String::as_str)
             .unwrap_or(SCHEDULER_NAME)
+    }
+}
+
+/// What a profile sets beyond [`SchedulerConfig`]'s strategy and weights.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileArgs {
+    /// `NodeResourcesFit` `scoringStrategy.resources` (name, weight); `None`: kwas' default, cpu and
+    /// memory plus the extended resources a pod requests, weight 1 each.
+    pub scoring_resources: Option<Vec<(String, i64)>>,
+    /// `PodTopologySpread` default constraints; `None`: upstream's system defaults.
+    pub default_spread_constraints: Option<Vec<DefaultConstraint>>,
+    /// `InterPodAffinityArgs.hardPodAffinityWeight`.
+    pub hard_pod_affinity_weight: i64,
+    /// `InterPodAffinityArgs.ignorePreferredTermsOfExistingPods`.
+    pub ignore_preferred_terms_of_existing_pods: bool,
+}
+
+impl Default for ProfileArgs {
+    fn default() -> Self {
+        Self {
+            scoring_resources: None,
+            default_spread_constraints: None,
+            hard_pod_affinity_weight: 1,
+            ignore_preferred_terms_of_existing_pods: false,
+        }
     }
 }
 

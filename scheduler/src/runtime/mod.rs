@@ -35,15 +35,15 @@
 //!
 //! | module | role |
 //! | --- | --- |
-//! | [`engine`] | decisions without I/O: snapshot updates, PreEnqueue, cycles, preemption, status decisions; unit-tested |
-//! | [`scheduling_queue`] | the scheduling queue: active, backoff, unschedulable, gated |
-//! | [`conditions`] | which condition to write, never regressing, and the patches |
-//! | [`actions`] | what the engine asks for: binds, status patches, evictions, events |
-//! | [`informers`] | kube-runtime watchers merged into one event stream |
-//! | [`writer`] | bindings, status patches, evictions and events against the API server |
-//! | [`metrics`] | Prometheus metrics |
-//! | [`config`] | [`RuntimeConfig`], [`LeaseConfig`] (the `kwas-shell` shell's), [`BackoffConfig`] |
-//! | [`profile`] | KubeSchedulerConfiguration files (`--config`): profiles, score plugins and weights, plugin arguments |
+//! | `engine` | decisions without I/O: snapshot updates, PreEnqueue, cycles, preemption, status decisions; unit-tested |
+//! | `scheduling_queue` | the scheduling queue: active, backoff, unschedulable, gated |
+//! | `conditions` | which condition to write, never regressing, and the patches |
+//! | `actions` | what the engine asks for: binds, status patches, evictions, events |
+//! | `informers` | kube-runtime watchers merged into one event stream |
+//! | `writer` | bindings, status patches, evictions and events against the API server |
+//! | `metrics` | Prometheus metrics |
+//! | `config` | [`RuntimeConfig`], [`LeaseConfig`] (the `kwas-shell` shell's), [`BackoffConfig`] |
+//! | `profile` | KubeSchedulerConfiguration files (`--config`): profiles, score plugins and weights, plugin arguments |
 //!
 //! The admin server, health and leader election come from the `kwas-shell` shell crate, shared with
 //! `kwas controllers`.
@@ -66,20 +66,20 @@
 //! writes nothing; an instance that loses the lease stops scheduling at once and drops the
 //! reservations of its preemptions in progress.
 //!
-//! See [`engine`] for the choices where the KEPs leave room.
+//! See `engine` for the choices where the KEPs leave room.
 
-pub mod actions;
-pub mod conditions;
-pub mod config;
+pub(crate) mod actions;
+pub(crate) mod conditions;
+pub(crate) mod config;
 pub(crate) mod dra_writes;
-pub mod engine;
-pub mod error;
+pub(crate) mod engine;
+pub(crate) mod error;
 pub(crate) mod events;
-pub mod informers;
-pub mod metrics;
-pub mod profile;
-pub mod scheduling_queue;
-pub mod writer;
+pub(crate) mod informers;
+pub(crate) mod metrics;
+pub(crate) mod profile;
+pub(crate) mod scheduling_queue;
+pub(crate) mod writer;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -91,12 +91,14 @@ use kwas_shell::{Leadership, admin};
 use tokio::sync::{mpsc, watch};
 use tracing::{error, info};
 
-pub use config::{BackoffConfig, LeaseConfig, RuntimeConfig, scheduler_lease};
-pub use engine::{BindResult, Engine, EngineSettings, Now};
+pub use conditions::REASON_SCHEDULING_GATED;
+pub use config::{BackoffConfig, LeaseConfig, ProfileArgs, RuntimeConfig, scheduler_lease};
+pub(crate) use engine::{BindResult, Engine, EngineSettings, Now};
 pub use error::Error;
 pub use kwas_shell::Health;
-pub use metrics::Metrics;
-pub use profile::{ProfileArgs, ProfileError, SchedulerProfile};
+pub use metrics::{Attempt, Metrics};
+pub use profile::{DEFAULT_SCHEDULER_NAME, ProfileError, SchedulerProfile};
+pub use scheduling_queue::{ENTITY_TYPES, QUEUES, QueueDepth};
 
 use informers::InformerEvent;
 use writer::Writers;

@@ -142,6 +142,7 @@ impl SchedulingQueue {
     }
 
     /// Failed attempts of a unit so far.
+    #[cfg(test)]
     pub fn attempts(&self, unit: &UnitKey) -> u32 {
         self.entries.get(unit).map_or(0, |e| e.attempts)
     }
@@ -169,11 +170,13 @@ impl SchedulingQueue {
     }
 
     /// Number of queued units (in flight included).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// True when nothing is queued.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use super::cel::{Attr, DeviceView, Match};
 use super::{Allocated, Claim, DraState, Reach, tolerated};
-use crate::core::filters::NodeView;
+use crate::core::framework::NodeView;
 
 /// Upstream's `AllocationResultsMaxSize`: the most devices one claim's allocation may hold.
 pub(crate) const ALLOCATION_RESULTS_MAX: usize = 32;

@@ -38,8 +38,9 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::api::scheduling::v1alpha3::PodGroup;
 
 use self::cel::{Attr, Exprs, Sel};
-use super::filters::NodeView;
+use super::config::{DEFAULT_CYCLE_ALLOCATION_BUDGET, DEFAULT_POD_ALLOCATION_BUDGET};
 use super::filters::volumes::NodeTerms;
+use super::framework::NodeView;
 
 /// `(driver, pool, device)`.
 pub(crate) type DeviceKey = (String, String, String);
@@ -168,8 +169,9 @@ pub(crate) struct PodClaimRef {
     pub name: String,
     pub claim_name: Option<String>,
     pub template: Option<String>,
-    /// The claim generated for it (`status.resourceClaimStatuses`).
-    pub generated: Option<String>,
+    /// The pod's `status.resourceClaimStatuses` entry for it, if any: the claim generated for it, or
+    /// `None` when none was needed.
+    pub status: Option<Option<String>>,
 }
 
 impl PodClaimRef {
@@ -191,7 +193,7 @@ impl PodClaimRef {
                 name: c.name.clone(),
                 claim_name: c.resource_claim_name.clone(),
                 template: c.resource_claim_template_name.clone(),
-                generated: statuses.get(c.name.as_str()).copied().flatten().map(str::to_string),
+                status: statuses.get(c.name.as_str()).map(|s| s.map(str::to_string)),
             })
             .collect()
     }
@@ -261,11 +263,6 @@ pub(crate) struct Budget {
     pod_left: u64,
     cycle_left: u64,
 }
-
-/// Default per-pod allocation budget, in work units.
-pub const DEFAULT_POD_ALLOCATION_BUDGET: u64 = 5_000_000;
-/// Default per-cycle allocation budget, in work units.
-pub const DEFAULT_CYCLE_ALLOCATION_BUDGET: u64 = 20_000_000;
 
 impl Default for Budget {
     fn default() -> Self {

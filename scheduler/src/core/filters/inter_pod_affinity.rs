@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{PodAffinityTerm, PodSpec};
 
-use super::ConstraintError;
 use super::pod_selector::{Namespaces, PodSelector};
+use crate::core::framework::ConstraintError;
 
 /// One affinity term.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

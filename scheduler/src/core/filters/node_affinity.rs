@@ -6,7 +6,7 @@
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, PodSpec};
 
-use super::{ConstraintError, NodeView, Reject};
+use crate::core::framework::{ConstraintError, NodeView, Reject};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Op {

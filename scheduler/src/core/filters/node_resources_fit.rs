@@ -2,7 +2,7 @@
 //! of the node's allocatable. Dynamic: evaluated per pod and node as placements change. A failure is
 //! `Unschedulable` (preemption may free room).
 
-use super::Reject;
+use crate::core::framework::Reject;
 use crate::core::resources::{PODS, Requests, ResourceNames};
 
 /// Does `req` fit next to `requested` within `allocatable`?

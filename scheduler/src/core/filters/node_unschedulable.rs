@@ -2,7 +2,7 @@
 //! `node.kubernetes.io/unschedulable:NoSchedule`. Static: cached per equivalence class.
 
 use super::taint_toleration::Tolerations;
-use super::{NodeView, Reject};
+use crate::core::framework::{NodeView, Reject};
 
 /// The filter.
 pub(crate) fn filter(tolerations: &Tolerations, node: &NodeView<'_>) -> Result<(), Reject> {

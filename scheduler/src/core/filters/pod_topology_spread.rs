@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::PodSpec;
 
-use super::ConstraintError;
 use super::pod_selector::PodSelector;
+use crate::core::framework::ConstraintError;
 
 /// Which pods a constraint counts.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

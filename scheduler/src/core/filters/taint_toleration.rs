@@ -6,7 +6,7 @@
 
 use k8s_openapi::api::core::v1::{PodSpec, Toleration};
 
-use super::{ConstraintError, NodeView, Reject};
+use crate::core::framework::{ConstraintError, NodeView, Reject};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum TolOp {
@@ -125,7 +125,7 @@ fn parse_toleration(t: &Toleration, path: &str) -> Result<Tol, ConstraintError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::filters::NodeTaint;
+    use crate::core::framework::NodeTaint;
     use std::collections::BTreeMap;
 
     fn tol(op: &str, value: &str) -> Tolerations {

@@ -20,8 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::{NodeSelector, PodSpec, TopologySelectorTerm};
 
-use super::{NodeView, Reject};
-use crate::core::snapshot::Storage;
+use crate::core::framework::{ClaimReservation, NodeView, Reject};
 
 /// The annotation the scheduler sets on a `WaitForFirstConsumer` claim for its provisioner.
 pub const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
@@ -139,6 +138,17 @@ pub(crate) struct VolumeInfo {
     pub node_affinity: Option<NodeTerms>,
     pub zone_labels: BTreeMap<String, String>,
     pub csi_driver: Option<String>,
+}
+
+/// The storage objects and namespace labels of the cluster.
+#[derive(Debug, Default)]
+pub(crate) struct Storage {
+    pub claims: HashMap<(String, String), ClaimInfo>,
+    pub volumes: HashMap<String, VolumeInfo>,
+    pub classes: HashMap<String, ClassInfo>,
+    /// Node name -> CSI driver -> volume limit (`None`: no limit reported).
+    pub csi_limits: HashMap<String, HashMap<String, Option<i64>>>,
+    pub namespaces: HashMap<String, BTreeMap<String, String>>,
 }
 
 /// A StorageClass.
@@ -335,7 +345,7 @@ pub enum ClaimAction {
     },
     /// Write a ResourceClaim's allocation (if the cycle made it) and reserve it for the pod or its
     /// PodGroup (upstream's DynamicResources PreBind).
-    ReserveDevices(Box<crate::core::snapshot::dra::ClaimReservation>),
+    ReserveDevices(Box<ClaimReservation>),
 }
 
 /// The claim actions for a pod's waiting claims on `node` (upstream's VolumeBinding PreBind).

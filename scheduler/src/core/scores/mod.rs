@@ -15,12 +15,32 @@
 //! utilization over all its nodes; under `LeastAllocated` the emptiest domain wins instead). Ties go to
 //! the domain whose label value sorts first.
 
+use super::config::ScoreWeights;
+use super::equivalence::StaticId;
+use super::snapshot::Snapshot;
+
 pub(crate) mod balanced_allocation;
 pub(crate) mod node_resources_fit;
 pub(crate) mod placement;
 
 pub(crate) use node_resources_fit::node_score;
 pub(crate) use placement::packing;
+
+/// The weighted static scores (preferred node affinity, `PreferNoSchedule` taints) of a node for a
+/// static class; [`Snapshot::ensure_static`] must have run.
+pub(crate) fn static_score(snap: &Snapshot, sid: StaticId, node: u32, weights: &ScoreWeights) -> i64 {
+    let Some(e) = snap.classes.statics.get(sid as usize) else {
+        return 0;
+    };
+    if e.max_raw == (0, 0) {
+        // No preferred term matched and no untolerated PreferNoSchedule taint anywhere: the same
+        // score on every node, so it cannot change a ranking.
+        return 0;
+    }
+    let (aff, taint) = e.raw.get(node as usize).copied().unwrap_or((0, 0));
+    weights.node_affinity * normalize_node_affinity(aff, e.max_raw.0)
+        + weights.taint_toleration * normalize_taints(taint, e.max_raw.1)
+}
 
 /// Normalizes a preferred node-affinity weight over the highest one among the candidates (upstream's
 /// `NodeAffinity` NormalizeScore).

@@ -6,30 +6,16 @@ use k8s_openapi::api::resource::v1::{
     AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceSlice,
 };
 
+use kwas_api_types::claims::{ClaimName, ClaimStatus, claim_name, shared_with_group};
+
 use super::Snapshot;
 use crate::core::dra::allocator::{self, Failure};
 use crate::core::dra::{Allocated, ClaimProblem, ResolvedClaim};
+use crate::core::framework::ClaimReservation;
 use crate::core::model::PodKey;
 
 /// Upstream's `ResourceClaimReservedForMaxSize`.
 pub(crate) const RESERVED_FOR_MAX: usize = 256;
-
-/// What binding a pod must write to one of its ResourceClaims first (upstream's DynamicResources
-/// PreBind): the allocation when the cycle made it, and the pod (or its PodGroup) in
-/// `status.reservedFor`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClaimReservation {
-    /// The claim's namespace.
-    pub namespace: String,
-    /// The claim.
-    pub claim: String,
-    /// Its uid (the write's precondition).
-    pub uid: String,
-    /// The allocation the cycle chose; `None` when the claim was allocated before.
-    pub allocation: Option<AllocationResult>,
-    /// The consumer to add to `status.reservedFor`.
-    pub consumer: ResourceClaimConsumerReference,
-}
 
 impl Snapshot {
     /// Adds or updates a DeviceClass.
@@ -112,22 +98,23 @@ impl Snapshot {
             .and_then(|g| self.dra.groups.get(&(ns.clone(), g.clone())));
         let mut out: Vec<ResolvedClaim> = Vec::new();
         for c in &p.claims {
-            // KEP-5729: a pod claim equal to one of its PodGroup's is the group's claim.
-            let shared = group.and_then(|g| {
+            // KEP-5729: a pod claim equal to one of its PodGroup's is the group's claim; which claim an
+            // entry stands for is `kwas_api_types::claims`' rule, shared with the controllers.
+            let entry = (c.name.as_str(), c.claim_name.as_deref(), c.template.as_deref());
+            let shared = group.filter(|g| {
                 g.claims
                     .iter()
-                    .find(|(n, name, template)| *n == c.name && *name == c.claim_name && *template == c.template)
-                    .map(|_| g)
+                    .any(|(n, name, template)| shared_with_group(entry, &[(n, name.as_deref(), template.as_deref())]))
             });
-            let name = match (&c.claim_name, shared) {
-                (Some(n), _) => Some(n.clone()),
-                (None, Some(g)) => g
-                    .statuses
-                    .get(&c.name)
-                    .cloned()
-                    .flatten()
-                    .or_else(|| c.generated.clone()),
-                (None, None) => c.generated.clone(),
+            let pod_status: Option<ClaimStatus<'_>> = c.status.as_ref().map(|s| (c.name.as_str(), s.as_deref()));
+            let group_status: Option<ClaimStatus<'_>> = shared
+                .and_then(|g| g.statuses.get(&c.name))
+                .map(|s| (c.name.as_str(), s.as_deref()));
+            let name = match claim_name(entry, pod_status.as_slice(), shared.map(|_| group_status.as_slice())) {
+                ClaimName::Named { name, .. } => Some(name),
+                // A template whose claim is not needed, not generated yet, or an entry naming neither:
+                // the pod waits (as before the rule was shared).
+                ClaimName::NotNeeded | ClaimName::NotCreatedYet | ClaimName::Unset => None,
             };
             let Some(name) = name else {
                 return Err(ClaimProblem::Waiting(format!(

@@ -39,6 +39,7 @@ use std::collections::{BTreeSet, HashMap};
 use thiserror::Error;
 
 use super::equivalence::ClassRegistry;
+use super::filters::volumes::Storage;
 use super::model::{GroupKey, PodKey, PodState};
 use super::resources::ResourceNames;
 use arena::Arena;
@@ -47,7 +48,6 @@ pub(crate) use nodes::NodeInfo;
 pub(crate) use pods::PodInfo;
 use priority::PriorityClassInfo;
 pub(crate) use simulation::{Sim, TopologyIndex};
-pub(crate) use volumes::Storage;
 
 /// An object the snapshot could not take.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Node;
 use super::Snapshot;
 use super::SnapshotError;
 use super::conversion::invalid;
-use crate::core::filters::{NodeTaint, NodeView};
+use crate::core::framework::{NodeTaint, NodeView};
 use crate::core::resources::{Requests, node_allocatable};
 
 #[derive(Debug)]

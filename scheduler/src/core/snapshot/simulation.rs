@@ -97,23 +97,6 @@ impl Snapshot {
         }
     }
 
-    /// The weighted static scores (preferred node affinity, `PreferNoSchedule` taints) of a node for a
-    /// static class; [`Snapshot::ensure_static`] must have run.
-    pub(crate) fn static_score(&self, sid: StaticId, node: u32, weights: &crate::core::ScoreWeights) -> i64 {
-        use crate::core::scores::{normalize_node_affinity, normalize_taints};
-        let Some(e) = self.classes.statics.get(sid as usize) else {
-            return 0;
-        };
-        if e.max_raw == (0, 0) {
-            // No preferred term matched and no untolerated PreferNoSchedule taint anywhere: the same
-            // score on every node, so it cannot change a ranking.
-            return 0;
-        }
-        let (aff, taint) = e.raw.get(node as usize).copied().unwrap_or((0, 0));
-        weights.node_affinity * normalize_node_affinity(aff, e.max_raw.0)
-            + weights.taint_toleration * normalize_taints(taint, e.max_raw.1)
-    }
-
     pub(crate) fn static_ok(&self, sid: StaticId, node: u32) -> bool {
         self.classes
             .statics

@@ -2,24 +2,13 @@
 //! CSINodes (per-driver volume limits), and namespaces (their labels, for affinity terms'
 //! `namespaceSelector`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use super::Snapshot;
 use crate::core::filters::volumes::{ClaimInfo, ClassInfo, NodeTerms, VolumeInfo};
-
-/// The storage objects and namespace labels of the cluster.
-#[derive(Debug, Default)]
-pub(crate) struct Storage {
-    pub claims: HashMap<(String, String), ClaimInfo>,
-    pub volumes: HashMap<String, VolumeInfo>,
-    pub classes: HashMap<String, ClassInfo>,
-    /// Node name -> CSI driver -> volume limit (`None`: no limit reported).
-    pub csi_limits: HashMap<String, HashMap<String, Option<i64>>>,
-    pub namespaces: HashMap<String, BTreeMap<String, String>>,
-}
 
 fn quantity_bytes(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>) -> i64 {
     q.and_then(|q| kwas_api_types::quantity::parse_units(&q.0).ok())
@@ -142,7 +131,11 @@ impl Snapshot {
     /// What to do for a pod's `WaitForFirstConsumer` claims before binding it to `node` (upstream's
     /// VolumeBinding PreBind): pre-bind a fitting available volume, or select the node for the
     /// provisioner. Empty when the pod has none.
-    pub fn volume_prebind(&self, pod: &crate::core::PodKey, node: &str) -> Vec<crate::core::ClaimAction> {
+    pub fn volume_prebind(
+        &self,
+        pod: &crate::core::model::PodKey,
+        node: &str,
+    ) -> Vec<crate::core::filters::volumes::ClaimAction> {
         let (Some(pid), Some(nid)) = (self.pod_id(pod), self.node_id(node)) else {
             return Vec::new();
         };

@@ -217,7 +217,7 @@ pub struct EngineSettings {
     /// How long a unit waits in PreEnqueue before its pods get the waiting message.
     pub waiting_message_delay: Duration,
     /// The profile's plugin arguments.
-    pub profile: crate::runtime::profile::ProfileArgs,
+    pub profile: crate::runtime::config::ProfileArgs,
 }
 
 impl From<&RuntimeConfig> for EngineSettings {
@@ -366,6 +366,7 @@ impl Engine {
     }
 
     /// The queue (read-only).
+    #[cfg(test)]
     pub fn queue(&self) -> &SchedulingQueue {
         &self.queue
     }
@@ -395,11 +396,6 @@ impl Engine {
     /// What the engine knows of a pod.
     pub fn pod_meta(&self, pod: &PodKey) -> Option<&PodMeta> {
         self.pods.get(pod)
-    }
-
-    /// What the engine knows of a group.
-    pub fn group_meta(&self, group: &GroupKey) -> Option<&GroupMeta> {
-        self.groups.get(group)
     }
 
     /// Pops one unit and handles it. Returns false when no unit is ready.

@@ -4,8 +4,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{ProfileError, Settings, decode};
+use crate::core::DefaultConstraint;
 use crate::core::ScoringStrategy;
-use crate::core::filters::pod_topology_spread::DefaultConstraint;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

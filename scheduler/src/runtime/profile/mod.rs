@@ -35,9 +35,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::core::filters::pod_topology_spread::DefaultConstraint;
 use crate::core::{ScoreWeights, ScoringStrategy};
 
+use super::config::ProfileArgs;
 use super::config::RuntimeConfig;
 
 /// API version of the file.
@@ -62,31 +62,6 @@ impl ProfileError {
         Self {
             path: path.into(),
             detail: detail.into(),
-        }
-    }
-}
-
-/// What a profile sets beyond [`SchedulerConfig`](crate::core::SchedulerConfig)'s strategy and weights.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProfileArgs {
-    /// `NodeResourcesFit` `scoringStrategy.resources` (name, weight); `None`: kwas' default, cpu and
-    /// memory plus the extended resources a pod requests, weight 1 each.
-    pub scoring_resources: Option<Vec<(String, i64)>>,
-    /// `PodTopologySpread` default constraints; `None`: upstream's system defaults.
-    pub default_spread_constraints: Option<Vec<DefaultConstraint>>,
-    /// `InterPodAffinityArgs.hardPodAffinityWeight`.
-    pub hard_pod_affinity_weight: i64,
-    /// `InterPodAffinityArgs.ignorePreferredTermsOfExistingPods`.
-    pub ignore_preferred_terms_of_existing_pods: bool,
-}
-
-impl Default for ProfileArgs {
-    fn default() -> Self {
-        Self {
-            scoring_resources: None,
-            default_spread_constraints: None,
-            hard_pod_affinity_weight: 1,
-            ignore_preferred_terms_of_existing_pods: false,
         }
     }
 }
