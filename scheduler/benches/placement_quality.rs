@@ -7,7 +7,7 @@
 //! reference decides which instances have a placement; each mode is run on those.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/common/reference.rs"]
+#[path = "../tests/scheduler/common/reference.rs"]
 mod reference;
 
 use kwas_scheduler::core::{PlacementLimit, Scheduler, SchedulerConfig};

@@ -1,6 +1,7 @@
 //! KEP-6012's worked examples and the PodGroup cycle's basic promises.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "scheduler/common/mod.rs"]
 mod common;
 
 use common::*;

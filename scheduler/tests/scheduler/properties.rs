@@ -1,10 +1,8 @@
 //! Property tests over random clusters and hierarchies, checked against an exact reference.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::reference::{Inst, generate, placement_exists, root_unit, to_snapshot, violation};
-use common::{assert_no_overcommit, commit};
+use crate::common::reference::{Inst, generate, placement_exists, root_unit, to_snapshot, violation};
+use crate::common::{assert_no_overcommit, commit};
 use kwas_scheduler::core::{PlacementLimit, Scheduler, SchedulerConfig, Verdict};
 use proptest::prelude::*;
 

@@ -2,7 +2,7 @@
 //! `cargo test`. The real sizes run with `cargo bench -p kwas-scheduler --bench scheduler_perf`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../benches/common/scenarios.rs"]
+#[path = "../../benches/common/scenarios.rs"]
 mod scenarios;
 
 use kwas_scheduler::core::PlacementLimit;

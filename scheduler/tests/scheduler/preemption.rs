@@ -1,12 +1,10 @@
 //! Workload-aware preemption: units, reprieval, delayed preemption, least disruption.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::HashSet;
 
-use common::reference::{Rng, generate, root_unit, structure_violation, to_snapshot};
-use common::*;
+use crate::common::reference::{Rng, generate, root_unit, structure_violation, to_snapshot};
+use crate::common::*;
 use kwas_scheduler::core::testing::{GroupBuilder, bound, pod_with, with_priority};
 use kwas_scheduler::core::{
     GroupKey, PodKey, PreemptionVerdict, Scheduler, SchedulerConfig, Snapshot, UnitKey, Verdict, VictimUnit,

@@ -2,9 +2,7 @@
 //! readiness, snapshot input errors and the assume/forget lifecycle.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use kwas_scheduler::core::testing::{GroupBuilder, bound, node_with, pod, pod_with, with_priority, with_taint};
 use kwas_scheduler::core::{
