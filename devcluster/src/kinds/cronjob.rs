@@ -7,7 +7,7 @@ use k8s_openapi::api::batch::v1::CronJob;
 use serde_json::{Value, json};
 
 use super::pod::{default_pod_spec, validate_pod_spec};
-use super::print::{age, col, name, s};
+use super::print::{age, col, name, text_cell};
 use crate::admission::decode;
 use crate::cron::Schedule;
 use crate::error::{ApiError, FieldCause};
@@ -173,8 +173,8 @@ impl Strategy for CronJobStrategy {
         let last = meta::age_of(obj.pointer("/status/lastScheduleTime").and_then(Value::as_str));
         vec![
             name(obj),
-            s(obj.pointer("/spec/schedule").and_then(Value::as_str).unwrap_or("")),
-            s(obj
+            text_cell(obj.pointer("/spec/schedule").and_then(Value::as_str).unwrap_or("")),
+            text_cell(obj
                 .pointer("/spec/timeZone")
                 .and_then(Value::as_str)
                 .unwrap_or("<none>")),
@@ -184,15 +184,15 @@ impl Strategy for CronJobStrategy {
                     .and_then(Value::as_array)
                     .map_or(0, Vec::len)
             ),
-            s(if last.is_empty() || last == "<unknown>" {
+            text_cell(if last.is_empty() || last == "<unknown>" {
                 "<none>".to_string()
             } else {
                 last
             }),
             age(obj),
-            s(field("name")),
-            s(field("image")),
-            s("<none>"),
+            text_cell(field("name")),
+            text_cell(field("image")),
+            text_cell("<none>"),
         ]
     }
 }

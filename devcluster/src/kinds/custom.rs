@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::print::s;
+use super::print::text_cell;
 use crate::admission::{decode, schema};
 use crate::error::ApiError;
 use crate::meta;
@@ -57,15 +57,15 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn cells(&self, res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        let name = s(meta::name(obj));
-        let age = s(meta::age_of(meta::meta_str(obj, "creationTimestamp")));
+        let name = text_cell(meta::name(obj));
+        let age = text_cell(meta::age_of(meta::meta_str(obj, "creationTimestamp")));
         let mut out = vec![name];
         for c in &res.printer_columns {
             let v = meta::json_path(obj, &c.json_path).cloned().unwrap_or(Value::Null);
             let cell = if c.type_ == "date" {
                 match v.as_str() {
-                    Some(t) => s(meta::age_of(Some(t))),
-                    None => s("<unknown>"),
+                    Some(t) => text_cell(meta::age_of(Some(t))),
+                    None => text_cell("<unknown>"),
                 }
             } else {
                 v

@@ -9,7 +9,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use serde_json::{Value, json};
 
 use super::custom::CustomResourceStrategy;
-use super::print::{col, name, s};
+use super::print::{col, name, text_cell};
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
@@ -118,7 +118,7 @@ impl Strategy for CrdStrategy {
     }
 
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        vec![name(obj), s(meta::meta_str(obj, "creationTimestamp").unwrap_or(""))]
+        vec![name(obj), text_cell(meta::meta_str(obj, "creationTimestamp").unwrap_or(""))]
     }
 }
 

@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::Event;
 use serde_json::{Map, Value};
 
-use super::print::{col, s};
+use super::print::{col, text_cell};
 use crate::admission::decode;
 use crate::error::ApiError;
 use crate::meta;
@@ -145,11 +145,11 @@ impl Strategy for EventStrategy {
             .and_then(Value::as_str)
             .unwrap_or("");
         vec![
-            s(meta::age_of(last_seen)),
-            s(obj.get("type").and_then(Value::as_str).unwrap_or("")),
-            s(obj.get("reason").and_then(Value::as_str).unwrap_or("")),
-            s(format!("{kind}/{oname}")),
-            s(obj.get(msg).and_then(Value::as_str).unwrap_or("").trim()),
+            text_cell(meta::age_of(last_seen)),
+            text_cell(obj.get("type").and_then(Value::as_str).unwrap_or("")),
+            text_cell(obj.get("reason").and_then(Value::as_str).unwrap_or("")),
+            text_cell(format!("{kind}/{oname}")),
+            text_cell(obj.get(msg).and_then(Value::as_str).unwrap_or("").trim()),
         ]
     }
 }

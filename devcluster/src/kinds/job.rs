@@ -7,7 +7,7 @@ use k8s_openapi::api::batch::v1::Job;
 use serde_json::{Value, json};
 
 use super::pod::{default_pod_spec, validate_pod_spec};
-use super::print::{age, col, condition_status, name, s};
+use super::print::{age, col, condition_status, name, text_cell};
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
@@ -165,13 +165,13 @@ impl Strategy for JobStrategy {
                 .unwrap_or_default();
             vec![
                 name,
-                s(status),
-                s(completions),
-                s(duration),
+                text_cell(status),
+                text_cell(completions),
+                text_cell(duration),
                 age,
-                s(containers.join(",")),
-                s(images.join(",")),
-                s(selector),
+                text_cell(containers.join(",")),
+                text_cell(images.join(",")),
+                text_cell(selector),
             ]
         }
     }

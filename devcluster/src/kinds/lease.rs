@@ -41,7 +41,7 @@ impl Strategy for LeaseStrategy {
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
         vec![
             name(obj),
-            super::print::s(str_at(obj, "/spec/holderIdentity")),
+            super::print::text_cell(str_at(obj, "/spec/holderIdentity")),
             age(obj),
         ]
     }

@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::Namespace;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s, str_at};
+use super::print::{age, col, name, text_cell, str_at};
 use crate::admission::decode;
 use crate::error::ApiError;
 use crate::meta;
@@ -91,7 +91,7 @@ impl Strategy for NamespaceStrategy {
     }
 
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        vec![name(obj), s(str_at(obj, "/status/phase")), age(obj)]
+        vec![name(obj), text_cell(str_at(obj, "/status/phase")), age(obj)]
     }
 }
 

@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
 
-use super::print::{age, col, condition_status, name, s, str_at};
+use super::print::{age, col, condition_status, name, text_cell, str_at};
 use crate::admission::decode;
 use crate::error::ApiError;
 use crate::meta;
@@ -95,16 +95,16 @@ impl Strategy for NodeStrategy {
                 .unwrap_or("<none>");
             vec![
                 name,
-                s(status),
-                s(if roles.is_empty() {
+                text_cell(status),
+                text_cell(if roles.is_empty() {
                     "<none>".to_string()
                 } else {
                     roles.join(",")
                 }),
                 age,
-                s(str_at("/status/nodeInfo/kubeletVersion")),
-                s(ip),
-                s("<none>"),
+                text_cell(str_at("/status/nodeInfo/kubeletVersion")),
+                text_cell(ip),
+                text_cell("<none>"),
             ]
         }
     }

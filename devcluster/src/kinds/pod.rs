@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s, str_at};
+use super::print::{age, col, name, text_cell, str_at};
 use crate::admission::{decode, priority};
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
@@ -247,14 +247,14 @@ impl Strategy for PodStrategy {
                 .unwrap_or("<none>");
             vec![
                 name,
-                s(format!("{ready}/{total}")),
-                s(status),
-                s(restarts.to_string()),
+                text_cell(format!("{ready}/{total}")),
+                text_cell(status),
+                text_cell(restarts.to_string()),
                 age,
-                s(str_at("/status/podIP")),
-                s(node),
-                s(str_at("/status/nominatedNodeName")),
-                s("<none>"),
+                text_cell(str_at("/status/podIP")),
+                text_cell(node),
+                text_cell(str_at("/status/nominatedNodeName")),
+                text_cell("<none>"),
             ]
         }
     }

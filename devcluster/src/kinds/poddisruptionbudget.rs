@@ -8,7 +8,7 @@
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
+use super::print::{age, col, name, text_cell};
 use super::validate::{int_or_percent, label_selector};
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
@@ -116,8 +116,8 @@ impl Strategy for PodDisruptionBudgetStrategy {
         };
         vec![
             name(obj),
-            s(int_or_string("/spec/minAvailable")),
-            s(int_or_string("/spec/maxUnavailable")),
+            text_cell(int_or_string("/spec/minAvailable")),
+            text_cell(int_or_string("/spec/maxUnavailable")),
             json!(
                 obj.pointer("/status/disruptionsAllowed")
                     .and_then(Value::as_i64)

@@ -5,7 +5,7 @@
 use k8s_openapi::api::scheduling::v1alpha3::PodGroup;
 use serde_json::{Value, json};
 
-use super::print::{age, col, condition_status, name, s, str_at};
+use super::print::{age, col, condition_status, name, text_cell, str_at};
 use crate::admission::{decode, priority};
 use crate::error::ApiError;
 use crate::meta;
@@ -155,16 +155,16 @@ pub(crate) fn group_cells(obj: &Value, condition: &str) -> Vec<Value> {
     let str_at = |p: &str| str_at(obj, p);
     vec![
         name(obj),
-        s(policy(obj)),
-        s(obj
+        text_cell(policy(obj)),
+        text_cell(obj
             .pointer("/spec/schedulingPolicy/gang/minCount")
             .or_else(|| obj.pointer("/spec/schedulingPolicy/gang/minGroupCount"))
             .map_or_else(|| "<none>".to_string(), Value::to_string)),
-        s(condition_status(obj, condition).unwrap_or("<none>")),
+        text_cell(condition_status(obj, condition).unwrap_or("<none>")),
         age(obj),
-        s(str_at("/spec/workloadRef/workloadName")),
-        s(str_at("/spec/workloadRef/templateName")),
-        s(str_at("/spec/parentCompositePodGroupName")),
+        text_cell(str_at("/spec/workloadRef/workloadName")),
+        text_cell(str_at("/spec/workloadRef/templateName")),
+        text_cell(str_at("/spec/parentCompositePodGroupName")),
     ]
 }
 

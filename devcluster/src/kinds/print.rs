@@ -6,18 +6,18 @@ use crate::meta;
 pub(crate) use crate::resource::column as col;
 
 /// A string cell.
-pub(crate) fn s(v: impl Into<String>) -> Value {
+pub(crate) fn text_cell(v: impl Into<String>) -> Value {
     Value::String(v.into())
 }
 
 /// The `Name` cell.
 pub(crate) fn name(obj: &Value) -> Value {
-    s(meta::name(obj))
+    text_cell(meta::name(obj))
 }
 
 /// The `Age` cell.
 pub(crate) fn age(obj: &Value) -> Value {
-    s(meta::age_of(meta::meta_str(obj, "creationTimestamp")))
+    text_cell(meta::age_of(meta::meta_str(obj, "creationTimestamp")))
 }
 
 /// The string at a JSON pointer, or `<none>`.

@@ -4,7 +4,7 @@
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
+use super::print::{age, col, name, text_cell};
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
@@ -92,7 +92,7 @@ impl Strategy for PriorityClassStrategy {
             obj.get("value").cloned().unwrap_or(json!(0)),
             obj.get("globalDefault").cloned().unwrap_or(json!(false)),
             age(obj),
-            s(obj.get("preemptionPolicy").and_then(Value::as_str).unwrap_or("")),
+            text_cell(obj.get("preemptionPolicy").and_then(Value::as_str).unwrap_or("")),
         ]
     }
 }

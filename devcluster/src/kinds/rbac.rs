@@ -7,7 +7,7 @@
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
+use super::print::{age, col, name, text_cell};
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
@@ -219,7 +219,7 @@ impl Strategy for RbacStrategy {
 
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
         if !self.binding() {
-            return vec![name(obj), s(meta::meta_str(obj, "creationTimestamp").unwrap_or(""))];
+            return vec![name(obj), text_cell(meta::meta_str(obj, "creationTimestamp").unwrap_or(""))];
         }
         let role = format!(
             "{}/{}",
@@ -244,11 +244,11 @@ impl Strategy for RbacStrategy {
         };
         vec![
             name(obj),
-            s(role),
+            text_cell(role),
             age(obj),
-            s(subjects("User")),
-            s(subjects("Group")),
-            s(subjects("ServiceAccount")),
+            text_cell(subjects("User")),
+            text_cell(subjects("Group")),
+            text_cell(subjects("ServiceAccount")),
         ]
     }
 }

@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::ResourceQuota;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
+use super::print::{age, col, name, text_cell};
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
@@ -118,6 +118,6 @@ impl Strategy for ResourceQuotaStrategy {
                 request.push(entry);
             }
         }
-        vec![name(obj), age(obj), s(request.join(", ")), s(limit.join(", "))]
+        vec![name(obj), age(obj), text_cell(request.join(", ")), text_cell(limit.join(", "))]
     }
 }

@@ -3,7 +3,7 @@
 use k8s_openapi::api::core::v1::Secret;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
+use super::print::{age, col, name, text_cell};
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
@@ -60,7 +60,7 @@ impl Strategy for SecretStrategy {
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
         vec![
             name(obj),
-            s(obj.get("type").and_then(Value::as_str).unwrap_or("Opaque")),
+            text_cell(obj.get("type").and_then(Value::as_str).unwrap_or("Opaque")),
             json!(obj.get("data").and_then(Value::as_object).map_or(0, |m| m.len())),
             age(obj),
         ]

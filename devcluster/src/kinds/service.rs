@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 use k8s_openapi::api::core::v1::Service;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
+use super::print::{age, col, name, text_cell};
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
@@ -367,16 +367,16 @@ impl Strategy for ServiceStrategy {
             .collect();
         vec![
             name(obj),
-            s(ty),
-            s(ip),
-            s(external),
-            s(if ports.is_empty() {
+            text_cell(ty),
+            text_cell(ip),
+            text_cell(external),
+            text_cell(if ports.is_empty() {
                 "<none>".to_string()
             } else {
                 ports.join(",")
             }),
             age(obj),
-            s(if selector.is_empty() {
+            text_cell(if selector.is_empty() {
                 "<none>".to_string()
             } else {
                 selector.join(",")

@@ -4,7 +4,7 @@
 use k8s_openapi::api::scheduling::v1alpha3::Workload;
 use serde_json::Value;
 
-use super::print::{age, col, name, s};
+use super::print::{age, col, name, text_cell};
 use crate::admission::decode;
 use crate::error::ApiError;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
@@ -66,7 +66,7 @@ impl Strategy for WorkloadStrategy {
                 .flatten()
                 .filter_map(|t| t.get("name").and_then(Value::as_str))
                 .collect();
-            vec![name, s(names.join(",")), age]
+            vec![name, text_cell(names.join(",")), age]
         }
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{default_template, int, validate_workload, wide_cells};
 use crate::admission::decode;
 use crate::error::ApiError;
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
@@ -148,7 +148,7 @@ impl Strategy for DaemonSetStrategy {
             json!(int(obj, "/status/numberReady")),
             json!(int(obj, "/status/updatedNumberScheduled")),
             json!(int(obj, "/status/numberAvailable")),
-            s(if node_selector.is_empty() {
+            text_cell(if node_selector.is_empty() {
                 "<none>".to_string()
             } else {
                 node_selector.join(",")

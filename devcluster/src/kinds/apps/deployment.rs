@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{SCALE, default_template, int, validate_workload, wide_cells};
 use crate::admission::decode;
 use crate::error::ApiError;
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy, Subresource};
 
@@ -119,7 +119,7 @@ impl Strategy for DeploymentStrategy {
         let [containers, images, selector] = wide_cells(obj);
         vec![
             name(obj),
-            s(format!(
+            text_cell(format!(
                 "{}/{}",
                 int(obj, "/status/readyReplicas"),
                 int(obj, "/spec/replicas")

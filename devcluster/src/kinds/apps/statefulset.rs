@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{SCALE, default_template, int, validate_workload, wide_cells};
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy, Subresource};
 
@@ -120,7 +120,7 @@ impl Strategy for StatefulSetStrategy {
         let [containers, images, _] = wide_cells(obj);
         vec![
             name(obj),
-            s(format!(
+            text_cell(format!(
                 "{}/{}",
                 int(obj, "/status/readyReplicas"),
                 int(obj, "/spec/replicas")

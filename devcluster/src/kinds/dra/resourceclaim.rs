@@ -20,7 +20,7 @@ use super::{
 };
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
@@ -154,7 +154,7 @@ impl Strategy for ResourceClaimStrategy {
     }
 
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        vec![name(obj), s(state(obj)), age(obj)]
+        vec![name(obj), text_cell(state(obj)), age(obj)]
     }
 }
 

@@ -29,7 +29,7 @@ use super::{
 };
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
 /// The served resource.
@@ -185,7 +185,7 @@ impl Strategy for ResourceSliceStrategy {
     }
 
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        let at = |p: &str| s(obj.pointer(p).and_then(Value::as_str).unwrap_or(""));
+        let at = |p: &str| text_cell(obj.pointer(p).and_then(Value::as_str).unwrap_or(""));
         vec![
             name(obj),
             at("/spec/nodeName"),

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::validate_driver_name;
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
@@ -160,9 +160,9 @@ impl Strategy for CSIDriverStrategy {
             flag("attachRequired", true),
             flag("podInfoOnMount", false),
             flag("storageCapacity", false),
-            s(tokens),
+            text_cell(tokens),
             flag("requiresRepublish", false),
-            s(if modes.is_empty() { "<none>".to_string() } else { modes }),
+            text_cell(if modes.is_empty() { "<none>".to_string() } else { modes }),
             age(obj),
         ]
     }

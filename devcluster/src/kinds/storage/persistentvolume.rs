@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::{PV_PROTECTION, access_modes_string, or_unset, validate_driver_name, volume_class};
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::kinds::validate;
 use crate::meta;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
@@ -249,22 +249,22 @@ impl Strategy for PersistentVolumeStrategy {
         };
         vec![
             name(obj),
-            s(obj
+            text_cell(obj
                 .pointer("/spec/capacity/storage")
                 .and_then(Value::as_str)
                 .unwrap_or("0")),
-            s(access_modes_string(obj.pointer("/spec/accessModes"))),
-            s(obj
+            text_cell(access_modes_string(obj.pointer("/spec/accessModes"))),
+            text_cell(obj
                 .pointer("/spec/persistentVolumeReclaimPolicy")
                 .and_then(Value::as_str)
                 .unwrap_or("")),
-            s(phase),
-            s(claim),
-            s(volume_class(obj)),
-            s(or_unset(obj.pointer("/spec/volumeAttributesClassName"))),
-            s(obj.pointer("/status/reason").and_then(Value::as_str).unwrap_or("")),
+            text_cell(phase),
+            text_cell(claim),
+            text_cell(volume_class(obj)),
+            text_cell(or_unset(obj.pointer("/spec/volumeAttributesClassName"))),
+            text_cell(obj.pointer("/status/reason").and_then(Value::as_str).unwrap_or("")),
             age(obj),
-            s(or_unset(obj.pointer("/spec/volumeMode"))),
+            text_cell(or_unset(obj.pointer("/spec/volumeMode"))),
         ]
     }
 }

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::kinds::validate;
 use crate::meta;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
@@ -183,14 +183,14 @@ impl Strategy for PersistentVolumeClaimStrategy {
         };
         vec![
             name(obj),
-            s(phase),
-            s(volume),
-            s(capacity),
-            s(modes),
-            s(claim_class(obj)),
-            s(or_unset(obj.pointer("/spec/volumeAttributesClassName"))),
+            text_cell(phase),
+            text_cell(volume),
+            text_cell(capacity),
+            text_cell(modes),
+            text_cell(claim_class(obj)),
+            text_cell(or_unset(obj.pointer("/spec/volumeAttributesClassName"))),
             age(obj),
-            s(or_unset(obj.pointer("/spec/volumeMode"))),
+            text_cell(or_unset(obj.pointer("/spec/volumeMode"))),
         ]
     }
 }

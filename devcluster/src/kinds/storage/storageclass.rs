@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::is_default_class;
 use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, s};
+use crate::kinds::print::{age, col, text_cell};
 use crate::kinds::validate;
 use crate::meta;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
@@ -146,10 +146,10 @@ impl Strategy for StorageClassStrategy {
         }
         let str_or = |f: &str, d: &str| obj.get(f).and_then(Value::as_str).unwrap_or(d).to_string();
         vec![
-            s(name),
-            s(str_or("provisioner", "")),
-            s(str_or("reclaimPolicy", "Delete")),
-            s(str_or("volumeBindingMode", "Immediate")),
+            text_cell(name),
+            text_cell(str_or("provisioner", "")),
+            text_cell(str_or("reclaimPolicy", "Delete")),
+            text_cell(str_or("volumeBindingMode", "Immediate")),
             json!(
                 obj.get("allowVolumeExpansion")
                     .and_then(Value::as_bool)
