@@ -19,7 +19,7 @@
 //! against the new object, as kube-apiserver's `GuaranteedUpdate` does; after [`MAX_ATTEMPTS`] attempts it
 //! answers 409 Conflict. [`State::create`], [`State::update`] and [`State::patch`] run every step in one go
 //! for callers that already hold the lock (the built-in controllers and the kubelet, whose writes are
-//! small); [`super::guaranteed`] runs them from the HTTP handlers, taking the lock per step.
+//! small); [`crate::cluster::guaranteed`] runs them from the HTTP handlers, taking the lock per step.
 
 use std::sync::Arc;
 
@@ -97,11 +97,6 @@ pub(crate) struct NewObject {
 }
 
 impl NewObject {
-    /// The object to create.
-    pub(crate) fn object(&self) -> &Value {
-        &self.obj
-    }
-
     /// The name the body asks for (empty when it is to be generated).
     pub(crate) fn name(&self) -> &str {
         meta::name(&self.obj)
@@ -224,13 +219,6 @@ pub(crate) struct Change {
     operation: &'static str,
     /// Whether admission's first steps ([`admission::decode`]) ran already.
     decoded: bool,
-}
-
-impl Change {
-    /// The object to write.
-    pub(crate) fn object(&self) -> &Value {
-        &self.new
-    }
 }
 
 /// A change finished outside the lock.

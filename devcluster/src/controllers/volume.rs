@@ -37,6 +37,7 @@ use crate::recorder::{self, EventType};
 use crate::request::RequestContext;
 use crate::selectors::{LabelSelector, node_selector_matches};
 use crate::store::{GroupResource, ObjectRef};
+use crate::views::claim_ref;
 
 const MANAGER: &str = "persistentvolume-controller";
 const COMPONENT: &str = "persistentvolume-controller";
@@ -90,18 +91,6 @@ pub(crate) fn bound_to_claim(pv: &Value, pvc: &Value) -> bool {
     f("name") == meta::name(pvc)
         && f("namespace") == meta::namespace(pvc)
         && (f("uid").is_empty() || f("uid") == meta::uid(pvc))
-}
-
-/// A claim's reference as a volume's `claimRef` holds it.
-pub(crate) fn claim_ref(pvc: &Value) -> Value {
-    json!({
-        "kind": "PersistentVolumeClaim",
-        "namespace": meta::namespace(pvc),
-        "name": meta::name(pvc),
-        "uid": meta::uid(pvc),
-        "apiVersion": "v1",
-        "resourceVersion": meta::resource_version(pvc),
-    })
 }
 
 fn volume_mode(obj: &Value) -> &str {

@@ -174,10 +174,11 @@ impl Strategy for CronJobStrategy {
         vec![
             name(obj),
             text_cell(obj.pointer("/spec/schedule").and_then(Value::as_str).unwrap_or("")),
-            text_cell(obj
-                .pointer("/spec/timeZone")
-                .and_then(Value::as_str)
-                .unwrap_or("<none>")),
+            text_cell(
+                obj.pointer("/spec/timeZone")
+                    .and_then(Value::as_str)
+                    .unwrap_or("<none>"),
+            ),
             json!(obj.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false)),
             json!(
                 obj.pointer("/status/active")

@@ -118,7 +118,10 @@ impl Strategy for CrdStrategy {
     }
 
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        vec![name(obj), text_cell(meta::meta_str(obj, "creationTimestamp").unwrap_or(""))]
+        vec![
+            name(obj),
+            text_cell(meta::meta_str(obj, "creationTimestamp").unwrap_or("")),
+        ]
     }
 }
 

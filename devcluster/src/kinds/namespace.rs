@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::Namespace;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, text_cell, str_at};
+use super::print::{age, col, name, str_at, text_cell};
 use crate::admission::decode;
 use crate::error::ApiError;
 use crate::meta;

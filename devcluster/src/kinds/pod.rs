@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, text_cell, str_at};
+use super::print::{age, col, name, str_at, text_cell};
 use crate::admission::{decode, priority};
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
@@ -258,11 +258,6 @@ impl Strategy for PodStrategy {
             ]
         }
     }
-}
-
-/// `podutil.IsPodReady`: the pod's `Ready` condition is `True`.
-pub(crate) fn is_ready(pod: &Value) -> bool {
-    super::print::condition_status(pod, "Ready") == Some("True")
 }
 
 /// The PersistentVolumeClaims a pod mounts: `(volume name, claim name)` of each

@@ -5,7 +5,7 @@
 use k8s_openapi::api::scheduling::v1alpha3::PodGroup;
 use serde_json::{Value, json};
 
-use super::print::{age, col, condition_status, name, text_cell, str_at};
+use super::print::{age, col, condition_status, name, str_at, text_cell};
 use crate::admission::{decode, priority};
 use crate::error::ApiError;
 use crate::meta;
@@ -156,10 +156,11 @@ pub(crate) fn group_cells(obj: &Value, condition: &str) -> Vec<Value> {
     vec![
         name(obj),
         text_cell(policy(obj)),
-        text_cell(obj
-            .pointer("/spec/schedulingPolicy/gang/minCount")
-            .or_else(|| obj.pointer("/spec/schedulingPolicy/gang/minGroupCount"))
-            .map_or_else(|| "<none>".to_string(), Value::to_string)),
+        text_cell(
+            obj.pointer("/spec/schedulingPolicy/gang/minCount")
+                .or_else(|| obj.pointer("/spec/schedulingPolicy/gang/minGroupCount"))
+                .map_or_else(|| "<none>".to_string(), Value::to_string),
+        ),
         text_cell(condition_status(obj, condition).unwrap_or("<none>")),
         age(obj),
         text_cell(str_at("/spec/workloadRef/workloadName")),

@@ -219,7 +219,10 @@ impl Strategy for RbacStrategy {
 
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
         if !self.binding() {
-            return vec![name(obj), text_cell(meta::meta_str(obj, "creationTimestamp").unwrap_or(""))];
+            return vec![
+                name(obj),
+                text_cell(meta::meta_str(obj, "creationTimestamp").unwrap_or("")),
+            ];
         }
         let role = format!(
             "{}/{}",

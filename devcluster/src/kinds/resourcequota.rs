@@ -118,6 +118,11 @@ impl Strategy for ResourceQuotaStrategy {
                 request.push(entry);
             }
         }
-        vec![name(obj), age(obj), text_cell(request.join(", ")), text_cell(limit.join(", "))]
+        vec![
+            name(obj),
+            age(obj),
+            text_cell(request.join(", ")),
+            text_cell(limit.join(", ")),
+        ]
     }
 }

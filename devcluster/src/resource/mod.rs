@@ -13,8 +13,8 @@ use serde_json::Value;
 pub(crate) use crate::store::GroupResource;
 pub(crate) use registry::Registry;
 pub(crate) use strategy::{
-    AdmitContext, ApiSettings, Effect, NameRule, OnDelete, Operation, Propagation, Strategy, Subresource,
-    SubresourceOp, age_column, column, name_column,
+    AdmitContext, ApiSettings, DEFAULT_SIM_DISK_ATTACH_LIMIT, Effect, NameRule, OnDelete, Operation, Propagation,
+    Strategy, Subresource, SubresourceOp, age_column, column, name_column,
 };
 
 /// One additional printer column of a custom resource (`kubectl get` output).

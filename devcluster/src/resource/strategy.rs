@@ -39,6 +39,9 @@ pub(crate) enum Propagation {
     Orphan,
 }
 
+/// The simulated CSI driver's default `allocatable.count` per node (`CsiConfig::attach_limit`).
+pub(crate) const DEFAULT_SIM_DISK_ATTACH_LIMIT: u32 = 16;
+
 /// Settings of the API behaviour that kinds read, and of the built-in controllers that run on the state.
 #[derive(Debug, Clone)]
 pub(crate) struct ApiSettings {
@@ -57,7 +60,7 @@ impl Default for ApiSettings {
         ApiSettings {
             podgroup_protection: true,
             job_scheduling_validation: true,
-            sim_disk_attach_limit: crate::sim::csi::CsiConfig::default().attach_limit,
+            sim_disk_attach_limit: DEFAULT_SIM_DISK_ATTACH_LIMIT,
         }
     }
 }

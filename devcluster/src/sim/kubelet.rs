@@ -39,10 +39,10 @@ use kwas_api_types::duration::{format_go_duration, parse_go_duration};
 
 use crate::api::subresources::set_condition;
 use crate::api::{DeleteOptions, State};
+use crate::cluster::Shared;
 use crate::meta;
 use crate::recorder;
 use crate::request::RequestContext;
-use crate::server::Shared;
 use crate::store::EventType;
 use crate::store::GroupResource;
 
@@ -226,7 +226,7 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                 r = pod_sub.changed() => if r.is_err() { return },
                 r = node_sub.changed() => if r.is_err() { return },
                 r = changed(&mut dep_subs) => if r.is_err() { return },
-                _ = crate::server::stopped(&mut shutdown) => return,
+                _ = crate::cluster::stopped(&mut shutdown) => return,
             }
         }
     }

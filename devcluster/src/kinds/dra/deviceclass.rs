@@ -28,7 +28,9 @@ impl Strategy for DeviceClassStrategy {
     }
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<DeviceClass>(cx.request, res, obj)
+        decode::typed::<DeviceClass>(cx.request, res, obj)?;
+        super::precompile(cx.request, obj);
+        Ok(())
     }
 
     fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {

@@ -71,7 +71,9 @@ impl Strategy for ResourceClaimStrategy {
                 "consumedCapacity",
                 "*",
             ]],
-        )
+        )?;
+        super::precompile(cx.request, obj);
+        Ok(())
     }
 
     fn prepare(

@@ -50,6 +50,7 @@ impl Strategy for ResourceClaimTemplateStrategy {
             full.extend_from_slice(p);
             check_quantities(res, obj, &[&full])?;
         }
+        super::precompile(cx.request, obj);
         Ok(())
     }
 

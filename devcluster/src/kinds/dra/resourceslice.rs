@@ -99,7 +99,9 @@ impl Strategy for ResourceSliceStrategy {
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         normalize_device_quantities(obj);
         decode::typed::<ResourceSlice>(cx.request, res, obj)?;
-        check_quantities(res, obj, QUANTITIES)
+        check_quantities(res, obj, QUANTITIES)?;
+        super::precompile(cx.request, obj);
+        Ok(())
     }
 
     fn prepare(

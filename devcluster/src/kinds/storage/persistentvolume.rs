@@ -249,15 +249,17 @@ impl Strategy for PersistentVolumeStrategy {
         };
         vec![
             name(obj),
-            text_cell(obj
-                .pointer("/spec/capacity/storage")
-                .and_then(Value::as_str)
-                .unwrap_or("0")),
+            text_cell(
+                obj.pointer("/spec/capacity/storage")
+                    .and_then(Value::as_str)
+                    .unwrap_or("0"),
+            ),
             text_cell(access_modes_string(obj.pointer("/spec/accessModes"))),
-            text_cell(obj
-                .pointer("/spec/persistentVolumeReclaimPolicy")
-                .and_then(Value::as_str)
-                .unwrap_or("")),
+            text_cell(
+                obj.pointer("/spec/persistentVolumeReclaimPolicy")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+            ),
             text_cell(phase),
             text_cell(claim),
             text_cell(volume_class(obj)),
