@@ -1,15 +1,15 @@
 //! Admission, as kube-apiserver runs it for every create and update: the kind's storage conversion, name
 //! and label validation, then the kind's [`Strategy`](crate::resource::Strategy) steps in order: typed
-//! decoding, defaulting and server-owned fields, mutating admission plugins, validation. The helpers kinds
-//! share live here: typed decoding with unknown-field reporting ([`decode`]), the Priority admission plugin
-//! ([`priority`]), structural schemas of custom resources ([`schema`]).
+//! decoding, defaulting and server-owned fields, mutating admission plugins, validation (or, through the
+//! `status` subresource, the kind's status strategy). The helpers kinds share live here: the Priority
+//! admission plugin ([`priority`]), structural schemas of custom resources ([`schema`]); typed decoding is
+//! [`crate::resource::decode`].
 //!
 //! Two steps are not in [`admit`], because the write path runs them elsewhere (see `api::write`): the
 //! `x-kubernetes-validations` CEL rules of custom resources ([`schema::check_rules`], which a request body
 //! can make expensive) run after it without the cluster lock, and, for creates, the ResourceQuota plugin
 //! ([`quota`]) runs when the object is committed.
 
-pub(crate) mod decode;
 pub(crate) mod priority;
 pub(crate) mod quota;
 pub(crate) mod rules;
@@ -69,6 +69,13 @@ pub(crate) fn admit_decoded(
     old: Option<&Value>,
     obj: &mut Value,
 ) -> Result<(), ApiError> {
+    if cx.status() {
+        // Status writes are always updates of a stored object.
+        let Some(old) = old else { return Ok(()) };
+        let status = res.status_strategy.clone();
+        status.prepare_for_update(cx, res, old, obj)?;
+        return status.validate_update(cx, res, old, obj);
+    }
     let strategy = res.strategy.clone();
     strategy.prepare(cx, res, old, obj)?;
     strategy.admit(cx, res, old, obj)?;

@@ -4,9 +4,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value, json};
 
 use super::print::{age, col, name};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -17,17 +16,10 @@ pub(crate) fn resource() -> ResourceInfo {
 struct ConfigMapStrategy;
 
 impl Strategy for ConfigMapStrategy {
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = ConfigMap;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ConfigMap))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<ConfigMap>(cx.request, res, obj)
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
     fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {

@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 
 use super::pod::{default_pod_spec, validate_pod_spec};
 use super::print::{age, col, name, text_cell};
-use crate::admission::decode;
 use crate::cron::Schedule;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
+use crate::resource::decode;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
 /// The served resource.
@@ -26,10 +26,7 @@ pub(crate) fn resource() -> ResourceInfo {
 struct CronJobStrategy;
 
 impl Strategy for CronJobStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(CronJob))
-    }
+    type Object = CronJob;
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::normalize_quantities(obj);
@@ -38,14 +35,11 @@ impl Strategy for CronJobStrategy {
 
     fn prepare(
         &self,
-        cx: &mut AdmitContext<'_>,
+        _cx: &mut AdmitContext<'_>,
         _res: &ResourceInfo,
         _old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("concurrencyPolicy").or_insert(json!("Allow"));
         spec.entry("suspend").or_insert(json!(false));
@@ -57,10 +51,7 @@ impl Strategy for CronJobStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let mut causes = Vec::new();
         match obj.pointer("/spec/schedule").and_then(Value::as_str) {
             None | Some("") => causes.push(FieldCause::required("spec.schedule", "")),

@@ -6,22 +6,35 @@
 use serde_json::{Value, json};
 
 use super::print::text_cell;
-use crate::admission::{decode, schema};
+use crate::admission::schema;
 use crate::error::ApiError;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
 
 /// The strategy of every custom resource (what differs between them lives on the [`ResourceInfo`]).
 #[derive(Debug)]
 pub(crate) struct CustomResourceStrategy;
 
 impl Strategy for CustomResourceStrategy {
-    fn supports_field(&self, res: &ResourceInfo, field: &str) -> bool {
-        res.selectable_fields.iter().any(|f| f == field)
+    /// Custom resources have no typed model: their schema prunes and defaults them in
+    /// [`Strategy::prepare`].
+    type Object = Value;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            custom: true,
+            ..Facts::PLAIN
+        }
     }
 
-    fn defining_crd(&self, res: &ResourceInfo) -> Option<String> {
-        Some(format!("{}.{}", res.plural, res.group))
+    fn decode(&self, _cx: &mut AdmitContext<'_>, _res: &ResourceInfo, _obj: &mut Value) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        None
     }
 
     fn prepare(
@@ -31,16 +44,7 @@ impl Strategy for CustomResourceStrategy {
         _old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        let input = obj.clone();
-        let admitted = schema::admit_custom(res, obj);
-        // What pruning dropped is reported per `fieldValidation` before any validation error, as
-        // kube-apiserver's decoding comes before its validation.
-        let mut pruned = Vec::new();
-        let more = decode::unknown_fields(&input, obj, "", &mut pruned);
-        decode::report_unknown_counted(cx.request, &pruned, more)?;
-        // The `x-kubernetes-validations` rules run after admission, without the cluster lock
-        // (`api::write`), on the admitted object and, on update, the stored one.
-        admitted
+        admit_custom(cx, res, obj)
     }
 
     fn columns(&self, res: &ResourceInfo) -> Vec<Value> {
@@ -76,5 +80,36 @@ impl Strategy for CustomResourceStrategy {
             out.push(age);
         }
         out
+    }
+}
+
+/// A custom resource's schema applied (pruning, defaulting), with what pruning dropped reported per the
+/// request's `fieldValidation`: on every write, through the main resource or `status`.
+fn admit_custom(cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    let input = obj.clone();
+    let admitted = schema::admit_custom(res, obj);
+    // What pruning dropped is reported per `fieldValidation` before any validation error, as
+    // kube-apiserver's decoding comes before its validation.
+    let mut pruned = Vec::new();
+    let more = decode::unknown_fields(&input, obj, "", &mut pruned);
+    decode::report_unknown_counted(cx.request, &pruned, more)?;
+    // The `x-kubernetes-validations` rules run after admission, without the cluster lock
+    // (`api::write`), on the admitted object and, on update, the stored one.
+    admitted
+}
+
+/// The status strategy of custom resources: their schema applies to status writes too.
+#[derive(Debug)]
+pub(crate) struct CustomResourceStatus;
+
+impl StatusStrategy for CustomResourceStatus {
+    fn prepare_for_update(
+        &self,
+        cx: &mut AdmitContext<'_>,
+        res: &ResourceInfo,
+        _old: &Value,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        admit_custom(cx, res, obj)
     }
 }

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
 
-use super::custom::CustomResourceStrategy;
+use super::custom::{CustomResourceStatus, CustomResourceStrategy};
 use super::print::{col, name, text_cell};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
 use crate::resource::{
-    AdmitContext, Effect, GroupResource, NameRule, OnDelete, Operation, PrinterColumn, ResourceInfo, Strategy,
+    AdmitContext, Effect, Facts, GroupResource, NameRule, OnDelete, Operation, PrinterColumn, ResourceInfo,
+    StatusStrategy, Strategy,
 };
 use crate::work::GcItem;
 
@@ -35,28 +35,21 @@ pub(crate) fn resource() -> ResourceInfo {
         CrdStrategy,
     )
     .short_names(&["crd", "crds"])
-    .with_status()
+    .with_status_strategy(DefinitionStatus)
 }
 
 #[derive(Debug)]
 struct CrdStrategy;
 
 impl Strategy for CrdStrategy {
-    fn keeps_status_on_create(&self) -> bool {
-        true
-    }
+    type Object = CustomResourceDefinition;
 
-    fn name_rule(&self) -> NameRule {
-        NameRule::Unchecked
-    }
-
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(CustomResourceDefinition))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<CustomResourceDefinition>(cx.request, res, obj)
+    fn facts(&self) -> Facts {
+        Facts {
+            keeps_status_on_create: true,
+            name_rule: NameRule::Unchecked,
+            ..Facts::PLAIN
+        }
     }
 
     fn prepare(
@@ -122,6 +115,33 @@ impl Strategy for CrdStrategy {
             name(obj),
             text_cell(meta::meta_str(obj, "creationTimestamp").unwrap_or("")),
         ]
+    }
+}
+
+/// CRDs' status writes: the server-owned conditions and accepted names are kept, and the definition is checked as on any update.
+#[derive(Debug)]
+struct DefinitionStatus;
+
+impl StatusStrategy for DefinitionStatus {
+    fn prepare_for_update(
+        &self,
+        cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        old: &Value,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        fill_status(cx.op, Some(old), obj);
+        Ok(())
+    }
+
+    fn validate_update(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        res: &ResourceInfo,
+        old: &Value,
+        obj: &Value,
+    ) -> Result<(), ApiError> {
+        check(res, Some(old), obj)
     }
 }
 
@@ -365,6 +385,7 @@ fn serve(crd: &Value) -> Effect {
             printer_columns,
             selectable_fields,
             strategy: Arc::new(CustomResourceStrategy),
+            status_strategy: Arc::new(CustomResourceStatus),
         });
     }
     Effect::ServeCustom {

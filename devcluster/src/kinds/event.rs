@@ -5,10 +5,8 @@ use k8s_openapi::api::core::v1::Event;
 use serde_json::{Map, Value};
 
 use super::print::{col, text_cell};
-use crate::admission::decode;
-use crate::error::ApiError;
 use crate::meta;
-use crate::resource::{AdmitContext, NameRule, ResourceInfo, Strategy};
+use crate::resource::{Facts, NameRule, ResourceInfo, Strategy};
 
 /// core/v1 events.
 pub(crate) fn core_resource() -> ResourceInfo {
@@ -47,31 +45,29 @@ impl EventStrategy {
 }
 
 impl Strategy for EventStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = Event;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            has_generation: false,
+            // core/v1 events may still be written into a terminating namespace (the namespace's own
+            // deletion reports through them).
+            allowed_in_terminating_namespace: !self.v1,
+            name_rule: NameRule::Unchecked,
+            converts_fields: self.v1,
+            storage_type: Some(("v1", "Event")),
+            also_accepts: Some("v1"),
+            ..Facts::PLAIN
+        }
     }
 
-    fn allowed_in_terminating_namespace(&self) -> bool {
-        // core/v1 events may still be written into a terminating namespace (the namespace's own
-        // deletion reports through them).
-        !self.v1
-    }
-
-    fn name_rule(&self) -> NameRule {
-        NameRule::Unchecked
-    }
-
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    fn supports_field(&self, field: &str) -> bool {
         if self.v1 {
             field.starts_with("regarding.")
                 || matches!(field, "reason" | "reportingController" | "type" | "deprecatedSource")
         } else {
             field.starts_with("involvedObject.") || matches!(field, "reason" | "reportingComponent" | "source" | "type")
         }
-    }
-
-    fn converts_fields(&self) -> bool {
-        self.v1
     }
 
     fn fields_from_storage(&self, stored: &Value) -> Value {
@@ -82,14 +78,6 @@ impl Strategy for EventStrategy {
         v1_event_to_core(&obj)
     }
 
-    fn storage_type(&self) -> Option<(&'static str, &'static str)> {
-        Some(("v1", "Event"))
-    }
-
-    fn accepts_api_version(&self, api_version: &str) -> bool {
-        api_version == "v1"
-    }
-
     #[cfg(test)]
     fn json_schema(&self) -> Option<schemars::Schema> {
         Some(if self.v1 {
@@ -97,10 +85,6 @@ impl Strategy for EventStrategy {
         } else {
             schemars::schema_for!(Event)
         })
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Event>(cx.request, res, obj)
     }
 
     fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {

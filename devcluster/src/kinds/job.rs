@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 
 use super::pod::{default_pod_spec, validate_pod_spec};
 use super::print::{age, col, condition_status, name, text_cell};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, Operation, Propagation, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, Operation, Propagation, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -24,17 +24,17 @@ pub(crate) fn resource() -> ResourceInfo {
 struct JobStrategy;
 
 impl Strategy for JobStrategy {
-    fn default_propagation(&self) -> Propagation {
-        Propagation::Orphan
+    type Object = Job;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            default_propagation: Propagation::Orphan,
+            ..Facts::PLAIN
+        }
     }
 
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    fn supports_field(&self, field: &str) -> bool {
         field == "status.successful"
-    }
-
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Job))
     }
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
@@ -49,16 +49,10 @@ impl Strategy for JobStrategy {
         _old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         prepare_job(res, cx.op, obj)
     }
 
     fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         validate_job(res, None, obj, cx.settings.job_scheduling_validation)
     }
 
@@ -69,9 +63,6 @@ impl Strategy for JobStrategy {
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         validate_job(res, Some(old), obj, cx.settings.job_scheduling_validation)
     }
 

@@ -4,9 +4,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use serde_json::Value;
 
 use super::print::{age, col, name, str_at};
-use crate::admission::decode;
-use crate::error::ApiError;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -17,17 +15,10 @@ pub(crate) fn resource() -> ResourceInfo {
 struct LeaseStrategy;
 
 impl Strategy for LeaseStrategy {
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = Lease;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Lease))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Lease>(cx.request, res, obj)
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
     fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {

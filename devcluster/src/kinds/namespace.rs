@@ -5,11 +5,11 @@ use k8s_openapi::api::core::v1::Namespace;
 use serde_json::{Value, json};
 
 use super::print::{age, col, name, str_at, text_cell};
-use crate::admission::decode;
 use crate::error::ApiError;
 use crate::meta;
 use crate::resource::{
-    AdmitContext, Effect, NameRule, OnDelete, Operation, ResourceInfo, Strategy, Subresource, SubresourceOp,
+    AdmitContext, Effect, Facts, NameRule, OnDelete, Operation, ResourceInfo, StatusStrategy, Strategy, Subresource,
+    SubresourceOp,
 };
 use crate::work::GcItem;
 
@@ -20,43 +20,33 @@ pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
 pub(crate) fn resource() -> ResourceInfo {
     ResourceInfo::builtin("", "v1", "Namespace", "namespaces", false, NamespaceStrategy)
         .short_names(&["ns"])
-        .with_status()
+        .with_status_strategy(NamespaceStatus)
 }
 
 #[derive(Debug)]
 struct NamespaceStrategy;
 
 impl Strategy for NamespaceStrategy {
-    fn keeps_status_on_create(&self) -> bool {
-        true
+    type Object = Namespace;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            keeps_status_on_create: true,
+            name_rule: NameRule::Label,
+            subresources: &[Subresource {
+                name: "finalize",
+                kind: "",
+                group: "",
+                version: "",
+                verbs: &["update"],
+                op: SubresourceOp::NamespaceFinalize,
+            }],
+            ..Facts::PLAIN
+        }
     }
 
-    fn name_rule(&self) -> NameRule {
-        NameRule::Label
-    }
-
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    fn supports_field(&self, field: &str) -> bool {
         field == "status.phase"
-    }
-
-    fn subresources(&self) -> &'static [Subresource] {
-        &[Subresource {
-            name: "finalize",
-            kind: "",
-            group: "",
-            version: "",
-            verbs: &["update"],
-            op: SubresourceOp::NamespaceFinalize,
-        }]
-    }
-
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Namespace))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Namespace>(cx.request, res, obj)
     }
 
     fn prepare(
@@ -92,6 +82,23 @@ impl Strategy for NamespaceStrategy {
 
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
         vec![name(obj), text_cell(str_at(obj, "/status/phase")), age(obj)]
+    }
+}
+
+/// Namespaces' status writes: the phase follows the deletion.
+#[derive(Debug)]
+struct NamespaceStatus;
+
+impl StatusStrategy for NamespaceStatus {
+    fn prepare_for_update(
+        &self,
+        cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        _old: &Value,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        admit_namespace(cx.op, obj);
+        Ok(())
     }
 }
 

@@ -5,16 +5,16 @@ use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
 
 use super::print::{age, col, condition_status, name, str_at, text_cell};
-use crate::admission::decode;
 use crate::error::ApiError;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
     ResourceInfo::builtin("", "v1", "Node", "nodes", false, NodeStrategy)
         .short_names(&["no"])
-        .with_status()
+        .with_status_strategy(NodeStatus)
 }
 
 /// The taint the node lifecycle controller keeps in step with `spec.unschedulable`.
@@ -24,17 +24,17 @@ pub(crate) const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 struct NodeStrategy;
 
 impl Strategy for NodeStrategy {
-    fn keeps_status_on_create(&self) -> bool {
-        true
+    type Object = Node;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            keeps_status_on_create: true,
+            ..Facts::PLAIN
+        }
     }
 
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    fn supports_field(&self, field: &str) -> bool {
         field == "spec.unschedulable"
-    }
-
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Node))
     }
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
@@ -107,6 +107,23 @@ impl Strategy for NodeStrategy {
                 text_cell("<none>"),
             ]
         }
+    }
+}
+
+/// Nodes' status writes: the unschedulable taint follows `spec.unschedulable`.
+#[derive(Debug)]
+struct NodeStatus;
+
+impl StatusStrategy for NodeStatus {
+    fn prepare_for_update(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        _old: &Value,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        sync_unschedulable_taint(obj);
+        Ok(())
     }
 }
 

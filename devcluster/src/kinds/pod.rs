@@ -6,10 +6,11 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
 use super::print::{age, col, name, str_at, text_cell};
-use crate::admission::{decode, priority};
+use crate::admission::priority;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy, Subresource, SubresourceOp};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy, Subresource, SubresourceOp};
 use workloadbuilder::validation::strings;
 
 /// How long pods tolerate `not-ready` and `unreachable` nodes by default (DefaultTolerationSeconds).
@@ -20,14 +21,48 @@ pub(crate) fn resource() -> ResourceInfo {
     ResourceInfo::builtin("", "v1", "Pod", "pods", true, PodStrategy)
         .short_names(&["po"])
         .in_all()
-        .with_status()
+        .with_status_strategy(PodStatus)
 }
 
 #[derive(Debug)]
 struct PodStrategy;
 
 impl Strategy for PodStrategy {
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    type Object = Pod;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            subresources: &[
+                Subresource {
+                    name: "binding",
+                    kind: "Binding",
+                    group: "",
+                    version: "v1",
+                    verbs: &["create"],
+                    op: SubresourceOp::PodBinding,
+                },
+                Subresource {
+                    name: "eviction",
+                    kind: "Eviction",
+                    group: "policy",
+                    version: "v1",
+                    verbs: &["create"],
+                    op: SubresourceOp::PodEviction,
+                },
+                Subresource {
+                    name: "log",
+                    kind: "",
+                    group: "",
+                    version: "",
+                    verbs: &["get"],
+                    op: SubresourceOp::PodLog,
+                },
+            ],
+            ..Facts::PLAIN
+        }
+    }
+
+    fn supports_field(&self, field: &str) -> bool {
         matches!(
             field,
             "spec.nodeName"
@@ -43,40 +78,6 @@ impl Strategy for PodStrategy {
         )
     }
 
-    fn subresources(&self) -> &'static [Subresource] {
-        &[
-            Subresource {
-                name: "binding",
-                kind: "Binding",
-                group: "",
-                version: "v1",
-                verbs: &["create"],
-                op: SubresourceOp::PodBinding,
-            },
-            Subresource {
-                name: "eviction",
-                kind: "Eviction",
-                group: "policy",
-                version: "v1",
-                verbs: &["create"],
-                op: SubresourceOp::PodEviction,
-            },
-            Subresource {
-                name: "log",
-                kind: "",
-                group: "",
-                version: "",
-                verbs: &["get"],
-                op: SubresourceOp::PodLog,
-            },
-        ]
-    }
-
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Pod))
-    }
-
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::normalize_quantities(obj);
         decode::typed::<Pod>(cx.request, res, obj)
@@ -89,9 +90,6 @@ impl Strategy for PodStrategy {
         _old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         let Some(spec) = obj.get_mut("spec") else {
             return Err(ApiError::invalid(
                 "",
@@ -115,7 +113,7 @@ impl Strategy for PodStrategy {
         _old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if cx.status() || !cx.creating() {
+        if !cx.creating() {
             return Ok(());
         }
         add_default_tolerations(&mut obj["spec"]);
@@ -126,10 +124,7 @@ impl Strategy for PodStrategy {
         }
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, _res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, _cx: &mut AdmitContext<'_>, _res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let mut causes = Vec::new();
         validate_pod_spec(&obj["spec"], "spec", &mut causes, &["Always", "OnFailure", "Never"]);
         if causes.is_empty() {
@@ -141,19 +136,11 @@ impl Strategy for PodStrategy {
 
     fn validate_update(
         &self,
-        cx: &mut AdmitContext<'_>,
+        _cx: &mut AdmitContext<'_>,
         _res: &ResourceInfo,
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            let mut causes = Vec::new();
-            validate_resource_claim_statuses(obj, &mut causes);
-            if causes.is_empty() {
-                return Ok(());
-            }
-            return Err(ApiError::invalid("", "Pod", meta::name(obj), causes));
-        }
         check_pod_spec_update(meta::name(obj), &old["spec"], &obj["spec"])
     }
 
@@ -257,6 +244,27 @@ impl Strategy for PodStrategy {
                 text_cell("<none>"),
             ]
         }
+    }
+}
+
+/// Pods' status writes: `status.resourceClaimStatuses` is validated.
+#[derive(Debug)]
+struct PodStatus;
+
+impl StatusStrategy for PodStatus {
+    fn validate_update(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        _old: &Value,
+        obj: &Value,
+    ) -> Result<(), ApiError> {
+        let mut causes = Vec::new();
+        validate_resource_claim_statuses(obj, &mut causes);
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::invalid("", "Pod", meta::name(obj), causes))
     }
 }
 

@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use super::print::{age, col, name, text_cell};
 use super::validate::{int_or_percent, label_selector};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, ResourceInfo, StatusStrategy, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -26,7 +26,7 @@ pub(crate) fn resource() -> ResourceInfo {
         PodDisruptionBudgetStrategy,
     )
     .short_names(&["pdb"])
-    .with_status()
+    .with_status_strategy(BudgetStatus)
 }
 
 /// The unhealthy pod eviction policies.
@@ -36,14 +36,7 @@ const POLICIES: &[&str] = &["AlwaysAllow", "IfHealthyBudget"];
 struct PodDisruptionBudgetStrategy;
 
 impl Strategy for PodDisruptionBudgetStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(PodDisruptionBudget))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<PodDisruptionBudget>(cx.request, res, obj)
-    }
+    type Object = PodDisruptionBudget;
 
     fn prepare(
         &self,
@@ -63,13 +56,9 @@ impl Strategy for PodDisruptionBudgetStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let mut causes = Vec::new();
-        if cx.status() {
-            validate_status(res, obj, &mut causes)?;
-        } else {
-            validate_spec(obj, &mut causes);
-        }
+        validate_spec(obj, &mut causes);
         invalid(res, obj, causes)
     }
 
@@ -125,6 +114,24 @@ impl Strategy for PodDisruptionBudgetStrategy {
             ),
             age(obj),
         ]
+    }
+}
+
+/// Budgets' status writes (the disruption controller's, evictions'): the status is validated.
+#[derive(Debug)]
+struct BudgetStatus;
+
+impl StatusStrategy for BudgetStatus {
+    fn validate_update(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        res: &ResourceInfo,
+        _old: &Value,
+        obj: &Value,
+    ) -> Result<(), ApiError> {
+        let mut causes = Vec::new();
+        validate_status(res, obj, &mut causes)?;
+        invalid(res, obj, causes)
     }
 }
 

@@ -5,7 +5,6 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde_json::{Value, json};
 
 use super::print::{age, col, name, text_cell};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
 use crate::resource::{AdmitContext, Operation, ResourceInfo, Strategy};
@@ -28,14 +27,7 @@ pub(crate) fn resource() -> ResourceInfo {
 struct PriorityClassStrategy;
 
 impl Strategy for PriorityClassStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(PriorityClass))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<PriorityClass>(cx.request, res, obj)
-    }
+    type Object = PriorityClass;
 
     fn prepare(
         &self,

@@ -6,10 +6,10 @@ use k8s_openapi::api::core::v1::ResourceQuota;
 use serde_json::{Value, json};
 
 use super::print::{age, col, name, text_cell};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -22,13 +22,10 @@ pub(crate) fn resource() -> ResourceInfo {
 struct ResourceQuotaStrategy;
 
 impl Strategy for ResourceQuotaStrategy {
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = ResourceQuota;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ResourceQuota))
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
@@ -43,10 +40,7 @@ impl Strategy for ResourceQuotaStrategy {
         decode::typed::<ResourceQuota>(cx.request, res, obj)
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let mut causes = Vec::new();
         for (k, v) in obj
             .pointer("/spec/hard")

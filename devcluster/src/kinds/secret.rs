@@ -4,9 +4,8 @@ use k8s_openapi::api::core::v1::Secret;
 use serde_json::{Value, json};
 
 use super::print::{age, col, name, text_cell};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -17,21 +16,14 @@ pub(crate) fn resource() -> ResourceInfo {
 struct SecretStrategy;
 
 impl Strategy for SecretStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = Secret;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    fn supports_field(&self, field: &str) -> bool {
         field == "type"
-    }
-
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Secret))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Secret>(cx.request, res, obj)
     }
 
     fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {

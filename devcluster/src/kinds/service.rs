@@ -11,10 +11,9 @@ use k8s_openapi::api::core::v1::Service;
 use serde_json::{Value, json};
 
 use super::print::{age, col, name, text_cell};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, Operation, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, Operation, ResourceInfo, Strategy};
 use crate::store::{GroupResource, Store};
 
 /// The service cluster IP range, as kube-apiserver's default `--service-cluster-ip-range` (`10.96.0.0/12`).
@@ -70,17 +69,10 @@ fn allocate_ip(used: &BTreeSet<String>) -> Option<String> {
 }
 
 impl Strategy for ServiceStrategy {
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = Service;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Service))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Service>(cx.request, res, obj)
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
     fn prepare(
@@ -90,9 +82,6 @@ impl Strategy for ServiceStrategy {
         old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         let name = meta::name(obj).to_string();
         let uid = meta::uid(obj).to_string();
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
@@ -190,9 +179,6 @@ impl Strategy for ServiceStrategy {
     }
 
     fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         let mut causes = Vec::new();
         let ty = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
         if !TYPES.contains(&ty) {
@@ -292,20 +278,18 @@ impl Strategy for ServiceStrategy {
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
-        if !cx.status() {
-            let before = old.pointer("/spec/clusterIP");
-            let after = obj.pointer("/spec/clusterIP");
-            if before.is_some() && before != after {
-                return invalid(
-                    res,
-                    obj,
-                    vec![FieldCause::invalid(
-                        "spec.clusterIPs[0]",
-                        after.unwrap_or(&Value::Null),
-                        "may not change once set",
-                    )],
-                );
-            }
+        let before = old.pointer("/spec/clusterIP");
+        let after = obj.pointer("/spec/clusterIP");
+        if before.is_some() && before != after {
+            return invalid(
+                res,
+                obj,
+                vec![FieldCause::invalid(
+                    "spec.clusterIPs[0]",
+                    after.unwrap_or(&Value::Null),
+                    "may not change once set",
+                )],
+            );
         }
         self.validate(cx, res, obj)
     }

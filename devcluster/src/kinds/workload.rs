@@ -5,8 +5,8 @@ use k8s_openapi::api::scheduling::v1alpha3::Workload;
 use serde_json::Value;
 
 use super::print::{age, col, name, text_cell};
-use crate::admission::decode;
 use crate::error::ApiError;
+use crate::resource::decode;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
 /// The served resource.
@@ -25,14 +25,7 @@ pub(crate) fn resource() -> ResourceInfo {
 struct WorkloadStrategy;
 
 impl Strategy for WorkloadStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Workload))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Workload>(cx.request, res, obj)
-    }
+    type Object = Workload;
 
     fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         decode::check(workloadbuilder::validate_workload(&decode::parse(res, obj)?), res, obj)

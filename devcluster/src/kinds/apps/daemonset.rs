@@ -5,10 +5,10 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use serde_json::{Value, json};
 
 use super::{default_template, int, validate_workload, wide_cells};
-use crate::admission::decode;
 use crate::error::ApiError;
 use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
+use crate::resource::decode;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
 /// The served resource.
@@ -23,10 +23,7 @@ pub(crate) fn resource() -> ResourceInfo {
 struct DaemonSetStrategy;
 
 impl Strategy for DaemonSetStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(DaemonSet))
-    }
+    type Object = DaemonSet;
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::normalize_quantities(obj);
@@ -35,14 +32,11 @@ impl Strategy for DaemonSetStrategy {
 
     fn prepare(
         &self,
-        cx: &mut AdmitContext<'_>,
+        _cx: &mut AdmitContext<'_>,
         _res: &ResourceInfo,
         _old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("revisionHistoryLimit").or_insert(json!(10));
         let update = meta::ensure_object(spec.entry("updateStrategy").or_insert(json!({})));
@@ -56,23 +50,17 @@ impl Strategy for DaemonSetStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         validate_workload(res, None, obj)
     }
 
     fn validate_update(
         &self,
-        cx: &mut AdmitContext<'_>,
+        _cx: &mut AdmitContext<'_>,
         res: &ResourceInfo,
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         validate_workload(res, Some(old), obj)
     }
 

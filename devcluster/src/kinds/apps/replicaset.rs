@@ -5,11 +5,11 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use serde_json::{Value, json};
 
 use super::{SCALE, default_template, int, validate_workload, wide_cells};
-use crate::admission::decode;
 use crate::error::ApiError;
 use crate::kinds::print::{age, col, name};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy, Subresource};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -23,13 +23,13 @@ pub(crate) fn resource() -> ResourceInfo {
 struct ReplicaSetStrategy;
 
 impl Strategy for ReplicaSetStrategy {
-    fn subresources(&self) -> &'static [Subresource] {
-        &[SCALE]
-    }
+    type Object = ReplicaSet;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ReplicaSet))
+    fn facts(&self) -> Facts {
+        Facts {
+            subresources: &[SCALE],
+            ..Facts::PLAIN
+        }
     }
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
@@ -39,37 +39,28 @@ impl Strategy for ReplicaSetStrategy {
 
     fn prepare(
         &self,
-        cx: &mut AdmitContext<'_>,
+        _cx: &mut AdmitContext<'_>,
         _res: &ResourceInfo,
         _old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("replicas").or_insert(json!(1));
         default_template(obj);
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         validate_workload(res, None, obj)
     }
 
     fn validate_update(
         &self,
-        cx: &mut AdmitContext<'_>,
+        _cx: &mut AdmitContext<'_>,
         res: &ResourceInfo,
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         validate_workload(res, Some(old), obj)
     }
 

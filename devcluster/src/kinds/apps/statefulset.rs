@@ -6,11 +6,11 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use serde_json::{Value, json};
 
 use super::{SCALE, default_template, int, validate_workload, wide_cells};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy, Subresource};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -24,13 +24,13 @@ pub(crate) fn resource() -> ResourceInfo {
 struct StatefulSetStrategy;
 
 impl Strategy for StatefulSetStrategy {
-    fn subresources(&self) -> &'static [Subresource] {
-        &[SCALE]
-    }
+    type Object = StatefulSet;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(StatefulSet))
+    fn facts(&self) -> Facts {
+        Facts {
+            subresources: &[SCALE],
+            ..Facts::PLAIN
+        }
     }
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
@@ -40,14 +40,11 @@ impl Strategy for StatefulSetStrategy {
 
     fn prepare(
         &self,
-        cx: &mut AdmitContext<'_>,
+        _cx: &mut AdmitContext<'_>,
         _res: &ResourceInfo,
         _old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("replicas").or_insert(json!(1));
         spec.entry("podManagementPolicy").or_insert(json!("OrderedReady"));
@@ -65,23 +62,17 @@ impl Strategy for StatefulSetStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         validate_workload(res, None, obj)
     }
 
     fn validate_update(
         &self,
-        cx: &mut AdmitContext<'_>,
+        _cx: &mut AdmitContext<'_>,
         res: &ResourceInfo,
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         // Only replicas, ordinals, template, updateStrategy, persistentVolumeClaimRetentionPolicy and
         // minReadySeconds may change.
         let frozen = ["serviceName", "podManagementPolicy", "volumeClaimTemplates"];

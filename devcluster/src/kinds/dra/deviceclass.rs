@@ -8,8 +8,8 @@ use k8s_openapi::api::resource::v1::{DeviceClass, DeviceClassSpec};
 use serde_json::{Value, json};
 
 use super::{Causes, GROUP, MAX_CONFIG, invalid, opaque, selectors, within};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
+use crate::resource::decode;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 use workloadbuilder::validation::strings;
 
@@ -22,10 +22,7 @@ pub(crate) fn resource() -> ResourceInfo {
 struct DeviceClassStrategy;
 
 impl Strategy for DeviceClassStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(DeviceClass))
-    }
+    type Object = DeviceClass;
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
         decode::typed::<DeviceClass>(cx.request, res, obj)?;

@@ -18,11 +18,11 @@ use serde_json::Value;
 use super::{
     CLAIM_QUANTITIES, Causes, GROUP, admin_access, check_quantities, default_device_claim, device_claim, invalid,
 };
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -34,21 +34,17 @@ pub(crate) fn resource() -> ResourceInfo {
         true,
         ResourceClaimStrategy,
     )
-    .with_status()
+    .with_status_strategy(ClaimStatus)
 }
 
 #[derive(Debug)]
 struct ResourceClaimStrategy;
 
 impl Strategy for ResourceClaimStrategy {
-    /// As upstream's strategy, which sets no `metadata.generation` (the spec is immutable anyway).
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = ResourceClaim;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ResourceClaim))
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
@@ -80,15 +76,9 @@ impl Strategy for ResourceClaimStrategy {
         &self,
         cx: &mut AdmitContext<'_>,
         _res: &ResourceInfo,
-        old: Option<&Value>,
+        _old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            if let Some(old) = old {
-                drop_deallocated_devices(old, obj);
-            }
-            return Ok(());
-        }
         if cx.creating()
             && let Some(m) = obj.as_object_mut()
         {
@@ -127,16 +117,7 @@ impl Strategy for ResourceClaimStrategy {
     ) -> Result<(), ApiError> {
         let (new, before): (ResourceClaim, ResourceClaim) = (decode::parse(res, obj)?, decode::parse(res, old)?);
         let mut c = Causes::for_request(cx.request);
-        if cx.status() {
-            let names = super::request_names(new.spec.as_ref().and_then(|s| s.devices.as_ref()));
-            super::status_update(
-                &new.status.clone().unwrap_or_default(),
-                &before.status.clone().unwrap_or_default(),
-                meta::is_deleting(obj),
-                &names,
-                &mut c,
-            );
-        } else if new.spec != before.spec {
+        if new.spec != before.spec {
             c.push(FieldCause::immutable("spec", obj.get("spec").unwrap_or(&Value::Null)));
         }
         invalid(res, obj, c.finish())
@@ -157,6 +138,43 @@ impl Strategy for ResourceClaimStrategy {
 
     fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
         vec![name(obj), text_cell(state(obj)), age(obj)]
+    }
+}
+
+/// Claims' status writes (allocation, reservation, device statuses): devices no longer allocated lose their status; the status is validated against the old one.
+#[derive(Debug)]
+struct ClaimStatus;
+
+impl StatusStrategy for ClaimStatus {
+    fn prepare_for_update(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        old: &Value,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        drop_deallocated_devices(old, obj);
+        Ok(())
+    }
+
+    fn validate_update(
+        &self,
+        cx: &mut AdmitContext<'_>,
+        res: &ResourceInfo,
+        old: &Value,
+        obj: &Value,
+    ) -> Result<(), ApiError> {
+        let (new, before): (ResourceClaim, ResourceClaim) = (decode::parse(res, obj)?, decode::parse(res, old)?);
+        let mut c = Causes::for_request(cx.request);
+        let names = super::request_names(new.spec.as_ref().and_then(|s| s.devices.as_ref()));
+        super::status_update(
+            &new.status.clone().unwrap_or_default(),
+            &before.status.clone().unwrap_or_default(),
+            meta::is_deleting(obj),
+            &names,
+            &mut c,
+        );
+        invalid(res, obj, c.finish())
     }
 }
 

@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 use super::{
     CLAIM_QUANTITIES, Causes, GROUP, admin_access, check_quantities, default_device_claim, device_claim, invalid,
 };
-use crate::admission::decode;
 use crate::error::ApiError;
 use crate::error::FieldCause;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 use workloadbuilder::validation::strings;
 
 /// The served resource.
@@ -32,14 +32,10 @@ pub(crate) fn resource() -> ResourceInfo {
 struct ResourceClaimTemplateStrategy;
 
 impl Strategy for ResourceClaimTemplateStrategy {
-    /// As upstream's strategy, which sets no `metadata.generation` (the spec is immutable anyway).
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = ResourceClaimTemplate;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ResourceClaimTemplate))
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {

@@ -27,9 +27,9 @@ use super::{
     binding_conditions, check_quantities, dns_label, dns_subdomain, driver_name, fully_qualified_name, invalid,
     label_key, label_value, pool_name, qualified_name, unique, within,
 };
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name, text_cell};
+use crate::resource::decode;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
 /// The served resource.
@@ -87,13 +87,10 @@ const QUANTITIES: &[&[&str]] = &[
 struct ResourceSliceStrategy;
 
 impl Strategy for ResourceSliceStrategy {
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
-        matches!(field, "spec.nodeName" | "spec.driver")
-    }
+    type Object = ResourceSlice;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ResourceSlice))
+    fn supports_field(&self, field: &str) -> bool {
+        matches!(field, "spec.nodeName" | "spec.driver")
     }
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {

@@ -8,11 +8,10 @@ use k8s_openapi::api::storage::v1::CSIDriver;
 use serde_json::{Value, json};
 
 use super::validate_driver_name;
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -33,17 +32,10 @@ const FS_GROUP_POLICIES: &[&str] = &["File", "None", "ReadWriteOnceWithFSType"];
 struct CSIDriverStrategy;
 
 impl Strategy for CSIDriverStrategy {
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = CSIDriver;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(CSIDriver))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<CSIDriver>(cx.request, res, obj)
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
     fn prepare(

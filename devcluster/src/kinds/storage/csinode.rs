@@ -10,12 +10,11 @@ use k8s_openapi::api::storage::v1::CSINode;
 use serde_json::{Value, json};
 
 use super::validate_driver_name;
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name};
 use crate::kinds::validate;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -28,17 +27,10 @@ const MAX_NODE_ID: usize = 192;
 struct CSINodeStrategy;
 
 impl Strategy for CSINodeStrategy {
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = CSINode;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(CSINode))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<CSINode>(cx.request, res, obj)
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
     fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {

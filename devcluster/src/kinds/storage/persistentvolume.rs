@@ -10,12 +10,12 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use serde_json::{Value, json};
 
 use super::{PV_PROTECTION, access_modes_string, or_unset, validate_driver_name, volume_class};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name, text_cell};
 use crate::kinds::validate;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -28,7 +28,7 @@ pub(crate) fn resource() -> ResourceInfo {
         PersistentVolumeStrategy,
     )
     .short_names(&["pv"])
-    .with_status()
+    .with_status_strategy(VolumeStatus)
 }
 
 /// The volume sources of a PersistentVolume, in the order upstream's validation checks them.
@@ -63,13 +63,10 @@ const RECLAIM_POLICIES: &[&str] = &["Delete", "Recycle", "Retain"];
 struct PersistentVolumeStrategy;
 
 impl Strategy for PersistentVolumeStrategy {
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = PersistentVolume;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(PersistentVolume))
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
@@ -81,13 +78,9 @@ impl Strategy for PersistentVolumeStrategy {
         &self,
         cx: &mut AdmitContext<'_>,
         _res: &ResourceInfo,
-        old: Option<&Value>,
+        _old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            stamp_phase_transition(old, obj);
-            return Ok(());
-        }
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("persistentVolumeReclaimPolicy").or_insert(json!("Retain"));
         spec.entry("volumeMode").or_insert(json!("Filesystem"));
@@ -117,10 +110,7 @@ impl Strategy for PersistentVolumeStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let mut causes = Vec::new();
         validate_spec(obj, &mut causes);
         invalid(res, obj, causes)
@@ -128,14 +118,11 @@ impl Strategy for PersistentVolumeStrategy {
 
     fn validate_update(
         &self,
-        cx: &mut AdmitContext<'_>,
+        _cx: &mut AdmitContext<'_>,
         res: &ResourceInfo,
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         let mut causes = Vec::new();
         validate_spec(obj, &mut causes);
         let source = |o: &Value| -> Vec<(String, Value)> {
@@ -268,6 +255,23 @@ impl Strategy for PersistentVolumeStrategy {
             age(obj),
             text_cell(or_unset(obj.pointer("/spec/volumeMode"))),
         ]
+    }
+}
+
+/// Volumes' status writes: a phase change stamps `lastPhaseTransitionTime`.
+#[derive(Debug)]
+struct VolumeStatus;
+
+impl StatusStrategy for VolumeStatus {
+    fn prepare_for_update(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        old: &Value,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        stamp_phase_transition(Some(old), obj);
+        Ok(())
     }
 }
 

@@ -13,12 +13,12 @@ use serde_json::{Value, json};
 use super::{
     BETA_STORAGE_CLASS, PVC_PROTECTION, access_modes_string, claim_class, claim_has_class, default_class, or_unset,
 };
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name, text_cell};
 use crate::kinds::validate;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
 use crate::store::GroupResource;
 
 /// The served resource.
@@ -32,20 +32,17 @@ pub(crate) fn resource() -> ResourceInfo {
         PersistentVolumeClaimStrategy,
     )
     .short_names(&["pvc"])
-    .with_status()
+    .with_status_strategy(ClaimStatus)
 }
 
 #[derive(Debug)]
 struct PersistentVolumeClaimStrategy;
 
 impl Strategy for PersistentVolumeClaimStrategy {
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = PersistentVolumeClaim;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(PersistentVolumeClaim))
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
     fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
@@ -60,11 +57,6 @@ impl Strategy for PersistentVolumeClaimStrategy {
         _old: Option<&Value>,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            let status = meta::ensure_object(meta::ensure_object(obj).entry("status").or_insert(json!({})));
-            status.entry("phase").or_insert(json!("Pending"));
-            return Ok(());
-        }
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("volumeMode").or_insert(json!("Filesystem"));
         if cx.creating() {
@@ -98,10 +90,7 @@ impl Strategy for PersistentVolumeClaimStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         let mut causes = Vec::new();
         validate_spec(obj, &mut causes);
         invalid(res, obj, causes)
@@ -114,9 +103,6 @@ impl Strategy for PersistentVolumeClaimStrategy {
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
         let mut causes = Vec::new();
         validate_spec(obj, &mut causes);
         validate_spec_update(old, obj, &mut causes);
@@ -192,6 +178,24 @@ impl Strategy for PersistentVolumeClaimStrategy {
             age(obj),
             text_cell(or_unset(obj.pointer("/spec/volumeMode"))),
         ]
+    }
+}
+
+/// Claims' status writes: the phase defaults to `Pending`.
+#[derive(Debug)]
+struct ClaimStatus;
+
+impl StatusStrategy for ClaimStatus {
+    fn prepare_for_update(
+        &self,
+        _cx: &mut AdmitContext<'_>,
+        _res: &ResourceInfo,
+        _old: &Value,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        let status = meta::ensure_object(meta::ensure_object(obj).entry("status").or_insert(json!({})));
+        status.entry("phase").or_insert(json!("Pending"));
+        Ok(())
     }
 }
 

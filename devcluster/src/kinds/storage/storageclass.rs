@@ -9,12 +9,11 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::{Value, json};
 
 use super::is_default_class;
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, text_cell};
 use crate::kinds::validate;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -38,17 +37,10 @@ const BINDING_MODES: &[&str] = &["Immediate", "WaitForFirstConsumer"];
 struct StorageClassStrategy;
 
 impl Strategy for StorageClassStrategy {
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = StorageClass;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(StorageClass))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<StorageClass>(cx.request, res, obj)
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
     fn prepare(
