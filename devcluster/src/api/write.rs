@@ -513,13 +513,14 @@ pub(crate) fn decode_new(
     let mut new = new;
     admission::decode_typed(
         &mut AdmitContext {
+            res,
+            old: None,
             request: ctx,
             store: &nothing,
             settings,
             op: Operation::Create,
             subresource: None,
         },
-        res,
         &mut new.obj,
     )?;
     new.typed = true;
@@ -537,13 +538,14 @@ pub(crate) fn decode_change(
     let mut change = change;
     admission::decode(
         &mut AdmitContext {
+            res,
+            old: Some(&change.old),
             request: ctx,
             store: &nothing,
             settings,
             op: Operation::Update,
             subresource,
         },
-        res,
         &mut change.new,
     )?;
     change.decoded = true;
@@ -661,14 +663,14 @@ impl State {
     ) -> Result<(), ApiError> {
         admission::admit(
             &mut AdmitContext {
+                res,
+                old,
                 request: ctx,
                 store: &self.store,
                 settings: &self.settings,
                 op,
                 subresource,
             },
-            res,
-            old,
             obj,
         )
     }
@@ -733,14 +735,14 @@ impl State {
         if typed {
             admission::admit_typed(
                 &mut AdmitContext {
+                    res,
+                    old: None,
                     request: ctx,
                     store: &self.store,
                     settings: &self.settings,
                     op: Operation::Create,
                     subresource: None,
                 },
-                res,
-                None,
                 &mut obj,
             )?;
         } else {
@@ -864,6 +866,8 @@ impl State {
             decoded,
         } = change;
         let mut cx = AdmitContext {
+            res,
+            old: Some(&old),
             request: ctx,
             store: &self.store,
             settings: &self.settings,
@@ -871,9 +875,9 @@ impl State {
             subresource,
         };
         if !decoded {
-            admission::decode(&mut cx, res, &mut new)?;
+            admission::decode(&mut cx, &mut new)?;
         }
-        admission::admit_decoded(&mut cx, res, Some(&old), &mut new)?;
+        admission::admit_decoded(&mut cx, &mut new)?;
         Ok(Step::Done(Change {
             old,
             new,

@@ -3,12 +3,10 @@
 //! evaluates them after admission, without the cluster lock), with the CRD's selectable fields and
 //! additional printer columns.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::print::text_cell;
 use crate::admission::schema;
 use crate::error::ApiError;
-use crate::meta;
 use crate::resource::decode;
 use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
 
@@ -28,7 +26,7 @@ impl Strategy for CustomResourceStrategy {
         }
     }
 
-    fn decode(&self, _cx: &mut AdmitContext<'_>, _res: &ResourceInfo, _obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, _cx: &mut AdmitContext<'_>, _obj: &mut Value) -> Result<(), ApiError> {
         Ok(())
     }
 
@@ -37,49 +35,9 @@ impl Strategy for CustomResourceStrategy {
         None
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         admit_custom(cx, res, obj)
-    }
-
-    fn columns(&self, res: &ResourceInfo) -> Vec<Value> {
-        let name = crate::resource::name_column();
-        let age = crate::resource::age_column();
-        let mut cols = vec![name];
-        for c in &res.printer_columns {
-            cols.push(json!({"name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": c.priority}));
-        }
-        if !res.printer_columns.iter().any(|c| c.name.eq_ignore_ascii_case("age")) {
-            cols.push(age);
-        }
-        cols
-    }
-
-    fn cells(&self, res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        let name = text_cell(meta::name(obj));
-        let age = text_cell(meta::age_of(meta::meta_str(obj, "creationTimestamp")));
-        let mut out = vec![name];
-        for c in &res.printer_columns {
-            let v = meta::json_path(obj, &c.json_path).cloned().unwrap_or(Value::Null);
-            let cell = if c.type_ == "date" {
-                match v.as_str() {
-                    Some(t) => text_cell(meta::age_of(Some(t))),
-                    None => text_cell("<unknown>"),
-                }
-            } else {
-                v
-            };
-            out.push(cell);
-        }
-        if !res.printer_columns.iter().any(|c| c.name.eq_ignore_ascii_case("age")) {
-            out.push(age);
-        }
-        out
     }
 }
 
@@ -103,13 +61,8 @@ fn admit_custom(cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) 
 pub(crate) struct CustomResourceStatus;
 
 impl StatusStrategy for CustomResourceStatus {
-    fn prepare_for_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: &Value,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare_for_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         admit_custom(cx, res, obj)
     }
 }

@@ -87,7 +87,7 @@ impl Strategy for EventStrategy {
         })
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             col(
                 "Last Seen",
@@ -112,7 +112,7 @@ impl Strategy for EventStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let (inv, msg, last) = self.fields();
         let last_seen = obj
             .get(last)

@@ -21,7 +21,7 @@ impl Strategy for LeaseStrategy {
         Facts::NO_GENERATION
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Holder", "string", 0, "The holder of the lease."),
@@ -29,7 +29,7 @@ impl Strategy for LeaseStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         vec![
             name(obj),
             super::print::text_cell(str_at(obj, "/spec/holderIdentity")),

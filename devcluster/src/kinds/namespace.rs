@@ -49,13 +49,7 @@ impl Strategy for NamespaceStrategy {
         field == "status.phase"
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         admit_namespace(cx.op, obj);
         Ok(())
     }
@@ -72,7 +66,7 @@ impl Strategy for NamespaceStrategy {
         OnDelete::Store
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Status", "string", 0, "The status of the namespace"),
@@ -80,7 +74,7 @@ impl Strategy for NamespaceStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         vec![name(obj), text_cell(str_at(obj, "/status/phase")), age(obj)]
     }
 }
@@ -90,13 +84,7 @@ impl Strategy for NamespaceStrategy {
 struct NamespaceStatus;
 
 impl StatusStrategy for NamespaceStatus {
-    fn prepare_for_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: &Value,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare_for_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &mut Value) -> Result<(), ApiError> {
         admit_namespace(cx.op, obj);
         Ok(())
     }

@@ -78,18 +78,13 @@ impl Strategy for PodStrategy {
         )
     }
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<Pod>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let Some(spec) = obj.get_mut("spec") else {
             return Err(ApiError::invalid(
                 "",
@@ -106,13 +101,8 @@ impl Strategy for PodStrategy {
         Ok(())
     }
 
-    fn admit(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         if !cx.creating() {
             return Ok(());
         }
@@ -124,7 +114,7 @@ impl Strategy for PodStrategy {
         }
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, _res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, _cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
         let mut causes = Vec::new();
         validate_pod_spec(&obj["spec"], "spec", &mut causes, &["Always", "OnFailure", "Never"]);
         if causes.is_empty() {
@@ -134,13 +124,7 @@ impl Strategy for PodStrategy {
         }
     }
 
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, _cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
         check_pod_spec_update(meta::name(obj), &old["spec"], &obj["spec"])
     }
 
@@ -148,7 +132,7 @@ impl Strategy for PodStrategy {
         pod_grace_period(obj, requested)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         let name = crate::resource::name_column();
         let age = crate::resource::age_column();
         vec![
@@ -184,7 +168,7 @@ impl Strategy for PodStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let (name, age) = (name(obj), age(obj));
         let str_at = |p: &str| str_at(obj, p);
         {
@@ -252,13 +236,7 @@ impl Strategy for PodStrategy {
 struct PodStatus;
 
 impl StatusStrategy for PodStatus {
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, _cx: &mut AdmitContext<'_>, _old: &Value, obj: &Value) -> Result<(), ApiError> {
         let mut causes = Vec::new();
         validate_resource_claim_statuses(obj, &mut causes);
         if causes.is_empty() {

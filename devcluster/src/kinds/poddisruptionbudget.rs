@@ -38,13 +38,7 @@ struct PodDisruptionBudgetStrategy;
 impl Strategy for PodDisruptionBudgetStrategy {
     type Object = PodDisruptionBudget;
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         if cx.creating() {
             // The counters have no `omitempty`: a new budget shows them as zero until the controller's
             // first pass.
@@ -56,23 +50,18 @@ impl Strategy for PodDisruptionBudgetStrategy {
         Ok(())
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_spec(obj, &mut causes);
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        self.validate(cx, res, obj)
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &Value) -> Result<(), ApiError> {
+        self.validate(cx, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -97,7 +86,7 @@ impl Strategy for PodDisruptionBudgetStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let int_or_string = |p: &str| match obj.pointer(p) {
             Some(Value::Number(n)) => n.to_string(),
             Some(Value::String(v)) => v.clone(),
@@ -122,13 +111,8 @@ impl Strategy for PodDisruptionBudgetStrategy {
 struct BudgetStatus;
 
 impl StatusStrategy for BudgetStatus {
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_status(res, obj, &mut causes)?;
         invalid(res, obj, causes)

@@ -175,7 +175,8 @@ impl<T: Object> Strategy for RbacStrategy<T> {
         Facts::NO_GENERATION
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         if self.kind.binding() {
             check_binding(self.kind, obj, &mut causes);
@@ -185,13 +186,8 @@ impl<T: Object> Strategy for RbacStrategy<T> {
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         if self.kind.binding() && old.get("roleRef") != obj.get("roleRef") {
             return invalid(
                 res,
@@ -203,10 +199,10 @@ impl<T: Object> Strategy for RbacStrategy<T> {
                 )],
             );
         }
-        self.validate(cx, res, obj)
+        self.validate(cx, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         let name = crate::resource::name_column();
         if self.kind.binding() {
             vec![
@@ -230,7 +226,7 @@ impl<T: Object> Strategy for RbacStrategy<T> {
         }
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         if !self.kind.binding() {
             return vec![
                 name(obj),

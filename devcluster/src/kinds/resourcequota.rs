@@ -28,7 +28,8 @@ impl Strategy for ResourceQuotaStrategy {
         Facts::NO_GENERATION
     }
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         if let Some(hard) = obj.pointer_mut("/spec/hard").and_then(Value::as_object_mut) {
             for v in hard.values_mut() {
@@ -40,7 +41,8 @@ impl Strategy for ResourceQuotaStrategy {
         decode::typed::<ResourceQuota>(cx.request, res, obj)
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         for (k, v) in obj
             .pointer("/spec/hard")
@@ -65,17 +67,11 @@ impl Strategy for ResourceQuotaStrategy {
         }
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        self.validate(cx, res, obj)
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &Value) -> Result<(), ApiError> {
+        self.validate(cx, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             crate::resource::age_column(),
@@ -94,7 +90,7 @@ impl Strategy for ResourceQuotaStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let mut request = Vec::new();
         let mut limit = Vec::new();
         let used = obj.pointer("/status/used").and_then(Value::as_object);

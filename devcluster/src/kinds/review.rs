@@ -110,13 +110,7 @@ impl<T: Object> Strategy for ReviewStrategy<T> {
         }
     }
 
-    fn prepare(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let status = match self.review {
             Review::SelfAccess | Review::Access | Review::LocalAccess => json!({"allowed": true, "reason": REASON}),
             Review::SelfRules => json!({
@@ -133,7 +127,8 @@ impl<T: Object> Strategy for ReviewStrategy<T> {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let _ = cx;
         let mut causes = Vec::new();
         if matches!(self.review, Review::SelfAccess | Review::Access | Review::LocalAccess) {

@@ -75,13 +75,9 @@ impl Strategy for ServiceStrategy {
         Facts::NO_GENERATION
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        let old = cx.old;
         let name = meta::name(obj).to_string();
         let uid = meta::uid(obj).to_string();
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
@@ -178,7 +174,8 @@ impl Strategy for ServiceStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         let ty = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
         if !TYPES.contains(&ty) {
@@ -271,13 +268,8 @@ impl Strategy for ServiceStrategy {
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let before = old.pointer("/spec/clusterIP");
         let after = obj.pointer("/spec/clusterIP");
         if before.is_some() && before != after {
@@ -291,10 +283,10 @@ impl Strategy for ServiceStrategy {
                 )],
             );
         }
-        self.validate(cx, res, obj)
+        self.validate(cx, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Type", "string", 0, "The type of the service."),
@@ -306,7 +298,7 @@ impl Strategy for ServiceStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let ty = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
         let ip = obj
             .pointer("/spec/clusterIP")

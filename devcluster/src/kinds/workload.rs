@@ -27,22 +27,18 @@ struct WorkloadStrategy;
 impl Strategy for WorkloadStrategy {
     type Object = Workload;
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::check(workloadbuilder::validate_workload(&decode::parse(res, obj)?), res, obj)
     }
 
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let errors = workloadbuilder::validate_workload_update(&decode::parse(res, obj)?, &decode::parse(res, old)?);
         decode::check(errors, res, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Templates", "string", 0, "The top-level templates."),
@@ -50,7 +46,7 @@ impl Strategy for WorkloadStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let (name, age) = (name(obj), age(obj));
         {
             let names: Vec<&str> = ["podGroupTemplates", "compositePodGroupTemplates"]

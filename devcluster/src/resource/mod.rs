@@ -135,6 +135,50 @@ impl ResourceInfo {
         self
     }
 
+    /// The Table columns of a custom resource: `Name`, its CRD's `additionalPrinterColumns`, and `Age`
+    /// unless the CRD has its own (apiextensions-apiserver's Table convertor).
+    pub fn printer_column_definitions(&self) -> Vec<Value> {
+        let mut cols = vec![name_column()];
+        for c in &self.printer_columns {
+            cols.push(serde_json::json!({"name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": c.priority}));
+        }
+        if !self.has_age_column() {
+            cols.push(age_column());
+        }
+        cols
+    }
+
+    /// The cells of a custom resource's Table row, matching [`ResourceInfo::printer_column_definitions`].
+    pub fn printer_cells(&self, obj: &Value) -> Vec<Value> {
+        let text = |s: String| Value::String(s);
+        let mut out = vec![text(crate::meta::name(obj).to_string())];
+        for c in &self.printer_columns {
+            let v = crate::meta::json_path(obj, &c.json_path)
+                .cloned()
+                .unwrap_or(Value::Null);
+            let cell = if c.type_ == "date" {
+                match v.as_str() {
+                    Some(t) => text(crate::meta::age_of(Some(t))),
+                    None => text("<unknown>".to_string()),
+                }
+            } else {
+                v
+            };
+            out.push(cell);
+        }
+        if !self.has_age_column() {
+            out.push(text(crate::meta::age_of(crate::meta::meta_str(
+                obj,
+                "creationTimestamp",
+            ))));
+        }
+        out
+    }
+
+    fn has_age_column(&self) -> bool {
+        self.printer_columns.iter().any(|c| c.name.eq_ignore_ascii_case("age"))
+    }
+
     /// `group/version`, or `version` for core.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

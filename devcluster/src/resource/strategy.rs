@@ -65,10 +65,14 @@ impl Default for ApiSettings {
     }
 }
 
-/// What admission may read and where it reports: the request, the store (read-only: priority classes,
-/// other objects), the settings, and which write this is.
+/// What admission may read and where it reports: the resource and the object it replaces, the request, the
+/// store (read-only: priority classes, other objects), the settings, and which write this is.
 #[derive(Debug)]
 pub(crate) struct AdmitContext<'a> {
+    /// The resource written.
+    pub res: &'a ResourceInfo,
+    /// The stored object an update replaces (`None` for a create).
+    pub old: Option<&'a Value>,
     /// The request being handled (field validation mode, warnings).
     pub request: &'a mut RequestContext,
     /// The objects as they are before this write.
@@ -295,50 +299,32 @@ pub(crate) trait Strategy: Send + Sync + std::fmt::Debug + 'static {
     /// Decodes the object through [`Strategy::Object`] (type errors are a 400; unknown fields are dropped
     /// and reported per the request's field validation). Reads nothing but the object and the request: for
     /// updates it runs without the cluster lock, with an empty `cx.store`.
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        super::decode::typed::<Self::Object>(cx.request, res, obj)
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        super::decode::typed::<Self::Object>(cx.request, cx.res, obj)
     }
 
     /// API defaults and the fields the server owns (upstream's defaulting and `PrepareForCreate` /
     /// `PrepareForUpdate`).
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        let _ = (cx, res, old, obj);
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let _ = (cx, obj);
         Ok(())
     }
 
     /// Mutating admission plugins (Priority, DefaultTolerationSeconds).
-    fn admit(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        let _ = (cx, res, old, obj);
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let _ = (cx, obj);
         Ok(())
     }
 
     /// Validation of a new object.
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        let _ = (cx, res, obj);
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let _ = (cx, obj);
         Ok(())
     }
 
     /// Validation of an update (immutable fields included).
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        let _ = (cx, res, old, obj);
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let _ = (cx, old, obj);
         Ok(())
     }
 
@@ -364,15 +350,14 @@ pub(crate) trait Strategy: Send + Sync + std::fmt::Debug + 'static {
         let _ = (removed, effects);
     }
 
-    /// The Table columns `kubectl get` shows.
-    fn columns(&self, res: &ResourceInfo) -> Vec<Value> {
-        let _ = res;
+    /// The Table columns `kubectl get` shows (custom resources' come from their CRD's
+    /// `additionalPrinterColumns` instead).
+    fn columns(&self) -> Vec<Value> {
         vec![name_column(), age_column()]
     }
 
     /// The cells of one Table row, matching [`Strategy::columns`].
-    fn cells(&self, res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        let _ = res;
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         vec![
             Value::String(crate::meta::name(obj).to_string()),
             Value::String(crate::meta::age_of(crate::meta::meta_str(obj, "creationTimestamp"))),
@@ -387,26 +372,14 @@ pub(crate) trait Strategy: Send + Sync + std::fmt::Debug + 'static {
 /// (no more steps).
 pub(crate) trait StatusStrategy: Send + Sync + std::fmt::Debug {
     /// The server-owned parts of a status update (upstream's `PrepareForUpdate` of the status strategy).
-    fn prepare_for_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        let _ = (cx, res, old, obj);
+    fn prepare_for_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &mut Value) -> Result<(), ApiError> {
+        let _ = (cx, old, obj);
         Ok(())
     }
 
     /// Validation of a status update.
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        let _ = (cx, res, old, obj);
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let _ = (cx, old, obj);
         Ok(())
     }
 }
@@ -433,33 +406,15 @@ pub(crate) trait DynStrategy: Send + Sync + std::fmt::Debug {
     #[cfg(test)]
     fn json_schema(&self) -> Option<schemars::Schema>;
     /// [`Strategy::decode`].
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError>;
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError>;
     /// [`Strategy::prepare`].
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError>;
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError>;
     /// [`Strategy::admit`].
-    fn admit(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError>;
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError>;
     /// [`Strategy::validate`].
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError>;
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError>;
     /// [`Strategy::validate_update`].
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError>;
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError>;
     /// [`Strategy::grace_period`].
     fn grace_period(&self, obj: &Value, requested: Option<i64>) -> i64;
     /// [`Strategy::on_delete`].
@@ -468,9 +423,9 @@ pub(crate) trait DynStrategy: Send + Sync + std::fmt::Debug {
     fn after_write(&self, stored: &Arc<Value>, effects: &mut Vec<Effect>);
     /// [`Strategy::after_remove`].
     fn after_remove(&self, removed: &Value, effects: &mut Vec<Effect>);
-    /// [`Strategy::columns`].
+    /// [`Strategy::columns`], or a custom resource's printer columns.
     fn columns(&self, res: &ResourceInfo) -> Vec<Value>;
-    /// [`Strategy::cells`].
+    /// [`Strategy::cells`], or a custom resource's printer columns' cells.
     fn cells(&self, res: &ResourceInfo, obj: &Value) -> Vec<Value>;
 
     /// [`Facts::ephemeral`].
@@ -541,38 +496,20 @@ impl<S: Strategy> DynStrategy for S {
     fn json_schema(&self) -> Option<schemars::Schema> {
         Strategy::json_schema(self)
     }
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        Strategy::decode(self, cx, res, obj)
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        Strategy::decode(self, cx, obj)
     }
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        Strategy::prepare(self, cx, res, old, obj)
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        Strategy::prepare(self, cx, obj)
     }
-    fn admit(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        Strategy::admit(self, cx, res, old, obj)
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        Strategy::admit(self, cx, obj)
     }
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        Strategy::validate(self, cx, res, obj)
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        Strategy::validate(self, cx, obj)
     }
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        Strategy::validate_update(self, cx, res, old, obj)
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        Strategy::validate_update(self, cx, old, obj)
     }
     fn grace_period(&self, obj: &Value, requested: Option<i64>) -> i64 {
         Strategy::grace_period(self, obj, requested)
@@ -587,9 +524,17 @@ impl<S: Strategy> DynStrategy for S {
         Strategy::after_remove(self, removed, effects)
     }
     fn columns(&self, res: &ResourceInfo) -> Vec<Value> {
-        Strategy::columns(self, res)
+        if Strategy::facts(self).custom {
+            res.printer_column_definitions()
+        } else {
+            Strategy::columns(self)
+        }
     }
     fn cells(&self, res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        Strategy::cells(self, res, obj)
+        if Strategy::facts(self).custom {
+            res.printer_cells(obj)
+        } else {
+            Strategy::cells(self, obj)
+        }
     }
 }

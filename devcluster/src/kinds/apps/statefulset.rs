@@ -33,18 +33,13 @@ impl Strategy for StatefulSetStrategy {
         }
     }
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<StatefulSet>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("replicas").or_insert(json!(1));
         spec.entry("podManagementPolicy").or_insert(json!("OrderedReady"));
@@ -62,17 +57,13 @@ impl Strategy for StatefulSetStrategy {
         Ok(())
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         validate_workload(res, None, obj)
     }
 
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         // Only replicas, ordinals, template, updateStrategy, persistentVolumeClaimRetentionPolicy and
         // minReadySeconds may change.
         let frozen = ["serviceName", "podManagementPolicy", "volumeClaimTemplates"];
@@ -92,7 +83,7 @@ impl Strategy for StatefulSetStrategy {
         validate_workload(res, Some(old), obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Ready", "string", 0, "Number of the pod with ready state"),
@@ -107,7 +98,7 @@ impl Strategy for StatefulSetStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let [containers, images, _] = wide_cells(obj);
         vec![
             name(obj),

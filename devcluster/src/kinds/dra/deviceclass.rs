@@ -24,26 +24,23 @@ struct DeviceClassStrategy;
 impl Strategy for DeviceClassStrategy {
     type Object = DeviceClass;
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::typed::<DeviceClass>(cx.request, res, obj)?;
         super::precompile(cx.request, obj);
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let class: DeviceClass = decode::parse(res, obj)?;
         let mut c = Causes::for_request(cx.request);
         spec(&class.spec.unwrap_or_default(), None, &mut c);
         invalid(res, obj, c.finish())
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let (new, old): (DeviceClass, DeviceClass) = (decode::parse(res, obj)?, decode::parse(res, old)?);
         let mut c = Causes::for_request(cx.request);
         spec(

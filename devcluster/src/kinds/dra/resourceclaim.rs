@@ -47,7 +47,8 @@ impl Strategy for ResourceClaimStrategy {
         Facts::NO_GENERATION
     }
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<ResourceClaim>(cx.request, res, obj)?;
         for p in CLAIM_QUANTITIES {
@@ -72,13 +73,7 @@ impl Strategy for ResourceClaimStrategy {
         Ok(())
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         if cx.creating()
             && let Some(m) = obj.as_object_mut()
         {
@@ -90,7 +85,8 @@ impl Strategy for ResourceClaimStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let claim: ResourceClaim = decode::parse(res, obj)?;
         let mut c = Causes::for_request(cx.request);
         admin_access(
@@ -108,13 +104,8 @@ impl Strategy for ResourceClaimStrategy {
         invalid(res, obj, c.finish())
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let (new, before): (ResourceClaim, ResourceClaim) = (decode::parse(res, obj)?, decode::parse(res, old)?);
         let mut c = Causes::for_request(cx.request);
         if new.spec != before.spec {
@@ -123,7 +114,7 @@ impl Strategy for ResourceClaimStrategy {
         invalid(res, obj, c.finish())
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -136,7 +127,7 @@ impl Strategy for ResourceClaimStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         vec![name(obj), text_cell(state(obj)), age(obj)]
     }
 }
@@ -146,24 +137,13 @@ impl Strategy for ResourceClaimStrategy {
 struct ClaimStatus;
 
 impl StatusStrategy for ClaimStatus {
-    fn prepare_for_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        old: &Value,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare_for_update(&self, _cx: &mut AdmitContext<'_>, old: &Value, obj: &mut Value) -> Result<(), ApiError> {
         drop_deallocated_devices(old, obj);
         Ok(())
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let (new, before): (ResourceClaim, ResourceClaim) = (decode::parse(res, obj)?, decode::parse(res, old)?);
         let mut c = Causes::for_request(cx.request);
         let names = super::request_names(new.spec.as_ref().and_then(|s| s.devices.as_ref()));

@@ -38,7 +38,8 @@ impl Strategy for ResourceClaimTemplateStrategy {
         Facts::NO_GENERATION
     }
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<ResourceClaimTemplate>(cx.request, res, obj)?;
         for p in CLAIM_QUANTITIES {
@@ -50,20 +51,15 @@ impl Strategy for ResourceClaimTemplateStrategy {
         Ok(())
     }
 
-    fn prepare(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         if let Some(devices) = obj.pointer_mut("/spec/spec/devices") {
             default_device_claim(devices);
         }
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let template: ResourceClaimTemplate = decode::parse(res, obj)?;
         let mut c = Causes::for_request(cx.request);
         template_metadata(obj.pointer("/spec/metadata"), &mut c);
@@ -77,13 +73,8 @@ impl Strategy for ResourceClaimTemplateStrategy {
         invalid(res, obj, c.finish())
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut c = Causes::for_request(cx.request);
         if old.get("spec") != obj.get("spec") {
             c.push(FieldCause::immutable("spec", obj.get("spec").unwrap_or(&Value::Null)));

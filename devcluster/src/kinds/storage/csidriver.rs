@@ -38,13 +38,7 @@ impl Strategy for CSIDriverStrategy {
         Facts::NO_GENERATION
     }
 
-    fn prepare(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         for (k, v) in [
             ("attachRequired", json!(true)),
@@ -66,19 +60,15 @@ impl Strategy for CSIDriverStrategy {
         Ok(())
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_driver(obj, &mut causes);
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_driver(obj, &mut causes);
         for f in ["attachRequired", "volumeLifecycleModes"] {
@@ -93,7 +83,7 @@ impl Strategy for CSIDriverStrategy {
         invalid(res, obj, causes)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -136,7 +126,7 @@ impl Strategy for CSIDriverStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let flag = |f: &str, d: bool| json!(obj.pointer(&format!("/spec/{f}")).and_then(Value::as_bool).unwrap_or(d));
         let modes = meta::string_list(obj.pointer("/spec/volumeLifecycleModes")).join(",");
         let tokens = match obj.pointer("/spec/tokenRequests").and_then(Value::as_array) {

@@ -45,18 +45,13 @@ impl Strategy for PersistentVolumeClaimStrategy {
         Facts::NO_GENERATION
     }
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<PersistentVolumeClaim>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("volumeMode").or_insert(json!("Filesystem"));
         if cx.creating() {
@@ -65,13 +60,7 @@ impl Strategy for PersistentVolumeClaimStrategy {
         Ok(())
     }
 
-    fn admit(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         if !cx.creating() {
             return Ok(());
         }
@@ -90,19 +79,15 @@ impl Strategy for PersistentVolumeClaimStrategy {
         Ok(())
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_spec(obj, &mut causes);
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_spec(obj, &mut causes);
         validate_spec_update(old, obj, &mut causes);
@@ -110,7 +95,7 @@ impl Strategy for PersistentVolumeClaimStrategy {
         check_resize(cx, res, old, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -149,7 +134,7 @@ impl Strategy for PersistentVolumeClaimStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let phase = if meta::is_deleting(obj) {
             "Terminating"
         } else {
@@ -186,13 +171,7 @@ impl Strategy for PersistentVolumeClaimStrategy {
 struct ClaimStatus;
 
 impl StatusStrategy for ClaimStatus {
-    fn prepare_for_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: &Value,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare_for_update(&self, _cx: &mut AdmitContext<'_>, _old: &Value, obj: &mut Value) -> Result<(), ApiError> {
         let status = meta::ensure_object(meta::ensure_object(obj).entry("status").or_insert(json!({})));
         status.entry("phase").or_insert(json!("Pending"));
         Ok(())
