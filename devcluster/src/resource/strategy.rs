@@ -1,13 +1,15 @@
 //! The [`Strategy`] of a kind (kube-apiserver's `registry/generic` + `strategy.go`): everything particular
 //! to one kind, which the generic store, API operations, HTTP layer, discovery and Table printing ask for
-//! and never decide themselves. Each built-in kind implements it in its own file under `kinds/`; every
-//! method has the behaviour of a plain kind as its default, so a kind overrides only what makes it
-//! different.
+//! and never decide themselves. Each built-in kind implements it in its own file under `kinds/`: its typed
+//! model ([`Strategy::Object`], which decoding and the test schema default to), its [`Facts`], and the
+//! steps where it differs from a plain kind (every method has the plain kind's behaviour as its default).
+//! The generic layers hold it erased, as a [`DynStrategy`].
 //!
 //! Admission runs, for every create and update: the kind's storage conversion, generic name and label
 //! validation, [`Strategy::decode`] (typed decoding), [`Strategy::prepare`] (API defaults and the fields the
 //! server owns), [`Strategy::admit`] (mutating admission plugins such as Priority), then
-//! [`Strategy::validate`] or [`Strategy::validate_update`].
+//! [`Strategy::validate`] or [`Strategy::validate_update`]. A write through the `status` subresource
+//! decodes the same way, then runs the resource's [`StatusStrategy`] instead (upstream's `statusStrategy`).
 
 use std::sync::Arc;
 
