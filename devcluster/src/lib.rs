@@ -24,25 +24,38 @@
 //!
 //! ## Module map
 //!
-//! Public: [`DevCluster`], [`DevClusterConfig`] and the configuration types, [`testing`]. Private, in
-//! layers that point one way (`http` -> `api` -> `admission` -> `resource` -> `store`):
+//! Public: [`DevCluster`], [`DevClusterConfig`] and the configuration types, [`testing`]. Every other
+//! module is private. The modules are layered like kube-apiserver (`apimachinery` and `apiserver` below
+//! the kinds' registry, the HTTP handlers above it, controllers and kubelet as clients on top): a module
+//! uses only modules of lower layers (`tests/layering` checks every `crate::` path against this table and
+//! that there is no cycle). `lib` wires the layers together: it gives `api` the kinds' registry.
 //!
-//! | module | role |
-//! | --- | --- |
-//! | `kinds/` | one file per built-in kind: its resource and `Strategy` (decoding, defaults, admission, validation, deletion, hooks, columns); `apps/`, `storage/` and `dra/` (resource.k8s.io, with its CEL compiler) group related kinds, `validate` holds shared validation |
-//! | `resource/` | `ResourceInfo`, the `Strategy` trait, the registry of served resources |
-//! | `store` | JSON objects per resource, resourceVersions, owner and label indexes, watch history |
-//! | `api/` | get / list / create / update / patch / delete / deletecollection and subresources, generic over kinds |
-//! | `admission/` | the admission pipeline and the helpers kinds share (typed decoding, priority, CRD schemas) |
-//! | `request` | the per-request context (dry run, field manager, field validation, warnings) |
-//! | `patch/` | merge, JSON and strategic merge patches; server-side apply |
-//! | `http/` | routing, content negotiation, watch streams, discovery, Tables, OpenAPI |
-//! | `protobuf/` | the Kubernetes protobuf wire format, driven by the v1.37 schema of every built-in kind |
-//! | `controllers/` | garbage collector, namespace controller, CRD cleanup, PodGroup protection, event expiry, the apps/v1 workload controllers, CronJobs, resource quotas, PodDisruptionBudgets (`disruption`), the PV controller and PVC / PV protection (`volume`) |
-//! | `recorder` | events written by the controllers and the kubelet, aggregated like client-go's recorder |
-//! | `cron`, `logs` | cron schedules; the simulated containers' logs (`pods/log`) |
-//! | `sim/` | the simulated kubelet (its volume and DRA checks), nodes, the CSI driver ([`SIM_DISK_DRIVER`]: CSINodes, provisioning, expansion, deletion), the DRA driver ([`DRA_DRIVER`]: its DeviceClass, a ResourceSlice per node) and the interconnect driver ([`INTERCONNECT_DRIVER`]: a channel slice per rack) |
-//! | `faults` | fault injection |
+//! | layer | module | role |
+//! | --- | --- | --- |
+//! | 13 | `testing` | the fast test configuration (public) |
+//! | 12 | `http/` | routing, content negotiation, watch streams, discovery, Tables, OpenAPI, `scale` and `logs` |
+//! | 11 | `controllers/` | garbage collector, namespace, CRD cleanup, PodGroup protection, events, `apps`, CronJobs, quotas, `disruption`, `volume` |
+//! | 10 | `sim/` | the simulated `kubelet`, nodes (`topology`), the CSI driver `csi`, the DRA driver `dra`, the `interconnect` driver |
+//! | 9 | `recorder` | events written by the controllers and the kubelet, aggregated like client-go's recorder |
+//! | 8 | `cluster/` | the shared runtime state (`Shared`: the API state under its lock, faults, settings, limits, logs, shutdown) and the lock-per-step HTTP write driver (`guaranteed`) |
+//! | 7 | `api/` | get / list / create / update / patch / delete / deletecollection and subresources over an injected registry, generic over kinds |
+//! | 6 | `kinds/` | one file per built-in kind: its resource, `Strategy` and status strategy; `apps/`, `storage/`, `dra/` (with its CEL compiler) group related kinds, `validate` holds shared validation, `print` Table cells |
+//! | 6 | `protobuf/` | the Kubernetes protobuf wire format, driven by the v1.37 schema of every built-in kind |
+//! | 5 | `admission/` | the admission pipeline and the plugins kinds share (`priority`, `quota`, CRD `schema`s and `rules`) |
+//! | 5 | `patch/` | merge, JSON and strategic merge patches; server-side apply |
+//! | 4 | `resource/` | `ResourceInfo`, the `Strategy` and `StatusStrategy` traits, typed `decode`, the `Registry` of served resources |
+//! | 3 | `work` | the controllers' work queue items |
+//! | 2 | `store` | JSON objects per resource, resourceVersions, owner and label indexes, watch history |
+//! | 2 | `selectors` | label and field selectors |
+//! | 2 | `views` | read-only views of built-in objects the layers share (pod readiness, conditions, `claimRef`) |
+//! | 1 | `request` | the per-request context (dry run, field manager, field validation, warnings) |
+//! | 1 | `meta` | object metadata accessors and timestamps |
+//! | 1 | `cron` | cron schedules |
+//! | 1 | `logs` | the simulated containers' logs (`pods/log`) |
+//! | 1 | `faults` | fault injection |
+//! | 1 | `kubeconfig` | the kubeconfig file |
+//! | 1 | `supervise` | restarting background tasks that die |
+//! | 0 | `error` | errors and the Kubernetes `Status` answers |
 //!
 //! See the crate README for what is emulated and what is not.
 
@@ -50,6 +63,7 @@
 
 mod admission;
 mod api;
+mod cluster;
 mod controllers;
 mod cron;
 mod error;
@@ -65,10 +79,10 @@ mod recorder;
 mod request;
 mod resource;
 mod selectors;
-mod server;
 mod sim;
 mod store;
 mod supervise;
+mod views;
 mod work;
 
 pub mod testing;
@@ -87,8 +101,8 @@ pub use supervise::TaskHealth;
 pub const KUBE_VERSION: &str = "v1.37.0";
 /// Its minor version.
 pub const KUBE_MINOR: &str = "37";
+pub use cluster::ServerSettings;
 pub use faults::{FaultConfig, FaultRule, Faults, Verb};
-pub use server::ServerSettings;
 pub use sim::csi::{CsiConfig, DEFAULT_STORAGE_CLASS, SIM_DISK_DRIVER};
 pub use sim::dra::{
     DRA_ATTRIBUTE_INDEX, DRA_ATTRIBUTE_INTERCONNECT_DOMAIN, DRA_ATTRIBUTE_MODEL, DRA_CAPACITY_MEMORY, DRA_DEVICE_CLASS,
@@ -102,9 +116,9 @@ pub use sim::topology::{
 };
 
 use api::{DeleteOptions, State};
+use cluster::Shared;
 use request::RequestContext;
 use resource::{ApiSettings, GroupResource};
-use server::Shared;
 
 /// How a cluster is started.
 #[derive(Debug, Clone)]
@@ -213,13 +227,14 @@ impl DevCluster {
         })?;
         let server_address = local.to_string();
         let base_url = format!("http://{server_address}");
-        let mut state = State::new(
+        let mut state = State::with_resources(
             config.watch_history,
             ApiSettings {
                 podgroup_protection: config.podgroup_protection,
                 job_scheduling_validation: config.job_scheduling_validation,
                 sim_disk_attach_limit: config.csi.attach_limit,
             },
+            kinds::builtin_resources(),
         );
         sim::csi::bootstrap(&mut state);
         if config.dra_driver {

@@ -28,9 +28,10 @@ pub(crate) struct RequestContext {
     pub force: bool,
     /// Warnings collected while handling the request.
     pub warnings: Vec<String>,
-    /// The CEL expressions of the object being written, compiled before the cluster lock was taken
-    /// (DRA selectors: see `kinds::dra::cel::precompile`), so validation under the lock only looks them up.
-    pub cel: Option<std::sync::Arc<crate::kinds::dra::cel::Compiled>>,
+    /// What the kind's decoding prepared, without the cluster lock, for its validation under the lock to
+    /// look up (the compiled CEL expressions of a DRA object: see `kinds::dra::cel::precompile`). Opaque
+    /// here: only the kind that stored it reads it.
+    pub precompiled: Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl RequestContext {

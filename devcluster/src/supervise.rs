@@ -95,7 +95,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_task_that_panics_is_recorded_and_started_again() {
-        let shared = Arc::new(crate::server::test_shared());
+        let shared = Arc::new(crate::cluster::test_shared());
         let runs = Arc::new(AtomicU32::new(0));
         let r = runs.clone();
         let s = shared.clone();
@@ -111,7 +111,7 @@ mod tests {
                         panic!("first run fails");
                     }
                     let mut stop = s.shutdown_signal();
-                    crate::server::stopped(&mut stop).await;
+                    crate::cluster::stopped(&mut stop).await;
                 }
             },
         ));

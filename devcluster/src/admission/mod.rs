@@ -1,15 +1,15 @@
 //! Admission, as kube-apiserver runs it for every create and update: the kind's storage conversion, name
 //! and label validation, then the kind's [`Strategy`](crate::resource::Strategy) steps in order: typed
-//! decoding, defaulting and server-owned fields, mutating admission plugins, validation. The helpers kinds
-//! share live here: typed decoding with unknown-field reporting ([`decode`]), the Priority admission plugin
-//! ([`priority`]), structural schemas of custom resources ([`schema`]).
+//! decoding, defaulting and server-owned fields, mutating admission plugins, validation (or, through the
+//! `status` subresource, the kind's status strategy). The helpers kinds share live here: the Priority
+//! admission plugin ([`priority`]), structural schemas of custom resources ([`schema`]); typed decoding is
+//! [`crate::resource::decode`].
 //!
 //! Two steps are not in [`admit`], because the write path runs them elsewhere (see `api::write`): the
 //! `x-kubernetes-validations` CEL rules of custom resources ([`schema::check_rules`], which a request body
 //! can make expensive) run after it without the cluster lock, and, for creates, the ResourceQuota plugin
 //! ([`quota`]) runs when the object is committed.
 
-pub(crate) mod decode;
 pub(crate) mod priority;
 pub(crate) mod quota;
 pub(crate) mod rules;
@@ -22,59 +22,54 @@ use crate::meta;
 use crate::resource::{AdmitContext, NameRule, Operation, ResourceInfo};
 use workloadbuilder::validation::strings;
 
-/// Admits an object: converts it to its storage form, then decodes, defaults, mutates and validates it
-/// in place (without the CEL rules and ResourceQuota: see the module docs).
-pub(crate) fn admit(
-    cx: &mut AdmitContext<'_>,
-    res: &ResourceInfo,
-    old: Option<&Value>,
-    obj: &mut Value,
-) -> Result<(), ApiError> {
-    decode(cx, res, obj)?;
-    admit_decoded(cx, res, old, obj)
+/// Admits an object (`cx.res`, replacing `cx.old`): converts it to its storage form, then decodes,
+/// defaults, mutates and validates it in place (without the CEL rules and ResourceQuota: see the module
+/// docs).
+pub(crate) fn admit(cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+    decode(cx, obj)?;
+    admit_decoded(cx, obj)
 }
 
 /// The first steps of [`admit`], which read nothing but the object (not `cx.store`): the storage form,
 /// the name and labels, typed decoding. The write path runs them for updates without the cluster lock.
-pub(crate) fn decode(cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+pub(crate) fn decode(cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+    let res = cx.res;
     *obj = res.to_storage(std::mem::take(obj));
     validate_name(res, obj)?;
-    res.strategy.clone().decode(cx, res, obj)
+    res.strategy.decode(cx, obj)
 }
 
 /// Typed decoding alone (the storage form, then the kind's [`Strategy::decode`](crate::resource::Strategy)),
 /// which reads nothing but the object: the write path runs it for creates without the cluster lock,
 /// before the server picks a generated name, and [`admit_typed`] does the rest under the lock.
-pub(crate) fn decode_typed(cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+pub(crate) fn decode_typed(cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+    let res = cx.res;
     *obj = res.to_storage(std::mem::take(obj));
-    res.strategy.clone().decode(cx, res, obj)
+    res.strategy.decode(cx, obj)
 }
 
 /// [`admit`] after [`decode_typed`]: the name and labels, then [`admit_decoded`].
-pub(crate) fn admit_typed(
-    cx: &mut AdmitContext<'_>,
-    res: &ResourceInfo,
-    old: Option<&Value>,
-    obj: &mut Value,
-) -> Result<(), ApiError> {
-    validate_name(res, obj)?;
-    admit_decoded(cx, res, old, obj)
+pub(crate) fn admit_typed(cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+    validate_name(cx.res, obj)?;
+    admit_decoded(cx, obj)
 }
 
 /// The rest of [`admit`] after [`decode`]: defaults and server-owned fields, mutating plugins, validation
-/// (steps that may read other objects).
-pub(crate) fn admit_decoded(
-    cx: &mut AdmitContext<'_>,
-    res: &ResourceInfo,
-    old: Option<&Value>,
-    obj: &mut Value,
-) -> Result<(), ApiError> {
-    let strategy = res.strategy.clone();
-    strategy.prepare(cx, res, old, obj)?;
-    strategy.admit(cx, res, old, obj)?;
-    match (cx.op, old) {
-        (Operation::Update, Some(old)) => strategy.validate_update(cx, res, old, obj),
-        _ => strategy.validate(cx, res, obj),
+/// (steps that may read other objects). A write through the `status` subresource is the resource's
+/// [`StatusStrategy`](crate::resource::StatusStrategy)'s instead.
+pub(crate) fn admit_decoded(cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+    let res = cx.res;
+    if cx.status() {
+        // Status writes are always updates of a stored object.
+        let Some(old) = cx.old else { return Ok(()) };
+        res.status_strategy.prepare_for_update(cx, old, obj)?;
+        return res.status_strategy.validate_update(cx, old, obj);
+    }
+    res.strategy.prepare(cx, obj)?;
+    res.strategy.admit(cx, obj)?;
+    match (cx.op, cx.old) {
+        (Operation::Update, Some(old)) => res.strategy.validate_update(cx, old, obj),
+        _ => res.strategy.validate(cx, obj),
     }
 }
 

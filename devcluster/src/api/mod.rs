@@ -2,14 +2,13 @@
 //! kube-apiserver's semantics: resourceVersion preconditions, generateName, uid and timestamps, generation
 //! bumps on spec changes only, status subresources, graceful pod deletion, finalizers, propagation
 //! policies, and admission. Synchronous: the in-process components (kubelet, garbage collector, node
-//! management) call these under the cluster lock; the HTTP layer writes through [`guaranteed`], which
+//! management) call these under the cluster lock; the HTTP layer writes through [`guaranteed`](crate::cluster::guaranteed), which
 //! takes the lock only for the steps that read or change the store (see [`write`]).
 
 mod delete;
-pub(crate) mod guaranteed;
 mod read;
 pub(crate) mod subresources;
-mod write;
+pub(crate) mod write;
 
 use std::sync::Arc;
 
@@ -161,12 +160,22 @@ pub(crate) struct State {
 
 pub(crate) const GENERATE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
+/// The unit tests' state: wired with every built-in kind, as `DevCluster::start` wires it.
+#[cfg(test)]
 impl State {
-    /// A fresh state with the default namespaces and system priority classes.
+    /// A fresh state serving every built-in kind.
     pub(crate) fn new(history_limit: usize, settings: ApiSettings) -> Self {
+        Self::with_resources(history_limit, settings, crate::kinds::builtin_resources())
+    }
+}
+
+impl State {
+    /// A fresh state serving `resources` (the kinds' registry, injected: this layer knows no kind), with
+    /// the default namespaces and system priority classes.
+    pub(crate) fn with_resources(history_limit: usize, settings: ApiSettings, resources: Vec<ResourceInfo>) -> Self {
         let mut s = State {
             store: Store::new(history_limit),
-            registry: Registry::new(crate::kinds::builtin_resources()),
+            registry: Registry::new(resources),
             work: WorkQueue::default(),
             settings,
             continues: ContinueCache::default(),

@@ -284,7 +284,7 @@ fn status_int(pdb: &Value, field: &str) -> i64 {
 
 /// Whether a pod that is not Ready may go without spending the budget.
 fn unhealthy_pod_may_go(pdb: &Value, pod: &Value) -> bool {
-    if crate::kinds::pod::is_ready(pod) {
+    if crate::views::pod_is_ready(pod) {
         return false;
     }
     if pdb.pointer("/spec/unhealthyPodEvictionPolicy").and_then(Value::as_str) == Some("AlwaysAllow") {
@@ -351,8 +351,7 @@ fn spend_budget(state: &mut State, pdb: &Value, pod: &str, dry_run: bool) -> Res
     let left = allowed - 1;
     new["status"]["disruptionsAllowed"] = json!(left);
     if left == 0 {
-        new["status"]["conditions"] =
-            crate::controllers::disruption::with_condition(pdb.pointer("/status/conditions"), false, observed);
+        new["status"]["conditions"] = crate::views::with_condition(pdb.pointer("/status/conditions"), false, observed);
     }
     let entries = meta::ensure_object(&mut new["status"]);
     let map = meta::ensure_object(entries.entry("disruptedPods").or_insert(json!({})));
@@ -489,10 +488,7 @@ mod tests {
             .store
             .get(&GroupResource::new("", "pods"), "default", "a")
             .unwrap();
-        assert_eq!(
-            crate::kinds::print::condition_status(&a, "DisruptionTarget"),
-            Some("True")
-        );
+        assert_eq!(crate::views::condition_status(&a, "DisruptionTarget"), Some("True"));
         let st = pdb(&state, "web")["status"].clone();
         assert_eq!(st["disruptionsAllowed"], 0, "spent in the same request");
         assert!(st["disruptedPods"]["a"].is_string());

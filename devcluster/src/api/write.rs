@@ -19,7 +19,7 @@
 //! against the new object, as kube-apiserver's `GuaranteedUpdate` does; after [`MAX_ATTEMPTS`] attempts it
 //! answers 409 Conflict. [`State::create`], [`State::update`] and [`State::patch`] run every step in one go
 //! for callers that already hold the lock (the built-in controllers and the kubelet, whose writes are
-//! small); [`super::guaranteed`] runs them from the HTTP handlers, taking the lock per step.
+//! small); [`crate::cluster::guaranteed`] runs them from the HTTP handlers, taking the lock per step.
 
 use std::sync::Arc;
 
@@ -97,11 +97,6 @@ pub(crate) struct NewObject {
 }
 
 impl NewObject {
-    /// The object to create.
-    pub(crate) fn object(&self) -> &Value {
-        &self.obj
-    }
-
     /// The name the body asks for (empty when it is to be generated).
     pub(crate) fn name(&self) -> &str {
         meta::name(&self.obj)
@@ -224,13 +219,6 @@ pub(crate) struct Change {
     operation: &'static str,
     /// Whether admission's first steps ([`admission::decode`]) ran already.
     decoded: bool,
-}
-
-impl Change {
-    /// The object to write.
-    pub(crate) fn object(&self) -> &Value {
-        &self.new
-    }
 }
 
 /// A change finished outside the lock.
@@ -525,13 +513,14 @@ pub(crate) fn decode_new(
     let mut new = new;
     admission::decode_typed(
         &mut AdmitContext {
+            res,
+            old: None,
             request: ctx,
             store: &nothing,
             settings,
             op: Operation::Create,
             subresource: None,
         },
-        res,
         &mut new.obj,
     )?;
     new.typed = true;
@@ -549,13 +538,14 @@ pub(crate) fn decode_change(
     let mut change = change;
     admission::decode(
         &mut AdmitContext {
+            res,
+            old: Some(&change.old),
             request: ctx,
             store: &nothing,
             settings,
             op: Operation::Update,
             subresource,
         },
-        res,
         &mut change.new,
     )?;
     change.decoded = true;
@@ -673,14 +663,14 @@ impl State {
     ) -> Result<(), ApiError> {
         admission::admit(
             &mut AdmitContext {
+                res,
+                old,
                 request: ctx,
                 store: &self.store,
                 settings: &self.settings,
                 op,
                 subresource,
             },
-            res,
-            old,
             obj,
         )
     }
@@ -745,14 +735,14 @@ impl State {
         if typed {
             admission::admit_typed(
                 &mut AdmitContext {
+                    res,
+                    old: None,
                     request: ctx,
                     store: &self.store,
                     settings: &self.settings,
                     op: Operation::Create,
                     subresource: None,
                 },
-                res,
-                None,
                 &mut obj,
             )?;
         } else {
@@ -876,6 +866,8 @@ impl State {
             decoded,
         } = change;
         let mut cx = AdmitContext {
+            res,
+            old: Some(&old),
             request: ctx,
             store: &self.store,
             settings: &self.settings,
@@ -883,9 +875,9 @@ impl State {
             subresource,
         };
         if !decoded {
-            admission::decode(&mut cx, res, &mut new)?;
+            admission::decode(&mut cx, &mut new)?;
         }
-        admission::admit_decoded(&mut cx, res, Some(&old), &mut new)?;
+        admission::admit_decoded(&mut cx, &mut new)?;
         Ok(Step::Done(Change {
             old,
             new,

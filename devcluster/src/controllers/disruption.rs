@@ -28,12 +28,11 @@ use crate::recorder::{self, EventType};
 use crate::request::RequestContext;
 use crate::selectors::LabelSelector;
 use crate::store::GroupResource;
+use crate::views::{self, with_condition};
 
 const MANAGER: &str = "disruption-controller";
 /// How long an approved eviction keeps its pod out of `currentHealthy` (upstream's `DeletionTimeout`).
 const DELETION_TIMEOUT_SECONDS: i64 = 120;
-/// The condition the controller keeps.
-pub(crate) const CONDITION: &str = "DisruptionAllowed";
 
 /// One pass over every PodDisruptionBudget.
 pub(crate) fn sync(state: &mut State, now: jiff::Timestamp) {
@@ -74,40 +73,6 @@ fn expected_and_desired(pdb: &Value, pods: i64) -> (i64, i64) {
 /// A status counter within the API's `int32`.
 fn int32(n: i64) -> i64 {
     n.clamp(0, i64::from(i32::MAX))
-}
-
-/// The `DisruptionAllowed` condition list after `apimeta.SetStatusCondition`: the transition time moves
-/// only when the status does.
-pub(crate) fn with_condition(conditions: Option<&Value>, allowed: bool, observed_generation: i64) -> Value {
-    let (status, reason) = if allowed {
-        ("True", "SufficientPods")
-    } else {
-        ("False", "InsufficientPods")
-    };
-    let mut list: Vec<Value> = conditions.and_then(Value::as_array).cloned().unwrap_or_default();
-    let now = meta::now_rfc3339();
-    let existing = list
-        .iter_mut()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some(CONDITION));
-    let transition = match &existing {
-        Some(c) if c.get("status").and_then(Value::as_str) == Some(status) => {
-            c.get("lastTransitionTime").cloned().unwrap_or(json!(now))
-        }
-        _ => json!(now),
-    };
-    let cond = json!({
-        "type": CONDITION,
-        "status": status,
-        "observedGeneration": observed_generation,
-        "lastTransitionTime": transition,
-        "reason": reason,
-        "message": "",
-    });
-    match existing {
-        Some(c) => *c = cond,
-        None => list.push(cond),
-    }
-    Value::Array(list)
 }
 
 fn sync_one(state: &mut State, pdb: &Value, now: jiff::Timestamp) {
@@ -162,7 +127,7 @@ fn sync_one(state: &mut State, pdb: &Value, now: jiff::Timestamp) {
     }
     let healthy = pods
         .iter()
-        .filter(|p| !meta::is_deleting(p) && !disrupted.contains_key(meta::name(p)) && crate::kinds::pod::is_ready(p))
+        .filter(|p| !meta::is_deleting(p) && !disrupted.contains_key(meta::name(p)) && views::pod_is_ready(p))
         .count();
     let current = i64::try_from(healthy).unwrap_or(i64::MAX);
     let allowed = if expected <= 0 {

@@ -26,9 +26,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::State;
+use crate::cluster::Shared;
 use crate::meta;
 use crate::request::RequestContext;
-use crate::server::Shared;
 use crate::store::ObjectRef;
 use crate::work::GcItem;
 
@@ -55,7 +55,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 let ttl = shared.settings.event_ttl;
                 shared.with(|s| sweep(s, ttl));
             }
-            _ = crate::server::stopped(&mut shutdown) => return,
+            _ = crate::cluster::stopped(&mut shutdown) => return,
         }
     }
 }

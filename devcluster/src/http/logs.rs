@@ -11,11 +11,11 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::request::Request;
+use crate::cluster::Shared;
 use crate::error::ApiError;
 use crate::logs::{LogOptions, render};
 use crate::meta;
 use crate::resource::ResourceInfo;
-use crate::server::Shared;
 
 fn number<T: std::str::FromStr>(req: &Request, key: &str) -> Result<Option<T>, ApiError> {
     match req.q(key) {
@@ -137,7 +137,7 @@ fn follow_stream(
                 loop {
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-                        _ = crate::server::stopped(&mut stop) => return None,
+                        _ = crate::cluster::stopped(&mut stop) => return None,
                     }
                     let next = {
                         let logs = shared.logs.lock();

@@ -26,9 +26,9 @@ mod watch;
 use self::path::{Target, parse_path};
 use self::request::{Request, guard, parse_query};
 use self::resource::resource;
+use crate::cluster::Shared;
 use crate::error::ApiError;
 use crate::protobuf::Wire;
-use crate::server::Shared;
 
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
@@ -51,7 +51,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
 /// handlers read the body: a client that sends its body slowly holds one slot, not the server. Bodies of
 /// reads (`GET`, `HEAD`, `OPTIONS`) are never read: no read takes one.
 ///
-/// [`ServerSettings::request_timeout`]: crate::server::ServerSettings::request_timeout
+/// [`ServerSettings::request_timeout`]: crate::cluster::ServerSettings::request_timeout
 async fn contained(
     AxState(shared): AxState<Arc<Shared>>,
     method: Method,

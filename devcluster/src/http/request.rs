@@ -8,13 +8,13 @@ use axum::http::{HeaderMap, Method, header};
 use serde_json::Value;
 
 use crate::api::{self, DeleteOptions, ListOptions, PatchType};
+use crate::cluster::Shared;
 use crate::error::ApiError;
 use crate::faults::Verb;
 use crate::protobuf::{self, Wire};
 use crate::request::{FieldValidation, RequestContext};
 use crate::resource::{Propagation, ResourceInfo};
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::Shared;
 
 pub(super) fn parse_query(q: Option<&str>) -> HashMap<String, String> {
     q.map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())

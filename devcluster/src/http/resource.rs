@@ -15,13 +15,14 @@ use super::respond;
 use super::table::{self, IncludeObject};
 use super::watch::{self, WatchParams};
 use super::{accepts_table, value_response};
-use crate::api::{Deleted, guaranteed, subresources};
+use crate::api::{Deleted, subresources};
+use crate::cluster::Shared;
+use crate::cluster::guaranteed;
 use crate::error::ApiError;
 use crate::meta;
 use crate::protobuf::Wire;
 use crate::request::RequestContext;
 use crate::resource::{ResourceInfo, SubresourceOp};
-use crate::server::Shared;
 
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn resource(

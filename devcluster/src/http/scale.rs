@@ -11,12 +11,12 @@ use serde_json::{Value, json};
 use super::request::Request;
 use super::respond;
 use crate::api::PatchType;
+use crate::cluster::Shared;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
 use crate::patch;
 use crate::resource::ResourceInfo;
 use crate::selectors::LabelSelector;
-use crate::server::Shared;
 
 /// The `Scale` of a workload.
 fn scale_of(obj: &Value) -> Value {

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
-use crate::server::{Shared, stopped};
+use crate::cluster::{Shared, stopped};
 
 /// Connection limits.
 #[derive(Debug, Clone)]

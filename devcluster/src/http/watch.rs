@@ -14,8 +14,8 @@
 //! unresponsiveness`); the stream just ends and the client watches again from the last resourceVersion it
 //! saw (or relists on `410 Expired`).
 //!
-//! [`ServerSettings::watch_buffer_bytes`]: crate::server::ServerSettings::watch_buffer_bytes
-//! [`ServerSettings::watch_stall_timeout`]: crate::server::ServerSettings::watch_stall_timeout
+//! [`ServerSettings::watch_buffer_bytes`]: crate::cluster::ServerSettings::watch_buffer_bytes
+//! [`ServerSettings::watch_stall_timeout`]: crate::cluster::ServerSettings::watch_stall_timeout
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,12 +28,12 @@ use tokio::time::Instant;
 
 use super::serve::Connection;
 use super::table::{self, IncludeObject};
+use crate::cluster::Shared;
 use crate::error::ApiError;
 use crate::meta;
 use crate::protobuf::{self, Wire};
 use crate::resource::ResourceInfo;
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::Shared;
 use crate::store::{EventType, StoredEvent};
 
 /// Parameters of one watch.
@@ -141,7 +141,7 @@ impl Outbox {
                     }
                 }
                 _ = tokio::time::sleep_until(self.deadline) => return Err(Stop::Done),
-                _ = crate::server::stopped(&mut self.shutdown) => return Err(Stop::Done),
+                _ = crate::cluster::stopped(&mut self.shutdown) => return Err(Stop::Done),
                 _ = self.tx.closed() => return Err(Stop::Done),
             }
         }
@@ -431,7 +431,7 @@ async fn stream(shared: &Shared, p: &WatchParams, out: &mut Outbox) -> Result<()
                     }
                 }
                 _ = tokio::time::sleep_until(deadline) => return Ok(()),
-                _ = crate::server::stopped(&mut shutdown) => return Ok(()),
+                _ = crate::cluster::stopped(&mut shutdown) => return Ok(()),
                 _ = out.tx.closed() => return Ok(()),
             }
             continue;

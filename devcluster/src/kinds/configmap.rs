@@ -4,9 +4,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value, json};
 
 use super::print::{age, col, name};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -17,34 +16,23 @@ pub(crate) fn resource() -> ResourceInfo {
 struct ConfigMapStrategy;
 
 impl Strategy for ConfigMapStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = ConfigMap;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ConfigMap))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<ConfigMap>(cx.request, res, obj)
-    }
-
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         check_data_size(res, obj)
     }
 
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         check_data_size(res, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Data", "string", 0, "Number of keys."),
@@ -52,7 +40,7 @@ impl Strategy for ConfigMapStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         vec![
             name(obj),
             json!(obj.get("data").and_then(Value::as_object).map_or(0, |m| m.len())),

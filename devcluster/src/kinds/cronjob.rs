@@ -7,11 +7,11 @@ use k8s_openapi::api::batch::v1::CronJob;
 use serde_json::{Value, json};
 
 use super::pod::{default_pod_spec, validate_pod_spec};
-use super::print::{age, col, name, s};
-use crate::admission::decode;
+use super::print::{age, col, name, text_cell};
 use crate::cron::Schedule;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
+use crate::resource::decode;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
 /// The served resource.
@@ -26,26 +26,15 @@ pub(crate) fn resource() -> ResourceInfo {
 struct CronJobStrategy;
 
 impl Strategy for CronJobStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(CronJob))
-    }
+    type Object = CronJob;
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<CronJob>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("concurrencyPolicy").or_insert(json!("Allow"));
         spec.entry("suspend").or_insert(json!(false));
@@ -57,10 +46,8 @@ impl Strategy for CronJobStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         match obj.pointer("/spec/schedule").and_then(Value::as_str) {
             None | Some("") => causes.push(FieldCause::required("spec.schedule", "")),
@@ -122,17 +109,11 @@ impl Strategy for CronJobStrategy {
         }
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        self.validate(cx, res, obj)
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &Value) -> Result<(), ApiError> {
+        self.validate(cx, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Schedule", "string", 0, "The schedule in Cron format."),
@@ -157,7 +138,7 @@ impl Strategy for CronJobStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let containers = obj
             .pointer("/spec/jobTemplate/spec/template/spec/containers")
             .and_then(Value::as_array)
@@ -173,26 +154,27 @@ impl Strategy for CronJobStrategy {
         let last = meta::age_of(obj.pointer("/status/lastScheduleTime").and_then(Value::as_str));
         vec![
             name(obj),
-            s(obj.pointer("/spec/schedule").and_then(Value::as_str).unwrap_or("")),
-            s(obj
-                .pointer("/spec/timeZone")
-                .and_then(Value::as_str)
-                .unwrap_or("<none>")),
+            text_cell(obj.pointer("/spec/schedule").and_then(Value::as_str).unwrap_or("")),
+            text_cell(
+                obj.pointer("/spec/timeZone")
+                    .and_then(Value::as_str)
+                    .unwrap_or("<none>"),
+            ),
             json!(obj.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false)),
             json!(
                 obj.pointer("/status/active")
                     .and_then(Value::as_array)
                     .map_or(0, Vec::len)
             ),
-            s(if last.is_empty() || last == "<unknown>" {
+            text_cell(if last.is_empty() || last == "<unknown>" {
                 "<none>".to_string()
             } else {
                 last
             }),
             age(obj),
-            s(field("name")),
-            s(field("image")),
-            s("<none>"),
+            text_cell(field("name")),
+            text_cell(field("image")),
+            text_cell("<none>"),
         ]
     }
 }

@@ -3,78 +3,66 @@
 //! evaluates them after admission, without the cluster lock), with the CRD's selectable fields and
 //! additional printer columns.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::print::s;
-use crate::admission::{decode, schema};
+use crate::admission::schema;
 use crate::error::ApiError;
-use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
 
 /// The strategy of every custom resource (what differs between them lives on the [`ResourceInfo`]).
 #[derive(Debug)]
 pub(crate) struct CustomResourceStrategy;
 
 impl Strategy for CustomResourceStrategy {
-    fn supports_field(&self, res: &ResourceInfo, field: &str) -> bool {
-        res.selectable_fields.iter().any(|f| f == field)
+    /// Custom resources have no typed model: their schema prunes and defaults them in
+    /// [`Strategy::prepare`].
+    type Object = Value;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            custom: true,
+            ..Facts::PLAIN
+        }
     }
 
-    fn defining_crd(&self, res: &ResourceInfo) -> Option<String> {
-        Some(format!("{}.{}", res.plural, res.group))
+    fn decode(&self, _cx: &mut AdmitContext<'_>, _obj: &mut Value) -> Result<(), ApiError> {
+        Ok(())
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        let input = obj.clone();
-        let admitted = schema::admit_custom(res, obj);
-        // What pruning dropped is reported per `fieldValidation` before any validation error, as
-        // kube-apiserver's decoding comes before its validation.
-        let mut pruned = Vec::new();
-        let more = decode::unknown_fields(&input, obj, "", &mut pruned);
-        decode::report_unknown_counted(cx.request, &pruned, more)?;
-        // The `x-kubernetes-validations` rules run after admission, without the cluster lock
-        // (`api::write`), on the admitted object and, on update, the stored one.
-        admitted
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        None
     }
 
-    fn columns(&self, res: &ResourceInfo) -> Vec<Value> {
-        let name = crate::resource::name_column();
-        let age = crate::resource::age_column();
-        let mut cols = vec![name];
-        for c in &res.printer_columns {
-            cols.push(json!({"name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": c.priority}));
-        }
-        if !res.printer_columns.iter().any(|c| c.name.eq_ignore_ascii_case("age")) {
-            cols.push(age);
-        }
-        cols
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        admit_custom(cx, res, obj)
     }
+}
 
-    fn cells(&self, res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        let name = s(meta::name(obj));
-        let age = s(meta::age_of(meta::meta_str(obj, "creationTimestamp")));
-        let mut out = vec![name];
-        for c in &res.printer_columns {
-            let v = meta::json_path(obj, &c.json_path).cloned().unwrap_or(Value::Null);
-            let cell = if c.type_ == "date" {
-                match v.as_str() {
-                    Some(t) => s(meta::age_of(Some(t))),
-                    None => s("<unknown>"),
-                }
-            } else {
-                v
-            };
-            out.push(cell);
-        }
-        if !res.printer_columns.iter().any(|c| c.name.eq_ignore_ascii_case("age")) {
-            out.push(age);
-        }
-        out
+/// A custom resource's schema applied (pruning, defaulting), with what pruning dropped reported per the
+/// request's `fieldValidation`: on every write, through the main resource or `status`.
+fn admit_custom(cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    let input = obj.clone();
+    let admitted = schema::admit_custom(res, obj);
+    // What pruning dropped is reported per `fieldValidation` before any validation error, as
+    // kube-apiserver's decoding comes before its validation.
+    let mut pruned = Vec::new();
+    let more = decode::unknown_fields(&input, obj, "", &mut pruned);
+    decode::report_unknown_counted(cx.request, &pruned, more)?;
+    // The `x-kubernetes-validations` rules run after admission, without the cluster lock
+    // (`api::write`), on the admitted object and, on update, the stored one.
+    admitted
+}
+
+/// The status strategy of custom resources: their schema applies to status writes too.
+#[derive(Debug)]
+pub(crate) struct CustomResourceStatus;
+
+impl StatusStrategy for CustomResourceStatus {
+    fn prepare_for_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        admit_custom(cx, res, obj)
     }
 }

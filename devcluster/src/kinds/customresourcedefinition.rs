@@ -8,13 +8,13 @@ use std::sync::Arc;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
 
-use super::custom::CustomResourceStrategy;
-use super::print::{col, name, s};
-use crate::admission::decode;
+use super::custom::{CustomResourceStatus, CustomResourceStrategy};
+use super::print::{col, name, text_cell};
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
 use crate::resource::{
-    AdmitContext, Effect, GroupResource, NameRule, OnDelete, Operation, PrinterColumn, ResourceInfo, Strategy,
+    AdmitContext, Effect, Facts, GroupResource, NameRule, OnDelete, Operation, PrinterColumn, ResourceInfo,
+    StatusStrategy, Strategy,
 };
 use crate::work::GcItem;
 
@@ -35,52 +35,36 @@ pub(crate) fn resource() -> ResourceInfo {
         CrdStrategy,
     )
     .short_names(&["crd", "crds"])
-    .with_status()
+    .with_status_strategy(DefinitionStatus)
 }
 
 #[derive(Debug)]
 struct CrdStrategy;
 
 impl Strategy for CrdStrategy {
-    fn keeps_status_on_create(&self) -> bool {
-        true
+    type Object = CustomResourceDefinition;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            keeps_status_on_create: true,
+            name_rule: NameRule::Unchecked,
+            ..Facts::PLAIN
+        }
     }
 
-    fn name_rule(&self) -> NameRule {
-        NameRule::Unchecked
-    }
-
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(CustomResourceDefinition))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<CustomResourceDefinition>(cx.request, res, obj)
-    }
-
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let old = cx.old;
         fill_status(cx.op, old, obj);
         Ok(())
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         check(res, None, obj)
     }
 
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         check(res, Some(old), obj)
     }
 
@@ -110,15 +94,34 @@ impl Strategy for CrdStrategy {
         });
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Created At", "date", 0, "The time the CRD was created."),
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        vec![name(obj), s(meta::meta_str(obj, "creationTimestamp").unwrap_or(""))]
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        vec![
+            name(obj),
+            text_cell(meta::meta_str(obj, "creationTimestamp").unwrap_or("")),
+        ]
+    }
+}
+
+/// CRDs' status writes: the server-owned conditions and accepted names are kept, and the definition is checked as on any update.
+#[derive(Debug)]
+struct DefinitionStatus;
+
+impl StatusStrategy for DefinitionStatus {
+    fn prepare_for_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &mut Value) -> Result<(), ApiError> {
+        fill_status(cx.op, Some(old), obj);
+        Ok(())
+    }
+
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        check(res, Some(old), obj)
     }
 }
 
@@ -362,6 +365,7 @@ fn serve(crd: &Value) -> Effect {
             printer_columns,
             selectable_fields,
             strategy: Arc::new(CustomResourceStrategy),
+            status_strategy: Arc::new(CustomResourceStatus),
         });
     }
     Effect::ServeCustom {

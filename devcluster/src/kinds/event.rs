@@ -4,11 +4,9 @@
 use k8s_openapi::api::core::v1::Event;
 use serde_json::{Map, Value};
 
-use super::print::{col, s};
-use crate::admission::decode;
-use crate::error::ApiError;
+use super::print::{col, text_cell};
 use crate::meta;
-use crate::resource::{AdmitContext, NameRule, ResourceInfo, Strategy};
+use crate::resource::{Facts, NameRule, ResourceInfo, Strategy};
 
 /// core/v1 events.
 pub(crate) fn core_resource() -> ResourceInfo {
@@ -47,21 +45,23 @@ impl EventStrategy {
 }
 
 impl Strategy for EventStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = Event;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            has_generation: false,
+            // core/v1 events may still be written into a terminating namespace (the namespace's own
+            // deletion reports through them).
+            allowed_in_terminating_namespace: !self.v1,
+            name_rule: NameRule::Unchecked,
+            converts_fields: self.v1,
+            storage_type: Some(("v1", "Event")),
+            also_accepts: Some("v1"),
+            ..Facts::PLAIN
+        }
     }
 
-    fn allowed_in_terminating_namespace(&self) -> bool {
-        // core/v1 events may still be written into a terminating namespace (the namespace's own
-        // deletion reports through them).
-        !self.v1
-    }
-
-    fn name_rule(&self) -> NameRule {
-        NameRule::Unchecked
-    }
-
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    fn supports_field(&self, field: &str) -> bool {
         if self.v1 {
             field.starts_with("regarding.")
                 || matches!(field, "reason" | "reportingController" | "type" | "deprecatedSource")
@@ -70,24 +70,12 @@ impl Strategy for EventStrategy {
         }
     }
 
-    fn converts_fields(&self) -> bool {
-        self.v1
-    }
-
     fn fields_from_storage(&self, stored: &Value) -> Value {
         core_event_to_v1(stored)
     }
 
     fn fields_to_storage(&self, obj: Value) -> Value {
         v1_event_to_core(&obj)
-    }
-
-    fn storage_type(&self) -> Option<(&'static str, &'static str)> {
-        Some(("v1", "Event"))
-    }
-
-    fn accepts_api_version(&self, api_version: &str) -> bool {
-        api_version == "v1"
     }
 
     #[cfg(test)]
@@ -99,11 +87,7 @@ impl Strategy for EventStrategy {
         })
     }
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Event>(cx.request, res, obj)
-    }
-
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             col(
                 "Last Seen",
@@ -128,7 +112,7 @@ impl Strategy for EventStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let (inv, msg, last) = self.fields();
         let last_seen = obj
             .get(last)
@@ -145,11 +129,11 @@ impl Strategy for EventStrategy {
             .and_then(Value::as_str)
             .unwrap_or("");
         vec![
-            s(meta::age_of(last_seen)),
-            s(obj.get("type").and_then(Value::as_str).unwrap_or("")),
-            s(obj.get("reason").and_then(Value::as_str).unwrap_or("")),
-            s(format!("{kind}/{oname}")),
-            s(obj.get(msg).and_then(Value::as_str).unwrap_or("").trim()),
+            text_cell(meta::age_of(last_seen)),
+            text_cell(obj.get("type").and_then(Value::as_str).unwrap_or("")),
+            text_cell(obj.get("reason").and_then(Value::as_str).unwrap_or("")),
+            text_cell(format!("{kind}/{oname}")),
+            text_cell(obj.get(msg).and_then(Value::as_str).unwrap_or("").trim()),
         ]
     }
 }

@@ -7,11 +7,11 @@ use k8s_openapi::api::batch::v1::Job;
 use serde_json::{Value, json};
 
 use super::pod::{default_pod_spec, validate_pod_spec};
-use super::print::{age, col, condition_status, name, s};
-use crate::admission::decode;
+use super::print::{age, col, condition_status, name, text_cell};
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, Operation, Propagation, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, Operation, Propagation, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -24,58 +24,41 @@ pub(crate) fn resource() -> ResourceInfo {
 struct JobStrategy;
 
 impl Strategy for JobStrategy {
-    fn default_propagation(&self) -> Propagation {
-        Propagation::Orphan
+    type Object = Job;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            default_propagation: Propagation::Orphan,
+            ..Facts::PLAIN
+        }
     }
 
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    fn supports_field(&self, field: &str) -> bool {
         field == "status.successful"
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Job))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<Job>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         prepare_job(res, cx.op, obj)
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         validate_job(res, None, obj, cx.settings.job_scheduling_validation)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         validate_job(res, Some(old), obj, cx.settings.job_scheduling_validation)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         let name = crate::resource::name_column();
         let age = crate::resource::age_column();
         vec![
@@ -95,7 +78,7 @@ impl Strategy for JobStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let (name, age) = (name(obj), age(obj));
         {
             let status = if condition_status(obj, "Complete") == Some("True") {
@@ -165,13 +148,13 @@ impl Strategy for JobStrategy {
                 .unwrap_or_default();
             vec![
                 name,
-                s(status),
-                s(completions),
-                s(duration),
+                text_cell(status),
+                text_cell(completions),
+                text_cell(duration),
                 age,
-                s(containers.join(",")),
-                s(images.join(",")),
-                s(selector),
+                text_cell(containers.join(",")),
+                text_cell(images.join(",")),
+                text_cell(selector),
             ]
         }
     }

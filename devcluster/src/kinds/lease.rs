@@ -4,9 +4,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use serde_json::Value;
 
 use super::print::{age, col, name, str_at};
-use crate::admission::decode;
-use crate::error::ApiError;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -17,20 +15,13 @@ pub(crate) fn resource() -> ResourceInfo {
 struct LeaseStrategy;
 
 impl Strategy for LeaseStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = Lease;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Lease))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Lease>(cx.request, res, obj)
-    }
-
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Holder", "string", 0, "The holder of the lease."),
@@ -38,10 +29,10 @@ impl Strategy for LeaseStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         vec![
             name(obj),
-            super::print::s(str_at(obj, "/spec/holderIdentity")),
+            super::print::text_cell(str_at(obj, "/spec/holderIdentity")),
             age(obj),
         ]
     }

@@ -4,12 +4,12 @@
 use k8s_openapi::api::core::v1::Namespace;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s, str_at};
-use crate::admission::decode;
+use super::print::{age, col, name, str_at, text_cell};
 use crate::error::ApiError;
 use crate::meta;
 use crate::resource::{
-    AdmitContext, Effect, NameRule, OnDelete, Operation, ResourceInfo, Strategy, Subresource, SubresourceOp,
+    AdmitContext, Effect, Facts, NameRule, OnDelete, Operation, ResourceInfo, StatusStrategy, Strategy, Subresource,
+    SubresourceOp,
 };
 use crate::work::GcItem;
 
@@ -20,52 +20,36 @@ pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
 pub(crate) fn resource() -> ResourceInfo {
     ResourceInfo::builtin("", "v1", "Namespace", "namespaces", false, NamespaceStrategy)
         .short_names(&["ns"])
-        .with_status()
+        .with_status_strategy(NamespaceStatus)
 }
 
 #[derive(Debug)]
 struct NamespaceStrategy;
 
 impl Strategy for NamespaceStrategy {
-    fn keeps_status_on_create(&self) -> bool {
-        true
+    type Object = Namespace;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            keeps_status_on_create: true,
+            name_rule: NameRule::Label,
+            subresources: &[Subresource {
+                name: "finalize",
+                kind: "",
+                group: "",
+                version: "",
+                verbs: &["update"],
+                op: SubresourceOp::NamespaceFinalize,
+            }],
+            ..Facts::PLAIN
+        }
     }
 
-    fn name_rule(&self) -> NameRule {
-        NameRule::Label
-    }
-
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    fn supports_field(&self, field: &str) -> bool {
         field == "status.phase"
     }
 
-    fn subresources(&self) -> &'static [Subresource] {
-        &[Subresource {
-            name: "finalize",
-            kind: "",
-            group: "",
-            version: "",
-            verbs: &["update"],
-            op: SubresourceOp::NamespaceFinalize,
-        }]
-    }
-
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Namespace))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Namespace>(cx.request, res, obj)
-    }
-
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         admit_namespace(cx.op, obj);
         Ok(())
     }
@@ -82,7 +66,7 @@ impl Strategy for NamespaceStrategy {
         OnDelete::Store
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Status", "string", 0, "The status of the namespace"),
@@ -90,8 +74,19 @@ impl Strategy for NamespaceStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        vec![name(obj), s(str_at(obj, "/status/phase")), age(obj)]
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        vec![name(obj), text_cell(str_at(obj, "/status/phase")), age(obj)]
+    }
+}
+
+/// Namespaces' status writes: the phase follows the deletion.
+#[derive(Debug)]
+struct NamespaceStatus;
+
+impl StatusStrategy for NamespaceStatus {
+    fn prepare_for_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &mut Value) -> Result<(), ApiError> {
+        admit_namespace(cx.op, obj);
+        Ok(())
     }
 }
 

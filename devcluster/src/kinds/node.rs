@@ -4,17 +4,17 @@
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
 
-use super::print::{age, col, condition_status, name, s, str_at};
-use crate::admission::decode;
+use super::print::{age, col, condition_status, name, str_at, text_cell};
 use crate::error::ApiError;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
     ResourceInfo::builtin("", "v1", "Node", "nodes", false, NodeStrategy)
         .short_names(&["no"])
-        .with_status()
+        .with_status_strategy(NodeStatus)
 }
 
 /// The taint the node lifecycle controller keeps in step with `spec.unschedulable`.
@@ -24,36 +24,31 @@ pub(crate) const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 struct NodeStrategy;
 
 impl Strategy for NodeStrategy {
-    fn keeps_status_on_create(&self) -> bool {
-        true
+    type Object = Node;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            keeps_status_on_create: true,
+            ..Facts::PLAIN
+        }
     }
 
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    fn supports_field(&self, field: &str) -> bool {
         field == "spec.unschedulable"
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Node))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<Node>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         sync_unschedulable_taint(obj);
         Ok(())
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         let name = crate::resource::name_column();
         let age = crate::resource::age_column();
         vec![
@@ -67,7 +62,7 @@ impl Strategy for NodeStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let (name, age) = (name(obj), age(obj));
         let str_at = |p: &str| str_at(obj, p);
         {
@@ -95,18 +90,29 @@ impl Strategy for NodeStrategy {
                 .unwrap_or("<none>");
             vec![
                 name,
-                s(status),
-                s(if roles.is_empty() {
+                text_cell(status),
+                text_cell(if roles.is_empty() {
                     "<none>".to_string()
                 } else {
                     roles.join(",")
                 }),
                 age,
-                s(str_at("/status/nodeInfo/kubeletVersion")),
-                s(ip),
-                s("<none>"),
+                text_cell(str_at("/status/nodeInfo/kubeletVersion")),
+                text_cell(ip),
+                text_cell("<none>"),
             ]
         }
+    }
+}
+
+/// Nodes' status writes: the unschedulable taint follows `spec.unschedulable`.
+#[derive(Debug)]
+struct NodeStatus;
+
+impl StatusStrategy for NodeStatus {
+    fn prepare_for_update(&self, _cx: &mut AdmitContext<'_>, _old: &Value, obj: &mut Value) -> Result<(), ApiError> {
+        sync_unschedulable_taint(obj);
+        Ok(())
     }
 }
 

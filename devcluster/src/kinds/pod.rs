@@ -5,11 +5,12 @@
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s, str_at};
-use crate::admission::{decode, priority};
+use super::print::{age, col, name, str_at, text_cell};
+use crate::admission::priority;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy, Subresource, SubresourceOp};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy, Subresource, SubresourceOp};
 use workloadbuilder::validation::strings;
 
 /// How long pods tolerate `not-ready` and `unreachable` nodes by default (DefaultTolerationSeconds).
@@ -20,14 +21,48 @@ pub(crate) fn resource() -> ResourceInfo {
     ResourceInfo::builtin("", "v1", "Pod", "pods", true, PodStrategy)
         .short_names(&["po"])
         .in_all()
-        .with_status()
+        .with_status_strategy(PodStatus)
 }
 
 #[derive(Debug)]
 struct PodStrategy;
 
 impl Strategy for PodStrategy {
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    type Object = Pod;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            subresources: &[
+                Subresource {
+                    name: "binding",
+                    kind: "Binding",
+                    group: "",
+                    version: "v1",
+                    verbs: &["create"],
+                    op: SubresourceOp::PodBinding,
+                },
+                Subresource {
+                    name: "eviction",
+                    kind: "Eviction",
+                    group: "policy",
+                    version: "v1",
+                    verbs: &["create"],
+                    op: SubresourceOp::PodEviction,
+                },
+                Subresource {
+                    name: "log",
+                    kind: "",
+                    group: "",
+                    version: "",
+                    verbs: &["get"],
+                    op: SubresourceOp::PodLog,
+                },
+            ],
+            ..Facts::PLAIN
+        }
+    }
+
+    fn supports_field(&self, field: &str) -> bool {
         matches!(
             field,
             "spec.nodeName"
@@ -43,55 +78,13 @@ impl Strategy for PodStrategy {
         )
     }
 
-    fn subresources(&self) -> &'static [Subresource] {
-        &[
-            Subresource {
-                name: "binding",
-                kind: "Binding",
-                group: "",
-                version: "v1",
-                verbs: &["create"],
-                op: SubresourceOp::PodBinding,
-            },
-            Subresource {
-                name: "eviction",
-                kind: "Eviction",
-                group: "policy",
-                version: "v1",
-                verbs: &["create"],
-                op: SubresourceOp::PodEviction,
-            },
-            Subresource {
-                name: "log",
-                kind: "",
-                group: "",
-                version: "",
-                verbs: &["get"],
-                op: SubresourceOp::PodLog,
-            },
-        ]
-    }
-
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Pod))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<Pod>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let Some(spec) = obj.get_mut("spec") else {
             return Err(ApiError::invalid(
                 "",
@@ -108,14 +101,9 @@ impl Strategy for PodStrategy {
         Ok(())
     }
 
-    fn admit(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() || !cx.creating() {
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        if !cx.creating() {
             return Ok(());
         }
         add_default_tolerations(&mut obj["spec"]);
@@ -126,10 +114,7 @@ impl Strategy for PodStrategy {
         }
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, _res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, _cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
         let mut causes = Vec::new();
         validate_pod_spec(&obj["spec"], "spec", &mut causes, &["Always", "OnFailure", "Never"]);
         if causes.is_empty() {
@@ -139,21 +124,7 @@ impl Strategy for PodStrategy {
         }
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            let mut causes = Vec::new();
-            validate_resource_claim_statuses(obj, &mut causes);
-            if causes.is_empty() {
-                return Ok(());
-            }
-            return Err(ApiError::invalid("", "Pod", meta::name(obj), causes));
-        }
+    fn validate_update(&self, _cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
         check_pod_spec_update(meta::name(obj), &old["spec"], &obj["spec"])
     }
 
@@ -161,7 +132,7 @@ impl Strategy for PodStrategy {
         pod_grace_period(obj, requested)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         let name = crate::resource::name_column();
         let age = crate::resource::age_column();
         vec![
@@ -197,7 +168,7 @@ impl Strategy for PodStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let (name, age) = (name(obj), age(obj));
         let str_at = |p: &str| str_at(obj, p);
         {
@@ -247,22 +218,32 @@ impl Strategy for PodStrategy {
                 .unwrap_or("<none>");
             vec![
                 name,
-                s(format!("{ready}/{total}")),
-                s(status),
-                s(restarts.to_string()),
+                text_cell(format!("{ready}/{total}")),
+                text_cell(status),
+                text_cell(restarts.to_string()),
                 age,
-                s(str_at("/status/podIP")),
-                s(node),
-                s(str_at("/status/nominatedNodeName")),
-                s("<none>"),
+                text_cell(str_at("/status/podIP")),
+                text_cell(node),
+                text_cell(str_at("/status/nominatedNodeName")),
+                text_cell("<none>"),
             ]
         }
     }
 }
 
-/// `podutil.IsPodReady`: the pod's `Ready` condition is `True`.
-pub(crate) fn is_ready(pod: &Value) -> bool {
-    super::print::condition_status(pod, "Ready") == Some("True")
+/// Pods' status writes: `status.resourceClaimStatuses` is validated.
+#[derive(Debug)]
+struct PodStatus;
+
+impl StatusStrategy for PodStatus {
+    fn validate_update(&self, _cx: &mut AdmitContext<'_>, _old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let mut causes = Vec::new();
+        validate_resource_claim_statuses(obj, &mut causes);
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::invalid("", "Pod", meta::name(obj), causes))
+    }
 }
 
 /// The PersistentVolumeClaims a pod mounts: `(volume name, claim name)` of each

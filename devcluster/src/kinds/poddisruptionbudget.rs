@@ -8,12 +8,12 @@
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
+use super::print::{age, col, name, text_cell};
 use super::validate::{int_or_percent, label_selector};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, ResourceInfo, StatusStrategy, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -26,7 +26,7 @@ pub(crate) fn resource() -> ResourceInfo {
         PodDisruptionBudgetStrategy,
     )
     .short_names(&["pdb"])
-    .with_status()
+    .with_status_strategy(BudgetStatus)
 }
 
 /// The unhealthy pod eviction policies.
@@ -36,22 +36,9 @@ const POLICIES: &[&str] = &["AlwaysAllow", "IfHealthyBudget"];
 struct PodDisruptionBudgetStrategy;
 
 impl Strategy for PodDisruptionBudgetStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(PodDisruptionBudget))
-    }
+    type Object = PodDisruptionBudget;
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<PodDisruptionBudget>(cx.request, res, obj)
-    }
-
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         if cx.creating() {
             // The counters have no `omitempty`: a new budget shows them as zero until the controller's
             // first pass.
@@ -63,27 +50,18 @@ impl Strategy for PodDisruptionBudgetStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
-        if cx.status() {
-            validate_status(res, obj, &mut causes)?;
-        } else {
-            validate_spec(obj, &mut causes);
-        }
+        validate_spec(obj, &mut causes);
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        self.validate(cx, res, obj)
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &Value) -> Result<(), ApiError> {
+        self.validate(cx, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -108,7 +86,7 @@ impl Strategy for PodDisruptionBudgetStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let int_or_string = |p: &str| match obj.pointer(p) {
             Some(Value::Number(n)) => n.to_string(),
             Some(Value::String(v)) => v.clone(),
@@ -116,8 +94,8 @@ impl Strategy for PodDisruptionBudgetStrategy {
         };
         vec![
             name(obj),
-            s(int_or_string("/spec/minAvailable")),
-            s(int_or_string("/spec/maxUnavailable")),
+            text_cell(int_or_string("/spec/minAvailable")),
+            text_cell(int_or_string("/spec/maxUnavailable")),
             json!(
                 obj.pointer("/status/disruptionsAllowed")
                     .and_then(Value::as_i64)
@@ -125,6 +103,19 @@ impl Strategy for PodDisruptionBudgetStrategy {
             ),
             age(obj),
         ]
+    }
+}
+
+/// Budgets' status writes (the disruption controller's, evictions'): the status is validated.
+#[derive(Debug)]
+struct BudgetStatus;
+
+impl StatusStrategy for BudgetStatus {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        let mut causes = Vec::new();
+        validate_status(res, obj, &mut causes)?;
+        invalid(res, obj, causes)
     }
 }
 

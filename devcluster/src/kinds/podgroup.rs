@@ -1,109 +1,145 @@
-//! scheduling.k8s.io/v1alpha3 PodGroup and what it shares with CompositePodGroup: `disruptionMode`
-//! defaulting to `single`, the Priority admission plugin, the PodGroupProtection finalizer, validation with
-//! kube-apiserver's rules as `workloadbuilder` implements them, and the printer columns.
+//! scheduling.k8s.io/v1alpha3 PodGroup and the strategy it shares with CompositePodGroup (one generic
+//! implementation over [`GroupKind`]): `disruptionMode` defaulting to `single`, the Priority admission
+//! plugin, the PodGroupProtection finalizer, validation with kube-apiserver's rules as `workloadbuilder`
+//! implements them (a separate status strategy for status writes), and the printer columns.
 
 use k8s_openapi::api::scheduling::v1alpha3::PodGroup;
-use serde_json::{Value, json};
+use std::marker::PhantomData;
 
-use super::print::{age, col, condition_status, name, s, str_at};
-use crate::admission::{decode, priority};
+use serde_json::{Value, json};
+use workloadbuilder::FieldErrors;
+
+use super::print::{age, col, condition_status, name, str_at, text_cell};
+use crate::admission::priority;
 use crate::error::ApiError;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Object, ResourceInfo, StatusStrategy, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
+    group_resource::<PodGroup>()
+}
+
+/// What differs between the two group kinds (PodGroup, CompositePodGroup): the typed model, its names,
+/// the condition the `Scheduled` column shows and `workloadbuilder`'s rules for it.
+pub(crate) trait GroupKind: Object {
+    /// The kind.
+    const KIND: &'static str;
+    /// Its plural.
+    const PLURAL: &'static str;
+    /// The condition type the `Scheduled` column shows.
+    const SCHEDULED_CONDITION: &'static str;
+    /// That column's description.
+    const SCHEDULED_DESCRIPTION: &'static str;
+    /// Validation of a new group.
+    fn validate(&self) -> FieldErrors;
+    /// Validation of an update of the spec and metadata.
+    fn validate_update(&self, old: &Self) -> FieldErrors;
+    /// Validation of a status update.
+    fn validate_status_update(&self, old: &Self) -> FieldErrors;
+}
+
+impl GroupKind for PodGroup {
+    const KIND: &'static str = "PodGroup";
+    const PLURAL: &'static str = "podgroups";
+    const SCHEDULED_CONDITION: &'static str = kwas_api_types::names::conditions::POD_GROUP_INITIALLY_SCHEDULED;
+    const SCHEDULED_DESCRIPTION: &'static str = "The PodGroupInitiallyScheduled condition.";
+
+    fn validate(&self) -> FieldErrors {
+        workloadbuilder::validate_pod_group(self)
+    }
+
+    fn validate_update(&self, old: &Self) -> FieldErrors {
+        workloadbuilder::validate_pod_group_update(self, old)
+    }
+
+    fn validate_status_update(&self, old: &Self) -> FieldErrors {
+        workloadbuilder::validate_pod_group_status_update(self, old)
+    }
+}
+
+/// The served resource of a group kind.
+pub(crate) fn group_resource<G: GroupKind>() -> ResourceInfo {
     ResourceInfo::builtin(
         "scheduling.k8s.io",
         "v1alpha3",
-        "PodGroup",
-        "podgroups",
+        G::KIND,
+        G::PLURAL,
         true,
-        PodGroupStrategy,
+        GroupStrategy::<G>(PhantomData),
     )
-    .with_status()
+    .with_status_strategy(GroupStatus::<G>(PhantomData))
 }
 
-#[derive(Debug)]
-struct PodGroupStrategy;
+/// The strategy both group kinds share.
+struct GroupStrategy<G>(PhantomData<fn() -> G>);
 
-impl Strategy for PodGroupStrategy {
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
-        group_field(field)
+impl<G> std::fmt::Debug for GroupStrategy<G> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GroupStrategy")
+    }
+}
+
+impl<G: GroupKind> Strategy for GroupStrategy<G> {
+    type Object = G;
+
+    fn supports_field(&self, field: &str) -> bool {
+        matches!(
+            field,
+            "spec.parentCompositePodGroupName" | "spec.workloadRef.workloadName" | "spec.workloadRef.templateName"
+        )
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(PodGroup))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<PodGroup>(cx.request, res, obj)
-    }
-
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         prepare_group(cx, obj);
         Ok(())
     }
 
-    fn admit(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         admit_group(cx, res, obj)
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        decode::check(workloadbuilder::validate_pod_group(&decode::parse(res, obj)?), res, obj)
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        decode::check(decode::parse::<G>(res, obj)?.validate(), res, obj)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        let (new, old) = (decode::parse(res, obj)?, decode::parse(res, old)?);
-        let errors = if cx.status() {
-            workloadbuilder::validate_pod_group_status_update(&new, &old)
-        } else {
-            workloadbuilder::validate_pod_group_update(&new, &old)
-        };
-        decode::check(errors, res, obj)
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        let (new, old) = (decode::parse::<G>(res, obj)?, decode::parse::<G>(res, old)?);
+        decode::check(new.validate_update(&old), res, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
-        group_columns("The PodGroupInitiallyScheduled condition.")
+    fn columns(&self) -> Vec<Value> {
+        group_columns(G::SCHEDULED_DESCRIPTION)
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        group_cells(obj, kwas_api_types::names::conditions::POD_GROUP_INITIALLY_SCHEDULED)
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        group_cells(obj, G::SCHEDULED_CONDITION)
     }
 }
 
-/// The field selectors PodGroups and CompositePodGroups support.
-pub(crate) fn group_field(field: &str) -> bool {
-    matches!(
-        field,
-        "spec.parentCompositePodGroupName" | "spec.workloadRef.workloadName" | "spec.workloadRef.templateName"
-    )
+/// Both group kinds' status writes: validated by `workloadbuilder`'s status rules.
+struct GroupStatus<G>(PhantomData<fn() -> G>);
+
+impl<G> std::fmt::Debug for GroupStatus<G> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GroupStatus")
+    }
+}
+
+impl<G: GroupKind> StatusStrategy for GroupStatus<G> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        let (new, old) = (decode::parse::<G>(res, obj)?, decode::parse::<G>(res, old)?);
+        decode::check(new.validate_status_update(&old), res, obj)
+    }
 }
 
 /// Defaults `disruptionMode` to `single` and, on create, adds the PodGroupProtection finalizer.
-pub(crate) fn prepare_group(cx: &AdmitContext<'_>, obj: &mut Value) {
-    if cx.subresource.is_some() {
-        return;
-    }
+fn prepare_group(cx: &AdmitContext<'_>, obj: &mut Value) {
     if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
         spec.entry("disruptionMode").or_insert(json!({"single": {}}));
     }
@@ -118,8 +154,8 @@ pub(crate) fn prepare_group(cx: &AdmitContext<'_>, obj: &mut Value) {
 }
 
 /// The Priority admission plugin on a new group.
-pub(crate) fn admit_group(cx: &AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-    if cx.subresource.is_some() || !cx.creating() {
+fn admit_group(cx: &AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    if !cx.creating() {
         return Ok(());
     }
     let name = meta::name(obj).to_string();
@@ -130,7 +166,7 @@ pub(crate) fn admit_group(cx: &AdmitContext<'_>, res: &ResourceInfo, obj: &mut V
 }
 
 /// The printer columns of both group kinds (`condition`: what the Scheduled column shows).
-pub(crate) fn group_columns(condition: &str) -> Vec<Value> {
+fn group_columns(condition: &str) -> Vec<Value> {
     let name = crate::resource::name_column();
     let age = crate::resource::age_column();
     vec![
@@ -151,20 +187,21 @@ pub(crate) fn group_columns(condition: &str) -> Vec<Value> {
 }
 
 /// The cells of both group kinds (`condition`: the type the Scheduled column shows).
-pub(crate) fn group_cells(obj: &Value, condition: &str) -> Vec<Value> {
+fn group_cells(obj: &Value, condition: &str) -> Vec<Value> {
     let str_at = |p: &str| str_at(obj, p);
     vec![
         name(obj),
-        s(policy(obj)),
-        s(obj
-            .pointer("/spec/schedulingPolicy/gang/minCount")
-            .or_else(|| obj.pointer("/spec/schedulingPolicy/gang/minGroupCount"))
-            .map_or_else(|| "<none>".to_string(), Value::to_string)),
-        s(condition_status(obj, condition).unwrap_or("<none>")),
+        text_cell(policy(obj)),
+        text_cell(
+            obj.pointer("/spec/schedulingPolicy/gang/minCount")
+                .or_else(|| obj.pointer("/spec/schedulingPolicy/gang/minGroupCount"))
+                .map_or_else(|| "<none>".to_string(), Value::to_string),
+        ),
+        text_cell(condition_status(obj, condition).unwrap_or("<none>")),
         age(obj),
-        s(str_at("/spec/workloadRef/workloadName")),
-        s(str_at("/spec/workloadRef/templateName")),
-        s(str_at("/spec/parentCompositePodGroupName")),
+        text_cell(str_at("/spec/workloadRef/workloadName")),
+        text_cell(str_at("/spec/workloadRef/templateName")),
+        text_cell(str_at("/spec/parentCompositePodGroupName")),
     ]
 }
 

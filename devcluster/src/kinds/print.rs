@@ -4,20 +4,21 @@ use serde_json::Value;
 
 use crate::meta;
 pub(crate) use crate::resource::column as col;
+pub(crate) use crate::views::condition_status;
 
 /// A string cell.
-pub(crate) fn s(v: impl Into<String>) -> Value {
+pub(crate) fn text_cell(v: impl Into<String>) -> Value {
     Value::String(v.into())
 }
 
 /// The `Name` cell.
 pub(crate) fn name(obj: &Value) -> Value {
-    s(meta::name(obj))
+    text_cell(meta::name(obj))
 }
 
 /// The `Age` cell.
 pub(crate) fn age(obj: &Value) -> Value {
-    s(meta::age_of(meta::meta_str(obj, "creationTimestamp")))
+    text_cell(meta::age_of(meta::meta_str(obj, "creationTimestamp")))
 }
 
 /// The string at a JSON pointer, or `<none>`.
@@ -26,13 +27,4 @@ pub(crate) fn str_at(obj: &Value, pointer: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or("<none>")
         .to_string()
-}
-
-/// The status of the condition of type `ty`.
-pub(crate) fn condition_status<'a>(obj: &'a Value, ty: &str) -> Option<&'a str> {
-    obj.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(ty)))
-        .and_then(|c| c.get("status"))
-        .and_then(Value::as_str)
 }

@@ -4,8 +4,7 @@
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
-use crate::admission::decode;
+use super::print::{age, col, name, text_cell};
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
 use crate::resource::{AdmitContext, Operation, ResourceInfo, Strategy};
@@ -28,43 +27,26 @@ pub(crate) fn resource() -> ResourceInfo {
 struct PriorityClassStrategy;
 
 impl Strategy for PriorityClassStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(PriorityClass))
-    }
+    type Object = PriorityClass;
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<PriorityClass>(cx.request, res, obj)
-    }
-
-    fn prepare(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         if let Some(m) = obj.as_object_mut() {
             m.entry("preemptionPolicy").or_insert(json!("PreemptLowerPriority"));
         }
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         check(cx.store, res, cx.op, None, obj)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         check(cx.store, res, cx.op, Some(old), obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         let name = crate::resource::name_column();
         let age = crate::resource::age_column();
         vec![
@@ -86,13 +68,13 @@ impl Strategy for PriorityClassStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         vec![
             name(obj),
             obj.get("value").cloned().unwrap_or(json!(0)),
             obj.get("globalDefault").cloned().unwrap_or(json!(false)),
             age(obj),
-            s(obj.get("preemptionPolicy").and_then(Value::as_str).unwrap_or("")),
+            text_cell(obj.get("preemptionPolicy").and_then(Value::as_str).unwrap_or("")),
         ]
     }
 }

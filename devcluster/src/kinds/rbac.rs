@@ -5,13 +5,14 @@
 //! RBAC a component would need can be applied and read back.
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use std::marker::PhantomData;
+
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
-use crate::admission::decode;
+use super::print::{age, col, name, text_cell};
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, Object, ResourceInfo, Strategy};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -24,7 +25,7 @@ pub(crate) fn resources() -> Vec<ResourceInfo> {
             "ClusterRoleBinding",
             "clusterrolebindings",
             false,
-            RbacStrategy::ClusterRoleBinding,
+            RbacStrategy::<ClusterRoleBinding>::new(RbacKind::ClusterRoleBinding),
         ),
         ResourceInfo::builtin(
             GROUP,
@@ -32,7 +33,7 @@ pub(crate) fn resources() -> Vec<ResourceInfo> {
             "ClusterRole",
             "clusterroles",
             false,
-            RbacStrategy::ClusterRole,
+            RbacStrategy::<ClusterRole>::new(RbacKind::ClusterRole),
         ),
         ResourceInfo::builtin(
             GROUP,
@@ -40,23 +41,52 @@ pub(crate) fn resources() -> Vec<ResourceInfo> {
             "RoleBinding",
             "rolebindings",
             true,
-            RbacStrategy::RoleBinding,
+            RbacStrategy::<RoleBinding>::new(RbacKind::RoleBinding),
         ),
-        ResourceInfo::builtin(GROUP, "v1", "Role", "roles", true, RbacStrategy::Role),
+        ResourceInfo::builtin(
+            GROUP,
+            "v1",
+            "Role",
+            "roles",
+            true,
+            RbacStrategy::<Role>::new(RbacKind::Role),
+        ),
     ]
 }
 
+/// Which of the four kinds a [`RbacStrategy`] serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RbacStrategy {
+enum RbacKind {
     Role,
     ClusterRole,
     RoleBinding,
     ClusterRoleBinding,
 }
 
-impl RbacStrategy {
+impl RbacKind {
     fn binding(self) -> bool {
-        matches!(self, RbacStrategy::RoleBinding | RbacStrategy::ClusterRoleBinding)
+        matches!(self, RbacKind::RoleBinding | RbacKind::ClusterRoleBinding)
+    }
+}
+
+/// The strategy of one RBAC kind, decoded through `T`.
+struct RbacStrategy<T> {
+    kind: RbacKind,
+    object: PhantomData<fn() -> T>,
+}
+
+impl<T> RbacStrategy<T> {
+    fn new(kind: RbacKind) -> Self {
+        RbacStrategy {
+            kind,
+            object: PhantomData,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for RbacStrategy<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("RbacStrategy").field(&self.kind).finish()
     }
 }
 
@@ -86,13 +116,13 @@ fn check_rules(obj: &Value, causes: &mut Vec<FieldCause>) {
     }
 }
 
-fn check_binding(kind: RbacStrategy, obj: &Value, causes: &mut Vec<FieldCause>) {
+fn check_binding(kind: RbacKind, obj: &Value, causes: &mut Vec<FieldCause>) {
     let role_ref = obj.get("roleRef");
     let ref_kind = role_ref
         .and_then(|r| r.get("kind"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    let allowed: &[&str] = if kind == RbacStrategy::RoleBinding {
+    let allowed: &[&str] = if kind == RbacKind::RoleBinding {
         &["Role", "ClusterRole"]
     } else {
         &["ClusterRole"]
@@ -138,48 +168,27 @@ fn check_binding(kind: RbacStrategy, obj: &Value, causes: &mut Vec<FieldCause>) 
     }
 }
 
-impl Strategy for RbacStrategy {
-    fn has_generation(&self) -> bool {
-        false
+impl<T: Object> Strategy for RbacStrategy<T> {
+    type Object = T;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(match self {
-            RbacStrategy::Role => schemars::schema_for!(Role),
-            RbacStrategy::ClusterRole => schemars::schema_for!(ClusterRole),
-            RbacStrategy::RoleBinding => schemars::schema_for!(RoleBinding),
-            RbacStrategy::ClusterRoleBinding => schemars::schema_for!(ClusterRoleBinding),
-        })
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        match self {
-            RbacStrategy::Role => decode::typed::<Role>(cx.request, res, obj),
-            RbacStrategy::ClusterRole => decode::typed::<ClusterRole>(cx.request, res, obj),
-            RbacStrategy::RoleBinding => decode::typed::<RoleBinding>(cx.request, res, obj),
-            RbacStrategy::ClusterRoleBinding => decode::typed::<ClusterRoleBinding>(cx.request, res, obj),
-        }
-    }
-
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
-        if self.binding() {
-            check_binding(*self, obj, &mut causes);
+        if self.kind.binding() {
+            check_binding(self.kind, obj, &mut causes);
         } else {
             check_rules(obj, &mut causes);
         }
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        if self.binding() && old.get("roleRef") != obj.get("roleRef") {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        if self.kind.binding() && old.get("roleRef") != obj.get("roleRef") {
             return invalid(
                 res,
                 obj,
@@ -190,12 +199,12 @@ impl Strategy for RbacStrategy {
                 )],
             );
         }
-        self.validate(cx, res, obj)
+        self.validate(cx, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         let name = crate::resource::name_column();
-        if self.binding() {
+        if self.kind.binding() {
             vec![
                 name,
                 col(
@@ -217,9 +226,12 @@ impl Strategy for RbacStrategy {
         }
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        if !self.binding() {
-            return vec![name(obj), s(meta::meta_str(obj, "creationTimestamp").unwrap_or(""))];
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        if !self.kind.binding() {
+            return vec![
+                name(obj),
+                text_cell(meta::meta_str(obj, "creationTimestamp").unwrap_or("")),
+            ];
         }
         let role = format!(
             "{}/{}",
@@ -244,11 +256,11 @@ impl Strategy for RbacStrategy {
         };
         vec![
             name(obj),
-            s(role),
+            text_cell(role),
             age(obj),
-            s(subjects("User")),
-            s(subjects("Group")),
-            s(subjects("ServiceAccount")),
+            text_cell(subjects("User")),
+            text_cell(subjects("Group")),
+            text_cell(subjects("ServiceAccount")),
         ]
     }
 }

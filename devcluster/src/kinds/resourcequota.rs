@@ -5,11 +5,11 @@
 use k8s_openapi::api::core::v1::ResourceQuota;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
-use crate::admission::decode;
+use super::print::{age, col, name, text_cell};
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -22,16 +22,14 @@ pub(crate) fn resource() -> ResourceInfo {
 struct ResourceQuotaStrategy;
 
 impl Strategy for ResourceQuotaStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = ResourceQuota;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ResourceQuota))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         if let Some(hard) = obj.pointer_mut("/spec/hard").and_then(Value::as_object_mut) {
             for v in hard.values_mut() {
@@ -43,10 +41,8 @@ impl Strategy for ResourceQuotaStrategy {
         decode::typed::<ResourceQuota>(cx.request, res, obj)
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         for (k, v) in obj
             .pointer("/spec/hard")
@@ -71,17 +67,11 @@ impl Strategy for ResourceQuotaStrategy {
         }
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        self.validate(cx, res, obj)
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &Value) -> Result<(), ApiError> {
+        self.validate(cx, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             crate::resource::age_column(),
@@ -100,7 +90,7 @@ impl Strategy for ResourceQuotaStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let mut request = Vec::new();
         let mut limit = Vec::new();
         let used = obj.pointer("/status/used").and_then(Value::as_object);
@@ -118,6 +108,11 @@ impl Strategy for ResourceQuotaStrategy {
                 request.push(entry);
             }
         }
-        vec![name(obj), age(obj), s(request.join(", ")), s(limit.join(", "))]
+        vec![
+            name(obj),
+            age(obj),
+            text_cell(request.join(", ")),
+            text_cell(limit.join(", ")),
+        ]
     }
 }

@@ -8,12 +8,13 @@ use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::authorization::v1::{
     LocalSubjectAccessReview, SelfSubjectAccessReview, SelfSubjectRulesReview, SubjectAccessReview,
 };
+use std::marker::PhantomData;
+
 use serde_json::{Value, json};
 
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, NameRule, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, NameRule, Object, ResourceInfo, Strategy};
 
 /// The user every client is.
 pub(crate) const USER: &str = "kwas-dev";
@@ -30,7 +31,7 @@ pub(crate) fn resources() -> Vec<ResourceInfo> {
             "LocalSubjectAccessReview",
             "localsubjectaccessreviews",
             true,
-            Review::LocalAccess,
+            ReviewStrategy::<LocalSubjectAccessReview>::new(Review::LocalAccess),
         ),
         ResourceInfo::builtin(
             authz,
@@ -38,7 +39,7 @@ pub(crate) fn resources() -> Vec<ResourceInfo> {
             "SelfSubjectAccessReview",
             "selfsubjectaccessreviews",
             false,
-            Review::SelfAccess,
+            ReviewStrategy::<SelfSubjectAccessReview>::new(Review::SelfAccess),
         ),
         ResourceInfo::builtin(
             authz,
@@ -46,7 +47,7 @@ pub(crate) fn resources() -> Vec<ResourceInfo> {
             "SelfSubjectRulesReview",
             "selfsubjectrulesreviews",
             false,
-            Review::SelfRules,
+            ReviewStrategy::<SelfSubjectRulesReview>::new(Review::SelfRules),
         ),
         ResourceInfo::builtin(
             authz,
@@ -54,7 +55,7 @@ pub(crate) fn resources() -> Vec<ResourceInfo> {
             "SubjectAccessReview",
             "subjectaccessreviews",
             false,
-            Review::Access,
+            ReviewStrategy::<SubjectAccessReview>::new(Review::Access),
         ),
         ResourceInfo::builtin(
             "authentication.k8s.io",
@@ -62,7 +63,7 @@ pub(crate) fn resources() -> Vec<ResourceInfo> {
             "SelfSubjectReview",
             "selfsubjectreviews",
             false,
-            Review::SelfSubject,
+            ReviewStrategy::<SelfSubjectReview>::new(Review::SelfSubject),
         ),
     ]
 }
@@ -76,48 +77,41 @@ enum Review {
     SelfSubject,
 }
 
-impl Strategy for Review {
-    fn ephemeral(&self) -> bool {
-        true
-    }
+/// The strategy of one review kind, decoded through `T`.
+struct ReviewStrategy<T> {
+    review: Review,
+    object: PhantomData<fn() -> T>,
+}
 
-    fn has_generation(&self) -> bool {
-        false
+impl<T> ReviewStrategy<T> {
+    fn new(review: Review) -> Self {
+        ReviewStrategy {
+            review,
+            object: PhantomData,
+        }
     }
+}
 
-    fn name_rule(&self) -> NameRule {
-        NameRule::Unchecked
+impl<T> std::fmt::Debug for ReviewStrategy<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ReviewStrategy").field(&self.review).finish()
     }
+}
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(match self {
-            Review::SelfAccess => schemars::schema_for!(SelfSubjectAccessReview),
-            Review::SelfRules => schemars::schema_for!(SelfSubjectRulesReview),
-            Review::Access => schemars::schema_for!(SubjectAccessReview),
-            Review::LocalAccess => schemars::schema_for!(LocalSubjectAccessReview),
-            Review::SelfSubject => schemars::schema_for!(SelfSubjectReview),
-        })
-    }
+impl<T: Object> Strategy for ReviewStrategy<T> {
+    type Object = T;
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        match self {
-            Review::SelfAccess => decode::typed::<SelfSubjectAccessReview>(cx.request, res, obj),
-            Review::SelfRules => decode::typed::<SelfSubjectRulesReview>(cx.request, res, obj),
-            Review::Access => decode::typed::<SubjectAccessReview>(cx.request, res, obj),
-            Review::LocalAccess => decode::typed::<LocalSubjectAccessReview>(cx.request, res, obj),
-            Review::SelfSubject => decode::typed::<SelfSubjectReview>(cx.request, res, obj),
+    fn facts(&self) -> Facts {
+        Facts {
+            ephemeral: true,
+            has_generation: false,
+            name_rule: NameRule::Unchecked,
+            ..Facts::PLAIN
         }
     }
 
-    fn prepare(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        let status = match self {
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let status = match self.review {
             Review::SelfAccess | Review::Access | Review::LocalAccess => json!({"allowed": true, "reason": REASON}),
             Review::SelfRules => json!({
                 "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
@@ -133,10 +127,11 @@ impl Strategy for Review {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let _ = cx;
         let mut causes = Vec::new();
-        if matches!(self, Review::SelfAccess | Review::Access | Review::LocalAccess) {
+        if matches!(self.review, Review::SelfAccess | Review::Access | Review::LocalAccess) {
             let resource = obj.pointer("/spec/resourceAttributes").is_some_and(|v| !v.is_null());
             let non_resource = obj.pointer("/spec/nonResourceAttributes").is_some_and(|v| !v.is_null());
             if resource == non_resource {
@@ -147,7 +142,7 @@ impl Strategy for Review {
                 ));
             }
         }
-        if matches!(self, Review::Access | Review::LocalAccess) {
+        if matches!(self.review, Review::Access | Review::LocalAccess) {
             let user = obj.pointer("/spec/user").and_then(Value::as_str).unwrap_or("");
             let groups = meta::string_list(obj.pointer("/spec/groups"));
             let uid = obj.pointer("/spec/uid").and_then(Value::as_str).unwrap_or("");

@@ -3,10 +3,9 @@
 use k8s_openapi::api::core::v1::Secret;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
-use crate::admission::decode;
+use super::print::{age, col, name, text_cell};
 use crate::error::{ApiError, FieldCause};
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -17,38 +16,27 @@ pub(crate) fn resource() -> ResourceInfo {
 struct SecretStrategy;
 
 impl Strategy for SecretStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = Secret;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    fn supports_field(&self, field: &str) -> bool {
         field == "type"
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Secret))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Secret>(cx.request, res, obj)
-    }
-
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         check_data_size(res, obj)
     }
 
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        _old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, _old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         check_data_size(res, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Type", "string", 0, "The type of the secret."),
@@ -57,10 +45,10 @@ impl Strategy for SecretStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         vec![
             name(obj),
-            s(obj.get("type").and_then(Value::as_str).unwrap_or("Opaque")),
+            text_cell(obj.get("type").and_then(Value::as_str).unwrap_or("Opaque")),
             json!(obj.get("data").and_then(Value::as_object).map_or(0, |m| m.len())),
             age(obj),
         ]

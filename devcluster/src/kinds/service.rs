@@ -10,11 +10,10 @@ use std::net::Ipv4Addr;
 use k8s_openapi::api::core::v1::Service;
 use serde_json::{Value, json};
 
-use super::print::{age, col, name, s};
-use crate::admission::decode;
+use super::print::{age, col, name, text_cell};
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
-use crate::resource::{AdmitContext, Operation, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, Operation, ResourceInfo, Strategy};
 use crate::store::{GroupResource, Store};
 
 /// The service cluster IP range, as kube-apiserver's default `--service-cluster-ip-range` (`10.96.0.0/12`).
@@ -70,29 +69,15 @@ fn allocate_ip(used: &BTreeSet<String>) -> Option<String> {
 }
 
 impl Strategy for ServiceStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = Service;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Service))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Service>(cx.request, res, obj)
-    }
-
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        let old = cx.old;
         let name = meta::name(obj).to_string();
         let uid = meta::uid(obj).to_string();
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
@@ -189,10 +174,8 @@ impl Strategy for ServiceStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         let ty = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
         if !TYPES.contains(&ty) {
@@ -285,32 +268,25 @@ impl Strategy for ServiceStrategy {
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        if !cx.status() {
-            let before = old.pointer("/spec/clusterIP");
-            let after = obj.pointer("/spec/clusterIP");
-            if before.is_some() && before != after {
-                return invalid(
-                    res,
-                    obj,
-                    vec![FieldCause::invalid(
-                        "spec.clusterIPs[0]",
-                        after.unwrap_or(&Value::Null),
-                        "may not change once set",
-                    )],
-                );
-            }
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        let before = old.pointer("/spec/clusterIP");
+        let after = obj.pointer("/spec/clusterIP");
+        if before.is_some() && before != after {
+            return invalid(
+                res,
+                obj,
+                vec![FieldCause::invalid(
+                    "spec.clusterIPs[0]",
+                    after.unwrap_or(&Value::Null),
+                    "may not change once set",
+                )],
+            );
         }
-        self.validate(cx, res, obj)
+        self.validate(cx, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Type", "string", 0, "The type of the service."),
@@ -322,7 +298,7 @@ impl Strategy for ServiceStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let ty = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
         let ip = obj
             .pointer("/spec/clusterIP")
@@ -367,16 +343,16 @@ impl Strategy for ServiceStrategy {
             .collect();
         vec![
             name(obj),
-            s(ty),
-            s(ip),
-            s(external),
-            s(if ports.is_empty() {
+            text_cell(ty),
+            text_cell(ip),
+            text_cell(external),
+            text_cell(if ports.is_empty() {
                 "<none>".to_string()
             } else {
                 ports.join(",")
             }),
             age(obj),
-            s(if selector.is_empty() {
+            text_cell(if selector.is_empty() {
                 "<none>".to_string()
             } else {
                 selector.join(",")

@@ -1,11 +1,8 @@
 //! core/v1 ServiceAccount.
 
 use k8s_openapi::api::core::v1::ServiceAccount;
-use serde_json::Value;
 
-use crate::admission::decode;
-use crate::error::ApiError;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -24,16 +21,9 @@ pub(crate) fn resource() -> ResourceInfo {
 struct ServiceAccountStrategy;
 
 impl Strategy for ServiceAccountStrategy {
-    fn has_generation(&self) -> bool {
-        false
-    }
+    type Object = ServiceAccount;
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ServiceAccount))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<ServiceAccount>(cx.request, res, obj)
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 }

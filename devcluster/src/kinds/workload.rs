@@ -4,9 +4,9 @@
 use k8s_openapi::api::scheduling::v1alpha3::Workload;
 use serde_json::Value;
 
-use super::print::{age, col, name, s};
-use crate::admission::decode;
+use super::print::{age, col, name, text_cell};
 use crate::error::ApiError;
+use crate::resource::decode;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
 /// The served resource.
@@ -25,31 +25,20 @@ pub(crate) fn resource() -> ResourceInfo {
 struct WorkloadStrategy;
 
 impl Strategy for WorkloadStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Workload))
-    }
+    type Object = Workload;
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<Workload>(cx.request, res, obj)
-    }
-
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::check(workloadbuilder::validate_workload(&decode::parse(res, obj)?), res, obj)
     }
 
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let errors = workloadbuilder::validate_workload_update(&decode::parse(res, obj)?, &decode::parse(res, old)?);
         decode::check(errors, res, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Templates", "string", 0, "The top-level templates."),
@@ -57,7 +46,7 @@ impl Strategy for WorkloadStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let (name, age) = (name(obj), age(obj));
         {
             let names: Vec<&str> = ["podGroupTemplates", "compositePodGroupTemplates"]
@@ -66,7 +55,7 @@ impl Strategy for WorkloadStrategy {
                 .flatten()
                 .filter_map(|t| t.get("name").and_then(Value::as_str))
                 .collect();
-            vec![name, s(names.join(",")), age]
+            vec![name, text_cell(names.join(",")), age]
         }
     }
 }

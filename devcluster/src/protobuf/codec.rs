@@ -11,7 +11,7 @@ use super::ProtoError;
 use super::schema::{Field, Label, Message, Route, Scalar, Schema, Special, Type};
 use super::wellknown as wk;
 use super::wire::{Reader, WireType, Writer, unzigzag, zigzag};
-use crate::admission::decode::{MAX_LIST_ENTRIES, MAX_REPORTED_UNKNOWN};
+use crate::resource::decode::{MAX_LIST_ENTRIES, MAX_REPORTED_UNKNOWN};
 
 /// How deep messages may nest (CRD schemas are recursive).
 const MAX_DEPTH: usize = 64;

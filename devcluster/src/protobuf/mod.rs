@@ -122,14 +122,14 @@ pub(crate) struct Decoded {
     /// The object, with `apiVersion` and `kind` from the envelope.
     pub object: Value,
     /// Field numbers the schema does not know (`spec: unknown field number 99 of ...PodSpec`), the first
-    /// [`MAX_REPORTED_UNKNOWN`](crate::admission::decode::MAX_REPORTED_UNKNOWN) of them.
+    /// [`MAX_REPORTED_UNKNOWN`](crate::resource::decode::MAX_REPORTED_UNKNOWN) of them.
     pub unknown: Vec<String>,
     /// How many more unknown field numbers there were.
     pub unknown_more: usize,
 }
 
 /// Decodes an enveloped object (`k8s\0` + `runtime.Unknown`). A body with more than
-/// [`MAX_LIST_ENTRIES`](crate::admission::decode::MAX_LIST_ENTRIES) repeated entries (list items, however
+/// [`MAX_LIST_ENTRIES`](crate::resource::decode::MAX_LIST_ENTRIES) repeated entries (list items, however
 /// nested) is refused as soon as the entry past the limit is reached, before it is decoded
 /// ([`ProtoError::too_large`]).
 pub(crate) fn decode(body: &[u8]) -> Result<Decoded, ProtoError> {

@@ -138,7 +138,7 @@ fn round_trip(object: &Value) {
     assert!(decoded.unknown.is_empty(), "{:?}", decoded.unknown);
     if decoded.object != *object {
         let mut missing = Vec::new();
-        crate::admission::decode::unknown_fields(object, &decoded.object, "", &mut missing);
+        crate::resource::decode::unknown_fields(object, &decoded.object, "", &mut missing);
         panic!(
             "{} changed in the round trip; lost: {missing:?}\nbefore: {object:#}\nafter: {:#}",
             object["kind"], decoded.object
@@ -423,7 +423,7 @@ fn pod_envelope(spec: &[u8]) -> Vec<u8> {
 
 #[test]
 fn empty_repeated_messages_past_the_limit_stop_decoding() {
-    use crate::admission::decode::MAX_LIST_ENTRIES;
+    use crate::resource::decode::MAX_LIST_ENTRIES;
     // PodSpec.containers is field 2: each empty Container is two bytes.
     let mut spec = wire::Writer::default();
     for _ in 0..MAX_LIST_ENTRIES {

@@ -3,6 +3,7 @@
 //! are stored, and the [`Strategy`] that holds everything particular to its kind. The generic layers (the
 //! API operations, watch, patch and apply, HTTP, discovery, Tables) read these and never look at a kind.
 
+pub(crate) mod decode;
 mod registry;
 mod strategy;
 
@@ -13,8 +14,9 @@ use serde_json::Value;
 pub(crate) use crate::store::GroupResource;
 pub(crate) use registry::Registry;
 pub(crate) use strategy::{
-    AdmitContext, ApiSettings, Effect, NameRule, OnDelete, Operation, Propagation, Strategy, Subresource,
-    SubresourceOp, age_column, column, name_column,
+    AdmitContext, ApiSettings, DEFAULT_SIM_DISK_ATTACH_LIMIT, DynStrategy, Effect, Facts, NameRule, Object, OnDelete,
+    Operation, PlainStatus, Propagation, StatusStrategy, Strategy, Subresource, SubresourceOp, age_column, column,
+    name_column,
 };
 
 /// One additional printer column of a custom resource (`kubectl get` output).
@@ -65,7 +67,9 @@ pub(crate) struct ResourceInfo {
     /// For custom resources: extra selectable fields (`.spec.foo` paths).
     pub selectable_fields: Vec<String>,
     /// Everything particular to the kind.
-    pub strategy: Arc<dyn Strategy>,
+    pub strategy: Arc<dyn DynStrategy>,
+    /// How writes through the `status` subresource are admitted (when [`ResourceInfo::status_subresource`]).
+    pub status_strategy: Arc<dyn StatusStrategy>,
 }
 
 impl ResourceInfo {
@@ -77,7 +81,7 @@ impl ResourceInfo {
         kind: &str,
         plural: &str,
         namespaced: bool,
-        strategy: impl Strategy + 'static,
+        strategy: impl Strategy,
     ) -> Self {
         ResourceInfo {
             group: group.into(),
@@ -95,6 +99,7 @@ impl ResourceInfo {
             printer_columns: Vec::new(),
             selectable_fields: Vec::new(),
             strategy: Arc::new(strategy),
+            status_strategy: Arc::new(PlainStatus),
         }
     }
 
@@ -110,9 +115,17 @@ impl ResourceInfo {
         self
     }
 
-    /// With a `status` subresource.
+    /// With a `status` subresource whose writes need no more than the generic reset of everything but
+    /// `status` ([`PlainStatus`]).
     pub fn with_status(mut self) -> Self {
         self.status_subresource = true;
+        self
+    }
+
+    /// With a `status` subresource admitted by `status`.
+    pub fn with_status_strategy(mut self, status: impl StatusStrategy + 'static) -> Self {
+        self.status_subresource = true;
+        self.status_strategy = Arc::new(status);
         self
     }
 
@@ -120,6 +133,50 @@ impl ResourceInfo {
     pub fn stored_as(mut self, group: &str, plural: &str) -> Self {
         self.storage = GroupResource::new(group, plural);
         self
+    }
+
+    /// The Table columns of a custom resource: `Name`, its CRD's `additionalPrinterColumns`, and `Age`
+    /// unless the CRD has its own (apiextensions-apiserver's Table convertor).
+    pub fn printer_column_definitions(&self) -> Vec<Value> {
+        let mut cols = vec![name_column()];
+        for c in &self.printer_columns {
+            cols.push(serde_json::json!({"name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": c.priority}));
+        }
+        if !self.has_age_column() {
+            cols.push(age_column());
+        }
+        cols
+    }
+
+    /// The cells of a custom resource's Table row, matching [`ResourceInfo::printer_column_definitions`].
+    pub fn printer_cells(&self, obj: &Value) -> Vec<Value> {
+        let text = |s: String| Value::String(s);
+        let mut out = vec![text(crate::meta::name(obj).to_string())];
+        for c in &self.printer_columns {
+            let v = crate::meta::json_path(obj, &c.json_path)
+                .cloned()
+                .unwrap_or(Value::Null);
+            let cell = if c.type_ == "date" {
+                match v.as_str() {
+                    Some(t) => text(crate::meta::age_of(Some(t))),
+                    None => text("<unknown>".to_string()),
+                }
+            } else {
+                v
+            };
+            out.push(cell);
+        }
+        if !self.has_age_column() {
+            out.push(text(crate::meta::age_of(crate::meta::meta_str(
+                obj,
+                "creationTimestamp",
+            ))));
+        }
+        out
+    }
+
+    fn has_age_column(&self) -> bool {
+        self.printer_columns.iter().any(|c| c.name.eq_ignore_ascii_case("age"))
     }
 
     /// `group/version`, or `version` for core.

@@ -1,13 +1,15 @@
 //! The [`Strategy`] of a kind (kube-apiserver's `registry/generic` + `strategy.go`): everything particular
 //! to one kind, which the generic store, API operations, HTTP layer, discovery and Table printing ask for
-//! and never decide themselves. Each built-in kind implements it in its own file under `kinds/`; every
-//! method has the behaviour of a plain kind as its default, so a kind overrides only what makes it
-//! different.
+//! and never decide themselves. Each built-in kind implements it in its own file under `kinds/`: its typed
+//! model ([`Strategy::Object`], which decoding and the test schema default to), its [`Facts`], and the
+//! steps where it differs from a plain kind (every method has the plain kind's behaviour as its default).
+//! The generic layers hold it erased, as a [`DynStrategy`].
 //!
 //! Admission runs, for every create and update: the kind's storage conversion, generic name and label
 //! validation, [`Strategy::decode`] (typed decoding), [`Strategy::prepare`] (API defaults and the fields the
 //! server owns), [`Strategy::admit`] (mutating admission plugins such as Priority), then
-//! [`Strategy::validate`] or [`Strategy::validate_update`].
+//! [`Strategy::validate`] or [`Strategy::validate_update`]. A write through the `status` subresource
+//! decodes the same way, then runs the resource's [`StatusStrategy`] instead (upstream's `statusStrategy`).
 
 use std::sync::Arc;
 
@@ -39,6 +41,9 @@ pub(crate) enum Propagation {
     Orphan,
 }
 
+/// The simulated CSI driver's default `allocatable.count` per node (`CsiConfig::attach_limit`).
+pub(crate) const DEFAULT_SIM_DISK_ATTACH_LIMIT: u32 = 16;
+
 /// Settings of the API behaviour that kinds read, and of the built-in controllers that run on the state.
 #[derive(Debug, Clone)]
 pub(crate) struct ApiSettings {
@@ -57,15 +62,19 @@ impl Default for ApiSettings {
         ApiSettings {
             podgroup_protection: true,
             job_scheduling_validation: true,
-            sim_disk_attach_limit: crate::sim::csi::CsiConfig::default().attach_limit,
+            sim_disk_attach_limit: DEFAULT_SIM_DISK_ATTACH_LIMIT,
         }
     }
 }
 
-/// What admission may read and where it reports: the request, the store (read-only: priority classes,
-/// other objects), the settings, and which write this is.
+/// What admission may read and where it reports: the resource and the object it replaces, the request, the
+/// store (read-only: priority classes, other objects), the settings, and which write this is.
 #[derive(Debug)]
 pub(crate) struct AdmitContext<'a> {
+    /// The resource written.
+    pub res: &'a ResourceInfo,
+    /// The stored object an update replaces (`None` for a create).
+    pub old: Option<&'a Value>,
     /// The request being handled (field validation mode, warnings).
     pub request: &'a mut RequestContext,
     /// The objects as they are before this write.
@@ -183,148 +192,143 @@ pub(crate) fn age_column() -> Value {
     )
 }
 
-/// Everything particular to one kind. See the module docs for the admission order.
-pub(crate) trait Strategy: Send + Sync + std::fmt::Debug {
-    // ----- storage facts -----
-
-    /// Whether objects are never stored: a create is answered with the admitted object (the access
-    /// reviews), and the only verb is `create`.
-    fn ephemeral(&self) -> bool {
-        false
-    }
-
-    /// Whether objects carry `metadata.generation` (bumped on spec changes).
-    fn has_generation(&self) -> bool {
-        true
-    }
-
-    /// Whether a create keeps the `status` a client sent although a status subresource exists (nodes,
+/// The storage and API facts of a kind that are data, not behaviour (upstream's `NamespaceScoped`,
+/// `AllowCreateOnUpdate`-like predicates): what the generic layers read before they ask the strategy
+/// anything.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Facts {
+    /// Objects are never stored: a create is answered with the admitted object (the access reviews), and
+    /// the only verb is `create`.
+    pub ephemeral: bool,
+    /// Objects carry `metadata.generation` (bumped on spec changes).
+    pub has_generation: bool,
+    /// A create keeps the `status` a client sent although a status subresource exists (nodes,
     /// namespaces and CRDs do, as upstream).
-    fn keeps_status_on_create(&self) -> bool {
-        false
-    }
-
+    pub keeps_status_on_create: bool,
     /// The propagation policy of a delete request that names none.
-    fn default_propagation(&self) -> Propagation {
-        Propagation::Background
-    }
-
-    /// Whether objects may be created in a terminating namespace (events may).
-    fn allowed_in_terminating_namespace(&self) -> bool {
-        false
-    }
-
+    pub default_propagation: Propagation,
+    /// Objects may be created in a terminating namespace (core events may).
+    pub allowed_in_terminating_namespace: bool,
     /// Which rule `metadata.name` follows.
-    fn name_rule(&self) -> NameRule {
-        NameRule::Subdomain
+    pub name_rule: NameRule,
+    /// The subresources other than `status`.
+    pub subresources: &'static [Subresource],
+    /// The `(apiVersion, kind)` objects are stored as, when it is not this resource's own.
+    pub storage_type: Option<(&'static str, &'static str)>,
+    /// The served form's fields differ from the stored form's (not only `apiVersion`): see
+    /// [`Strategy::fields_from_storage`].
+    pub converts_fields: bool,
+    /// Another apiVersion a body may name (events accept `v1` on every event resource).
+    pub also_accepts: Option<&'static str>,
+    /// The resource is defined by a CRD (named `<plural>.<group>`).
+    pub custom: bool,
+}
+
+impl Facts {
+    /// A plain kind: stored, with generations, named by DNS subdomains, background propagation.
+    pub const PLAIN: Facts = Facts {
+        ephemeral: false,
+        has_generation: true,
+        keeps_status_on_create: false,
+        default_propagation: Propagation::Background,
+        allowed_in_terminating_namespace: false,
+        name_rule: NameRule::Subdomain,
+        subresources: &[],
+        storage_type: None,
+        converts_fields: false,
+        also_accepts: None,
+        custom: false,
+    };
+
+    /// A plain kind without `metadata.generation`.
+    pub const NO_GENERATION: Facts = Facts {
+        has_generation: false,
+        ..Facts::PLAIN
+    };
+}
+
+/// The typed model a strategy decodes objects through (k8s-openapi's type; in tests it also has a
+/// JSON schema, for the tests that populate every field of it).
+#[cfg(not(test))]
+pub(crate) trait Object: serde::de::DeserializeOwned + serde::Serialize + 'static {}
+#[cfg(not(test))]
+impl<T: serde::de::DeserializeOwned + serde::Serialize + 'static> Object for T {}
+/// The typed model a strategy decodes objects through (k8s-openapi's type; in tests it also has a
+/// JSON schema, for the tests that populate every field of it).
+#[cfg(test)]
+pub(crate) trait Object:
+    serde::de::DeserializeOwned + serde::Serialize + schemars::JsonSchema + 'static
+{
+}
+#[cfg(test)]
+impl<T: serde::de::DeserializeOwned + serde::Serialize + schemars::JsonSchema + 'static> Object for T {}
+
+/// Everything particular to one kind (upstream's `rest.RESTCreateStrategy` / `RESTUpdateStrategy` of a
+/// kind's `registry/<group>/<kind>/strategy.go`). Writes through the `status` subresource are not
+/// admitted by it but by the kind's [`StatusStrategy`]. See the module docs for the admission order.
+pub(crate) trait Strategy: Send + Sync + std::fmt::Debug + 'static {
+    /// The typed model objects are decoded through.
+    type Object: Object;
+
+    /// The kind's storage and API facts.
+    fn facts(&self) -> Facts {
+        Facts::PLAIN
     }
 
     /// Whether a field selector on `field` is supported (beyond `metadata.name` and `metadata.namespace`,
-    /// which every resource supports).
-    fn supports_field(&self, res: &ResourceInfo, field: &str) -> bool {
-        let _ = (res, field);
+    /// which every resource supports, and a custom resource's selectable fields).
+    fn supports_field(&self, field: &str) -> bool {
+        let _ = field;
         false
     }
 
-    /// The subresources other than `status`.
-    fn subresources(&self) -> &'static [Subresource] {
-        &[]
-    }
-
-    /// The name of the CRD that defines the resource, for custom resources.
-    fn defining_crd(&self, res: &ResourceInfo) -> Option<String> {
-        let _ = res;
-        None
-    }
-
-    // ----- versions -----
-
-    /// Whether the served form's fields differ from the stored form's (not only `apiVersion`).
-    fn converts_fields(&self) -> bool {
-        false
-    }
-
-    /// The stored form's fields in the served form (only called when [`Strategy::converts_fields`]).
+    /// The stored form's fields in the served form (only called when [`Facts::converts_fields`]).
     fn fields_from_storage(&self, stored: &Value) -> Value {
         stored.clone()
     }
 
-    /// The served form's fields in the stored form (only called when [`Strategy::converts_fields`]).
+    /// The served form's fields in the stored form (only called when [`Facts::converts_fields`]).
     fn fields_to_storage(&self, obj: Value) -> Value {
         obj
     }
 
-    /// The `(apiVersion, kind)` objects are stored as, when it is not this resource's own.
-    fn storage_type(&self) -> Option<(&'static str, &'static str)> {
-        None
-    }
-
-    /// Whether a body may name this other apiVersion (events accept `v1` on every event resource).
-    fn accepts_api_version(&self, api_version: &str) -> bool {
-        let _ = api_version;
-        false
-    }
-
-    /// The kind's typed schema (k8s-openapi's), for the tests that populate every field of it.
+    /// The kind's typed schema, for the tests that populate every field of it.
     #[cfg(test)]
     fn json_schema(&self) -> Option<schemars::Schema> {
-        None
+        Some(schemars::schema_for!(Self::Object))
     }
 
-    // ----- admission -----
-
-    /// Decodes the object through its typed model (type errors are a 400; unknown fields are dropped and
-    /// reported per the request's field validation). Reads nothing but the object and the request: for
+    /// Decodes the object through [`Strategy::Object`] (type errors are a 400; unknown fields are dropped
+    /// and reported per the request's field validation). Reads nothing but the object and the request: for
     /// updates it runs without the cluster lock, with an empty `cx.store`.
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        let _ = (cx, res, obj);
-        Ok(())
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        super::decode::typed::<Self::Object>(cx.request, cx.res, obj)
     }
 
     /// API defaults and the fields the server owns (upstream's defaulting and `PrepareForCreate` /
     /// `PrepareForUpdate`).
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        let _ = (cx, res, old, obj);
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let _ = (cx, obj);
         Ok(())
     }
 
     /// Mutating admission plugins (Priority, DefaultTolerationSeconds).
-    fn admit(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        let _ = (cx, res, old, obj);
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let _ = (cx, obj);
         Ok(())
     }
 
     /// Validation of a new object.
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        let _ = (cx, res, obj);
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let _ = (cx, obj);
         Ok(())
     }
 
     /// Validation of an update (immutable fields included).
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        let _ = (cx, res, old, obj);
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let _ = (cx, old, obj);
         Ok(())
     }
-
-    // ----- deletion and hooks -----
 
     /// The grace period a delete request gets (`requested` is the request's); 0 deletes at once.
     fn grace_period(&self, obj: &Value, requested: Option<i64>) -> i64 {
@@ -348,20 +352,191 @@ pub(crate) trait Strategy: Send + Sync + std::fmt::Debug {
         let _ = (removed, effects);
     }
 
-    // ----- printing -----
-
-    /// The Table columns `kubectl get` shows.
-    fn columns(&self, res: &ResourceInfo) -> Vec<Value> {
-        let _ = res;
+    /// The Table columns `kubectl get` shows (custom resources' come from their CRD's
+    /// `additionalPrinterColumns` instead).
+    fn columns(&self) -> Vec<Value> {
         vec![name_column(), age_column()]
     }
 
     /// The cells of one Table row, matching [`Strategy::columns`].
-    fn cells(&self, res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        let _ = res;
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         vec![
             Value::String(crate::meta::name(obj).to_string()),
             Value::String(crate::meta::age_of(crate::meta::meta_str(obj, "creationTimestamp"))),
         ]
+    }
+}
+
+/// How a write through the `status` subresource is admitted (upstream's `statusStrategy`). The generic
+/// write has already reset everything but `status` to the stored object (upstream's `PrepareForUpdate`
+/// resetting the spec), so a status strategy only prepares and validates the status; neither the kind's
+/// [`Strategy`] defaulting, its admission plugins nor its validation run. The default is the plain one
+/// (no more steps).
+pub(crate) trait StatusStrategy: Send + Sync + std::fmt::Debug {
+    /// The server-owned parts of a status update (upstream's `PrepareForUpdate` of the status strategy).
+    fn prepare_for_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &mut Value) -> Result<(), ApiError> {
+        let _ = (cx, old, obj);
+        Ok(())
+    }
+
+    /// Validation of a status update.
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let _ = (cx, old, obj);
+        Ok(())
+    }
+}
+
+/// The status strategy of kinds whose status writes need no more than the generic reset.
+#[derive(Debug)]
+pub(crate) struct PlainStatus;
+
+impl StatusStrategy for PlainStatus {}
+
+/// A [`Strategy`] with its object type erased, as [`ResourceInfo`] holds it for the generic layers (the
+/// API operations, HTTP, discovery, Tables), which never see a kind's type. Implemented for every
+/// [`Strategy`]; the facts are read through it.
+pub(crate) trait DynStrategy: Send + Sync + std::fmt::Debug {
+    /// [`Strategy::facts`].
+    fn facts(&self) -> Facts;
+    /// [`Strategy::supports_field`].
+    fn supports_field_of(&self, field: &str) -> bool;
+    /// [`Strategy::fields_from_storage`].
+    fn fields_from_storage(&self, stored: &Value) -> Value;
+    /// [`Strategy::fields_to_storage`].
+    fn fields_to_storage(&self, obj: Value) -> Value;
+    /// [`Strategy::json_schema`].
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema>;
+    /// [`Strategy::decode`].
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError>;
+    /// [`Strategy::prepare`].
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError>;
+    /// [`Strategy::admit`].
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError>;
+    /// [`Strategy::validate`].
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError>;
+    /// [`Strategy::validate_update`].
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError>;
+    /// [`Strategy::grace_period`].
+    fn grace_period(&self, obj: &Value, requested: Option<i64>) -> i64;
+    /// [`Strategy::on_delete`].
+    fn on_delete(&self, obj: &mut Value, effects: &mut Vec<Effect>) -> OnDelete;
+    /// [`Strategy::after_write`].
+    fn after_write(&self, stored: &Arc<Value>, effects: &mut Vec<Effect>);
+    /// [`Strategy::after_remove`].
+    fn after_remove(&self, removed: &Value, effects: &mut Vec<Effect>);
+    /// [`Strategy::columns`], or a custom resource's printer columns.
+    fn columns(&self, res: &ResourceInfo) -> Vec<Value>;
+    /// [`Strategy::cells`], or a custom resource's printer columns' cells.
+    fn cells(&self, res: &ResourceInfo, obj: &Value) -> Vec<Value>;
+
+    /// [`Facts::ephemeral`].
+    fn ephemeral(&self) -> bool {
+        self.facts().ephemeral
+    }
+    /// [`Facts::has_generation`].
+    fn has_generation(&self) -> bool {
+        self.facts().has_generation
+    }
+    /// [`Facts::keeps_status_on_create`].
+    fn keeps_status_on_create(&self) -> bool {
+        self.facts().keeps_status_on_create
+    }
+    /// [`Facts::default_propagation`].
+    fn default_propagation(&self) -> Propagation {
+        self.facts().default_propagation
+    }
+    /// [`Facts::allowed_in_terminating_namespace`].
+    fn allowed_in_terminating_namespace(&self) -> bool {
+        self.facts().allowed_in_terminating_namespace
+    }
+    /// [`Facts::name_rule`].
+    fn name_rule(&self) -> NameRule {
+        self.facts().name_rule
+    }
+    /// [`Facts::subresources`].
+    fn subresources(&self) -> &'static [Subresource] {
+        self.facts().subresources
+    }
+    /// [`Facts::storage_type`].
+    fn storage_type(&self) -> Option<(&'static str, &'static str)> {
+        self.facts().storage_type
+    }
+    /// [`Facts::converts_fields`].
+    fn converts_fields(&self) -> bool {
+        self.facts().converts_fields
+    }
+    /// Whether a body may name this other apiVersion ([`Facts::also_accepts`]).
+    fn accepts_api_version(&self, api_version: &str) -> bool {
+        self.facts().also_accepts == Some(api_version)
+    }
+    /// Whether a field selector on `field` is supported: the kind's fields and a custom resource's
+    /// selectable fields.
+    fn supports_field(&self, res: &ResourceInfo, field: &str) -> bool {
+        res.selectable_fields.iter().any(|f| f == field) || self.supports_field_of(field)
+    }
+    /// The name of the CRD that defines the resource, for custom resources.
+    fn defining_crd(&self, res: &ResourceInfo) -> Option<String> {
+        self.facts().custom.then(|| format!("{}.{}", res.plural, res.group))
+    }
+}
+
+impl<S: Strategy> DynStrategy for S {
+    fn facts(&self) -> Facts {
+        Strategy::facts(self)
+    }
+    fn supports_field_of(&self, field: &str) -> bool {
+        Strategy::supports_field(self, field)
+    }
+    fn fields_from_storage(&self, stored: &Value) -> Value {
+        Strategy::fields_from_storage(self, stored)
+    }
+    fn fields_to_storage(&self, obj: Value) -> Value {
+        Strategy::fields_to_storage(self, obj)
+    }
+    #[cfg(test)]
+    fn json_schema(&self) -> Option<schemars::Schema> {
+        Strategy::json_schema(self)
+    }
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        Strategy::decode(self, cx, obj)
+    }
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        Strategy::prepare(self, cx, obj)
+    }
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        Strategy::admit(self, cx, obj)
+    }
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        Strategy::validate(self, cx, obj)
+    }
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        Strategy::validate_update(self, cx, old, obj)
+    }
+    fn grace_period(&self, obj: &Value, requested: Option<i64>) -> i64 {
+        Strategy::grace_period(self, obj, requested)
+    }
+    fn on_delete(&self, obj: &mut Value, effects: &mut Vec<Effect>) -> OnDelete {
+        Strategy::on_delete(self, obj, effects)
+    }
+    fn after_write(&self, stored: &Arc<Value>, effects: &mut Vec<Effect>) {
+        Strategy::after_write(self, stored, effects)
+    }
+    fn after_remove(&self, removed: &Value, effects: &mut Vec<Effect>) {
+        Strategy::after_remove(self, removed, effects)
+    }
+    fn columns(&self, res: &ResourceInfo) -> Vec<Value> {
+        if Strategy::facts(self).custom {
+            res.printer_column_definitions()
+        } else {
+            Strategy::columns(self)
+        }
+    }
+    fn cells(&self, res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+        if Strategy::facts(self).custom {
+            res.printer_cells(obj)
+        } else {
+            Strategy::cells(self, obj)
+        }
     }
 }

@@ -26,7 +26,6 @@ use std::sync::{Arc, LazyLock};
 use serde_json::{Map, Value, json};
 
 use crate::api::{DeleteOptions, State};
-use crate::controllers::volume::claim_ref;
 use crate::kinds::storage::{
     BETA_STORAGE_PROVISIONER, DEFAULT_CLASS, PROVISIONED_BY, SELECTED_NODE, STORAGE_PROVISIONER, claim_class,
 };
@@ -35,6 +34,7 @@ use crate::meta;
 use crate::recorder::{self, EventType};
 use crate::request::RequestContext;
 use crate::store::GroupResource;
+use crate::views::claim_ref;
 
 /// The simulated CSI driver's name (a CSI driver name is a DNS subdomain, so it cannot contain a `/`).
 pub const SIM_DISK_DRIVER: &str = "sim-disk.kwas.dev";
@@ -56,7 +56,9 @@ pub struct CsiConfig {
 
 impl Default for CsiConfig {
     fn default() -> Self {
-        CsiConfig { attach_limit: 16 }
+        CsiConfig {
+            attach_limit: crate::resource::DEFAULT_SIM_DISK_ATTACH_LIMIT,
+        }
     }
 }
 

@@ -28,10 +28,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::api::{DeleteOptions, State};
+use crate::cluster::Shared;
 use crate::kinds::dra::{GROUP, MAX_ATTRIBUTE_VALUE_LENGTH, MAX_DEVICES};
 use crate::meta;
 use crate::request::RequestContext;
-use crate::server::Shared;
 use crate::sim::topology::{DraGpus, SIM_DRA_GPU_MEMORY, SIM_DRA_GPU_MODEL, SIM_DRA_GPUS};
 use crate::store::{EventType, GroupResource};
 
@@ -331,7 +331,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         tokio::select! {
             r = node_sub.changed() => if r.is_err() { return },
             r = slice_sub.changed() => if r.is_err() { return },
-            _ = crate::server::stopped(&mut shutdown) => return,
+            _ = crate::cluster::stopped(&mut shutdown) => return,
         }
     }
 }

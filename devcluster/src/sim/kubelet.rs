@@ -34,14 +34,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use kwas_api_types::claims::{self, ClaimName};
 use kwas_api_types::duration::{format_go_duration, parse_go_duration};
 
 use crate::api::subresources::set_condition;
 use crate::api::{DeleteOptions, State};
+use crate::cluster::Shared;
 use crate::meta;
 use crate::recorder;
 use crate::request::RequestContext;
-use crate::server::Shared;
 use crate::store::EventType;
 use crate::store::GroupResource;
 
@@ -225,7 +226,7 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                 r = pod_sub.changed() => if r.is_err() { return },
                 r = node_sub.changed() => if r.is_err() { return },
                 r = changed(&mut dep_subs) => if r.is_err() { return },
-                _ = crate::server::stopped(&mut shutdown) => return,
+                _ = crate::cluster::stopped(&mut shutdown) => return,
             }
         }
     }
@@ -607,14 +608,33 @@ fn resource_claims(pod: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// The `resourceClaimName` of the entry named `name` in a `resourceClaimStatuses` list: `None` without
-/// the entry, `Some(None)` when the entry says no claim was needed.
-fn claim_status(statuses: Option<&Value>, name: &str) -> Option<Option<String>> {
-    statuses
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|st| st.get("name").and_then(Value::as_str) == Some(name))
-        .map(|st| st.get("resourceClaimName").and_then(Value::as_str).map(str::to_string))
+/// A `spec.resourceClaims` list as [`claims::ClaimEntry`]s.
+fn claim_entries(list: &[Value]) -> Vec<claims::ClaimEntry<'_>> {
+    list.iter()
+        .map(|e| {
+            let field = |f: &str| e.get(f).and_then(Value::as_str);
+            (
+                field("name").unwrap_or(""),
+                field("resourceClaimName"),
+                field("resourceClaimTemplateName"),
+            )
+        })
+        .collect()
+}
+
+/// A `status.resourceClaimStatuses` list as [`claims::ClaimStatus`]es.
+fn claim_statuses(obj: &Value) -> Vec<claims::ClaimStatus<'_>> {
+    obj.pointer("/status/resourceClaimStatuses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|st| {
+            (
+                st.get("name").and_then(Value::as_str).unwrap_or(""),
+                st.get("resourceClaimName").and_then(Value::as_str),
+            )
+        })
+        .collect()
 }
 
 /// Why the pod's resource claims keep it from starting on `node`, as the kubelet's DRA manager
@@ -628,8 +648,8 @@ fn claim_status(statuses: Option<&Value>, name: &str) -> Option<Option<String>> 
 /// `spec.resourceClaims`), and the allocation's node selector must admit the node (what the driver's
 /// `NodePrepareResources` needs: the devices are on that node).
 fn resource_claims_not_ready(s: &State, pod: &Value, node: &str) -> Option<String> {
-    let claims = resource_claims(pod);
-    if claims.is_empty() {
+    let pod_claims = resource_claims(pod);
+    if pod_claims.is_empty() {
         return None;
     }
     let (ns, pod_name, pod_uid) = (meta::namespace(pod), meta::name(pod), meta::uid(pod));
@@ -641,35 +661,30 @@ fn resource_claims_not_ready(s: &State, pod: &Value, node: &str) -> Option<Strin
                 .get(&GroupResource::new("scheduling.k8s.io", "podgroups"), ns, g)
         });
     let node_obj = s.store.get(&GroupResource::new("", "nodes"), "", node);
-    for pc in &claims {
-        let name = pc.get("name").and_then(Value::as_str).unwrap_or("");
-        let direct = pc.get("resourceClaimName").and_then(Value::as_str);
-        let template = pc.get("resourceClaimTemplateName").and_then(Value::as_str);
+    let group_list: Vec<Value> = group
+        .as_deref()
+        .and_then(|g| g.pointer("/spec/resourceClaims"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let group_entries = claim_entries(&group_list);
+    let pod_statuses = claim_statuses(pod);
+    let group_statuses = group.as_deref().map(claim_statuses).unwrap_or_default();
+    for entry in claim_entries(&pod_claims) {
+        let name = entry.0;
         // Shared with the PodGroup when the group lists an equal entry.
-        let shared_with = group.as_deref().filter(|g| {
-            g.pointer("/spec/resourceClaims")
-                .and_then(Value::as_array)
-                .is_some_and(|list| {
-                    list.iter().any(|e| {
-                        e.get("name").and_then(Value::as_str) == Some(name)
-                            && e.get("resourceClaimName").and_then(Value::as_str) == direct
-                            && e.get("resourceClaimTemplateName").and_then(Value::as_str) == template
-                    })
-                })
-        });
-        let (claim_name, generated) = match (direct, template) {
-            (Some(d), _) => (d.to_string(), false),
-            (None, Some(_)) => {
-                let from_group =
-                    || shared_with.and_then(|g| claim_status(g.pointer("/status/resourceClaimStatuses"), name));
-                match claim_status(pod.pointer("/status/resourceClaimStatuses"), name).or_else(from_group) {
-                    Some(Some(n)) => (n, true),
-                    // No claim was needed for this entry.
-                    Some(None) => continue,
-                    None => return Some(format!("pod \"{ns}/{pod_name}\": ResourceClaim not created yet")),
-                }
+        let shared_with = group
+            .as_deref()
+            .filter(|_| claims::shared_with_group(entry, &group_entries));
+        let statuses = shared_with.map(|_| group_statuses.as_slice());
+        let (claim_name, generated) = match claims::claim_name(entry, &pod_statuses, statuses) {
+            ClaimName::Named { name, generated } => (name, generated),
+            // No claim was needed for this entry.
+            ClaimName::NotNeeded => continue,
+            ClaimName::NotCreatedYet => {
+                return Some(format!("pod \"{ns}/{pod_name}\": ResourceClaim not created yet"));
             }
-            (None, None) => {
+            ClaimName::Unset => {
                 return Some(format!(
                     "pod \"{ns}/{pod_name}\", spec.resourceClaim {name:?}: none of the supported fields are set"
                 ));

@@ -5,10 +5,10 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use serde_json::{Value, json};
 
 use super::{default_template, int, validate_workload, wide_cells};
-use crate::admission::decode;
 use crate::error::ApiError;
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
+use crate::resource::decode;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
 /// The served resource.
@@ -23,26 +23,15 @@ pub(crate) fn resource() -> ResourceInfo {
 struct DaemonSetStrategy;
 
 impl Strategy for DaemonSetStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(DaemonSet))
-    }
+    type Object = DaemonSet;
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<DaemonSet>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("revisionHistoryLimit").or_insert(json!(10));
         let update = meta::ensure_object(spec.entry("updateStrategy").or_insert(json!({})));
@@ -56,27 +45,17 @@ impl Strategy for DaemonSetStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         validate_workload(res, None, obj)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         validate_workload(res, Some(old), obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -132,7 +111,7 @@ impl Strategy for DaemonSetStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let [containers, images, selector] = wide_cells(obj);
         let node_selector: Vec<String> = obj
             .pointer("/spec/template/spec/nodeSelector")
@@ -148,7 +127,7 @@ impl Strategy for DaemonSetStrategy {
             json!(int(obj, "/status/numberReady")),
             json!(int(obj, "/status/updatedNumberScheduled")),
             json!(int(obj, "/status/numberAvailable")),
-            s(if node_selector.is_empty() {
+            text_cell(if node_selector.is_empty() {
                 "<none>".to_string()
             } else {
                 node_selector.join(",")

@@ -5,11 +5,11 @@ use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::{Value, json};
 
 use super::{SCALE, default_template, int, validate_workload, wide_cells};
-use crate::admission::decode;
 use crate::error::ApiError;
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy, Subresource};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -23,30 +23,22 @@ pub(crate) fn resource() -> ResourceInfo {
 struct DeploymentStrategy;
 
 impl Strategy for DeploymentStrategy {
-    fn subresources(&self) -> &'static [Subresource] {
-        &[SCALE]
+    type Object = Deployment;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            subresources: &[SCALE],
+            ..Facts::PLAIN
+        }
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(Deployment))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<Deployment>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("replicas").or_insert(json!(1));
         spec.entry("revisionHistoryLimit").or_insert(json!(10));
@@ -62,27 +54,17 @@ impl Strategy for DeploymentStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         validate_workload(res, None, obj)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         validate_workload(res, Some(old), obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Ready", "string", 0, "Number of the pod with ready state"),
@@ -115,11 +97,11 @@ impl Strategy for DeploymentStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let [containers, images, selector] = wide_cells(obj);
         vec![
             name(obj),
-            s(format!(
+            text_cell(format!(
                 "{}/{}",
                 int(obj, "/status/readyReplicas"),
                 int(obj, "/spec/replicas")

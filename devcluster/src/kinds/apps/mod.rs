@@ -12,7 +12,7 @@ pub(crate) mod statefulset;
 use serde_json::{Value, json};
 
 use super::pod::{default_pod_spec, validate_pod_spec};
-use super::print::s;
+use super::print::text_cell;
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
 use crate::resource::{ResourceInfo, Subresource, SubresourceOp};
@@ -108,7 +108,7 @@ pub(crate) fn wide_cells(obj: &Value) -> [Value; 3] {
             .join(",")
     };
     let selector = LabelSelector::from_api(obj.pointer("/spec/selector")).map_or_else(String::new, |s| s.to_string());
-    [s(field("name")), s(field("image")), s(selector)]
+    [text_cell(field("name")), text_cell(field("image")), text_cell(selector)]
 }
 
 /// An integer at a JSON pointer, 0 when absent.

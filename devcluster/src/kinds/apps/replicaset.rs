@@ -5,11 +5,11 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use serde_json::{Value, json};
 
 use super::{SCALE, default_template, int, validate_workload, wide_cells};
-use crate::admission::decode;
 use crate::error::ApiError;
 use crate::kinds::print::{age, col, name};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy, Subresource};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -23,57 +23,39 @@ pub(crate) fn resource() -> ResourceInfo {
 struct ReplicaSetStrategy;
 
 impl Strategy for ReplicaSetStrategy {
-    fn subresources(&self) -> &'static [Subresource] {
-        &[SCALE]
+    type Object = ReplicaSet;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            subresources: &[SCALE],
+            ..Facts::PLAIN
+        }
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ReplicaSet))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<ReplicaSet>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("replicas").or_insert(json!(1));
         default_template(obj);
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         validate_workload(res, None, obj)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         validate_workload(res, Some(old), obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Desired", "integer", 0, "Number of desired pods."),
@@ -91,7 +73,7 @@ impl Strategy for ReplicaSetStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let [containers, images, selector] = wide_cells(obj);
         vec![
             name(obj),

@@ -6,11 +6,11 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use serde_json::{Value, json};
 
 use super::{SCALE, default_template, int, validate_workload, wide_cells};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy, Subresource};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -24,30 +24,22 @@ pub(crate) fn resource() -> ResourceInfo {
 struct StatefulSetStrategy;
 
 impl Strategy for StatefulSetStrategy {
-    fn subresources(&self) -> &'static [Subresource] {
-        &[SCALE]
+    type Object = StatefulSet;
+
+    fn facts(&self) -> Facts {
+        Facts {
+            subresources: &[SCALE],
+            ..Facts::PLAIN
+        }
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(StatefulSet))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<StatefulSet>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("replicas").or_insert(json!(1));
         spec.entry("podManagementPolicy").or_insert(json!("OrderedReady"));
@@ -65,23 +57,13 @@ impl Strategy for StatefulSetStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         validate_workload(res, None, obj)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         // Only replicas, ordinals, template, updateStrategy, persistentVolumeClaimRetentionPolicy and
         // minReadySeconds may change.
         let frozen = ["serviceName", "podManagementPolicy", "volumeClaimTemplates"];
@@ -101,7 +83,7 @@ impl Strategy for StatefulSetStrategy {
         validate_workload(res, Some(old), obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col("Ready", "string", 0, "Number of the pod with ready state"),
@@ -116,11 +98,11 @@ impl Strategy for StatefulSetStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let [containers, images, _] = wide_cells(obj);
         vec![
             name(obj),
-            s(format!(
+            text_cell(format!(
                 "{}/{}",
                 int(obj, "/status/readyReplicas"),
                 int(obj, "/spec/replicas")

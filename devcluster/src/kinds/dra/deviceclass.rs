@@ -8,8 +8,8 @@ use k8s_openapi::api::resource::v1::{DeviceClass, DeviceClassSpec};
 use serde_json::{Value, json};
 
 use super::{Causes, GROUP, MAX_CONFIG, invalid, opaque, selectors, within};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
+use crate::resource::decode;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 use workloadbuilder::validation::strings;
 
@@ -22,29 +22,25 @@ pub(crate) fn resource() -> ResourceInfo {
 struct DeviceClassStrategy;
 
 impl Strategy for DeviceClassStrategy {
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(DeviceClass))
+    type Object = DeviceClass;
+
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        decode::typed::<DeviceClass>(cx.request, res, obj)?;
+        super::precompile(cx.request, obj);
+        Ok(())
     }
 
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<DeviceClass>(cx.request, res, obj)
-    }
-
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let class: DeviceClass = decode::parse(res, obj)?;
         let mut c = Causes::for_request(cx.request);
         spec(&class.spec.unwrap_or_default(), None, &mut c);
         invalid(res, obj, c.finish())
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let (new, old): (DeviceClass, DeviceClass) = (decode::parse(res, obj)?, decode::parse(res, old)?);
         let mut c = Causes::for_request(cx.request);
         spec(

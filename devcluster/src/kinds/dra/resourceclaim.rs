@@ -18,11 +18,11 @@ use serde_json::Value;
 use super::{
     CLAIM_QUANTITIES, Causes, GROUP, admin_access, check_quantities, default_device_claim, device_claim, invalid,
 };
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -34,24 +34,21 @@ pub(crate) fn resource() -> ResourceInfo {
         true,
         ResourceClaimStrategy,
     )
-    .with_status()
+    .with_status_strategy(ClaimStatus)
 }
 
 #[derive(Debug)]
 struct ResourceClaimStrategy;
 
 impl Strategy for ResourceClaimStrategy {
-    /// As upstream's strategy, which sets no `metadata.generation` (the spec is immutable anyway).
-    fn has_generation(&self) -> bool {
-        false
+    type Object = ResourceClaim;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ResourceClaim))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<ResourceClaim>(cx.request, res, obj)?;
         for p in CLAIM_QUANTITIES {
@@ -71,22 +68,12 @@ impl Strategy for ResourceClaimStrategy {
                 "consumedCapacity",
                 "*",
             ]],
-        )
+        )?;
+        super::precompile(cx.request, obj);
+        Ok(())
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            if let Some(old) = old {
-                drop_deallocated_devices(old, obj);
-            }
-            return Ok(());
-        }
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         if cx.creating()
             && let Some(m) = obj.as_object_mut()
         {
@@ -98,7 +85,8 @@ impl Strategy for ResourceClaimStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let claim: ResourceClaim = decode::parse(res, obj)?;
         let mut c = Causes::for_request(cx.request);
         admin_access(
@@ -116,31 +104,17 @@ impl Strategy for ResourceClaimStrategy {
         invalid(res, obj, c.finish())
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let (new, before): (ResourceClaim, ResourceClaim) = (decode::parse(res, obj)?, decode::parse(res, old)?);
         let mut c = Causes::for_request(cx.request);
-        if cx.status() {
-            let names = super::request_names(new.spec.as_ref().and_then(|s| s.devices.as_ref()));
-            super::status_update(
-                &new.status.clone().unwrap_or_default(),
-                &before.status.clone().unwrap_or_default(),
-                meta::is_deleting(obj),
-                &names,
-                &mut c,
-            );
-        } else if new.spec != before.spec {
+        if new.spec != before.spec {
             c.push(FieldCause::immutable("spec", obj.get("spec").unwrap_or(&Value::Null)));
         }
         invalid(res, obj, c.finish())
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -153,8 +127,34 @@ impl Strategy for ResourceClaimStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        vec![name(obj), s(state(obj)), age(obj)]
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        vec![name(obj), text_cell(state(obj)), age(obj)]
+    }
+}
+
+/// Claims' status writes (allocation, reservation, device statuses): devices no longer allocated lose their status; the status is validated against the old one.
+#[derive(Debug)]
+struct ClaimStatus;
+
+impl StatusStrategy for ClaimStatus {
+    fn prepare_for_update(&self, _cx: &mut AdmitContext<'_>, old: &Value, obj: &mut Value) -> Result<(), ApiError> {
+        drop_deallocated_devices(old, obj);
+        Ok(())
+    }
+
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
+        let (new, before): (ResourceClaim, ResourceClaim) = (decode::parse(res, obj)?, decode::parse(res, old)?);
+        let mut c = Causes::for_request(cx.request);
+        let names = super::request_names(new.spec.as_ref().and_then(|s| s.devices.as_ref()));
+        super::status_update(
+            &new.status.clone().unwrap_or_default(),
+            &before.status.clone().unwrap_or_default(),
+            meta::is_deleting(obj),
+            &names,
+            &mut c,
+        );
+        invalid(res, obj, c.finish())
     }
 }
 

@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 use super::{
     CLAIM_QUANTITIES, Causes, GROUP, admin_access, check_quantities, default_device_claim, device_claim, invalid,
 };
-use crate::admission::decode;
 use crate::error::ApiError;
 use crate::error::FieldCause;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 use workloadbuilder::validation::strings;
 
 /// The served resource.
@@ -32,17 +32,14 @@ pub(crate) fn resource() -> ResourceInfo {
 struct ResourceClaimTemplateStrategy;
 
 impl Strategy for ResourceClaimTemplateStrategy {
-    /// As upstream's strategy, which sets no `metadata.generation` (the spec is immutable anyway).
-    fn has_generation(&self) -> bool {
-        false
+    type Object = ResourceClaimTemplate;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ResourceClaimTemplate))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<ResourceClaimTemplate>(cx.request, res, obj)?;
         for p in CLAIM_QUANTITIES {
@@ -50,23 +47,19 @@ impl Strategy for ResourceClaimTemplateStrategy {
             full.extend_from_slice(p);
             check_quantities(res, obj, &[&full])?;
         }
+        super::precompile(cx.request, obj);
         Ok(())
     }
 
-    fn prepare(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         if let Some(devices) = obj.pointer_mut("/spec/spec/devices") {
             default_device_claim(devices);
         }
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let template: ResourceClaimTemplate = decode::parse(res, obj)?;
         let mut c = Causes::for_request(cx.request);
         template_metadata(obj.pointer("/spec/metadata"), &mut c);
@@ -80,13 +73,8 @@ impl Strategy for ResourceClaimTemplateStrategy {
         invalid(res, obj, c.finish())
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut c = Causes::for_request(cx.request);
         if old.get("spec") != obj.get("spec") {
             c.push(FieldCause::immutable("spec", obj.get("spec").unwrap_or(&Value::Null)));

@@ -27,9 +27,9 @@ use super::{
     binding_conditions, check_quantities, dns_label, dns_subdomain, driver_name, fully_qualified_name, invalid,
     label_key, label_value, pool_name, qualified_name, unique, within,
 };
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
+use crate::resource::decode;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
 /// The served resource.
@@ -87,28 +87,22 @@ const QUANTITIES: &[&[&str]] = &[
 struct ResourceSliceStrategy;
 
 impl Strategy for ResourceSliceStrategy {
-    fn supports_field(&self, _res: &ResourceInfo, field: &str) -> bool {
+    type Object = ResourceSlice;
+
+    fn supports_field(&self, field: &str) -> bool {
         matches!(field, "spec.nodeName" | "spec.driver")
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(ResourceSlice))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         normalize_device_quantities(obj);
         decode::typed::<ResourceSlice>(cx.request, res, obj)?;
-        check_quantities(res, obj, QUANTITIES)
+        check_quantities(res, obj, QUANTITIES)?;
+        super::precompile(cx.request, obj);
+        Ok(())
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         // `SetDefaults_DeviceTaint`: a taint without `timeAdded` gets the current time, in seconds.
         let now = crate::meta::now_rfc3339();
         for device in obj
@@ -139,27 +133,23 @@ impl Strategy for ResourceSliceStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let slice: ResourceSlice = decode::parse(res, obj)?;
         let mut c = Causes::for_request(cx.request);
         spec(&slice.spec, None, &mut c);
         invalid(res, obj, c.finish())
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let (new, old): (ResourceSlice, ResourceSlice) = (decode::parse(res, obj)?, decode::parse(res, old)?);
         let mut c = Causes::for_request(cx.request);
         spec(&new.spec, Some(&old.spec), &mut c);
         invalid(res, obj, c.finish())
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -184,8 +174,8 @@ impl Strategy for ResourceSliceStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
-        let at = |p: &str| s(obj.pointer(p).and_then(Value::as_str).unwrap_or(""));
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        let at = |p: &str| text_cell(obj.pointer(p).and_then(Value::as_str).unwrap_or(""));
         vec![
             name(obj),
             at("/spec/nodeName"),

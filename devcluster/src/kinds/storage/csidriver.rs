@@ -8,11 +8,10 @@ use k8s_openapi::api::storage::v1::CSIDriver;
 use serde_json::{Value, json};
 
 use super::validate_driver_name;
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -33,26 +32,13 @@ const FS_GROUP_POLICIES: &[&str] = &["File", "None", "ReadWriteOnceWithFSType"];
 struct CSIDriverStrategy;
 
 impl Strategy for CSIDriverStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = CSIDriver;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(CSIDriver))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<CSIDriver>(cx.request, res, obj)
-    }
-
-    fn prepare(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         for (k, v) in [
             ("attachRequired", json!(true)),
@@ -74,19 +60,15 @@ impl Strategy for CSIDriverStrategy {
         Ok(())
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_driver(obj, &mut causes);
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_driver(obj, &mut causes);
         for f in ["attachRequired", "volumeLifecycleModes"] {
@@ -101,7 +83,7 @@ impl Strategy for CSIDriverStrategy {
         invalid(res, obj, causes)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -144,7 +126,7 @@ impl Strategy for CSIDriverStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let flag = |f: &str, d: bool| json!(obj.pointer(&format!("/spec/{f}")).and_then(Value::as_bool).unwrap_or(d));
         let modes = meta::string_list(obj.pointer("/spec/volumeLifecycleModes")).join(",");
         let tokens = match obj.pointer("/spec/tokenRequests").and_then(Value::as_array) {
@@ -160,9 +142,9 @@ impl Strategy for CSIDriverStrategy {
             flag("attachRequired", true),
             flag("podInfoOnMount", false),
             flag("storageCapacity", false),
-            s(tokens),
+            text_cell(tokens),
             flag("requiresRepublish", false),
-            s(if modes.is_empty() { "<none>".to_string() } else { modes }),
+            text_cell(if modes.is_empty() { "<none>".to_string() } else { modes }),
             age(obj),
         ]
     }

@@ -10,12 +10,11 @@ use k8s_openapi::api::storage::v1::CSINode;
 use serde_json::{Value, json};
 
 use super::validate_driver_name;
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name};
 use crate::kinds::validate;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -28,32 +27,21 @@ const MAX_NODE_ID: usize = 192;
 struct CSINodeStrategy;
 
 impl Strategy for CSINodeStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = CSINode;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(CSINode))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<CSINode>(cx.request, res, obj)
-    }
-
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_drivers(obj, &mut causes);
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_drivers(obj, &mut causes);
         let drivers = |o: &Value| -> Vec<Value> {
@@ -79,7 +67,7 @@ impl Strategy for CSINodeStrategy {
         invalid(res, obj, causes)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -92,7 +80,7 @@ impl Strategy for CSINodeStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let drivers = obj
             .pointer("/spec/drivers")
             .and_then(Value::as_array)

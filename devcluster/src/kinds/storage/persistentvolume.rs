@@ -10,12 +10,12 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use serde_json::{Value, json};
 
 use super::{PV_PROTECTION, access_modes_string, or_unset, validate_driver_name, volume_class};
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::kinds::validate;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -28,7 +28,7 @@ pub(crate) fn resource() -> ResourceInfo {
         PersistentVolumeStrategy,
     )
     .short_names(&["pv"])
-    .with_status()
+    .with_status_strategy(VolumeStatus)
 }
 
 /// The volume sources of a PersistentVolume, in the order upstream's validation checks them.
@@ -63,31 +63,19 @@ const RECLAIM_POLICIES: &[&str] = &["Delete", "Recycle", "Retain"];
 struct PersistentVolumeStrategy;
 
 impl Strategy for PersistentVolumeStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = PersistentVolume;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(PersistentVolume))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<PersistentVolume>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            stamp_phase_transition(old, obj);
-            return Ok(());
-        }
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("persistentVolumeReclaimPolicy").or_insert(json!("Retain"));
         spec.entry("volumeMode").or_insert(json!("Filesystem"));
@@ -100,13 +88,7 @@ impl Strategy for PersistentVolumeStrategy {
         Ok(())
     }
 
-    fn admit(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         if cx.creating() {
             let mut f = meta::finalizers(obj);
             if !f.iter().any(|x| x == PV_PROTECTION) {
@@ -117,25 +99,15 @@ impl Strategy for PersistentVolumeStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_spec(obj, &mut causes);
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_spec(obj, &mut causes);
         let source = |o: &Value| -> Vec<(String, Value)> {
@@ -182,7 +154,7 @@ impl Strategy for PersistentVolumeStrategy {
         invalid(res, obj, causes)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -233,7 +205,7 @@ impl Strategy for PersistentVolumeStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let claim = match obj.pointer("/spec/claimRef") {
             Some(r) if r.is_object() => format!(
                 "{}/{}",
@@ -249,23 +221,36 @@ impl Strategy for PersistentVolumeStrategy {
         };
         vec![
             name(obj),
-            s(obj
-                .pointer("/spec/capacity/storage")
-                .and_then(Value::as_str)
-                .unwrap_or("0")),
-            s(access_modes_string(obj.pointer("/spec/accessModes"))),
-            s(obj
-                .pointer("/spec/persistentVolumeReclaimPolicy")
-                .and_then(Value::as_str)
-                .unwrap_or("")),
-            s(phase),
-            s(claim),
-            s(volume_class(obj)),
-            s(or_unset(obj.pointer("/spec/volumeAttributesClassName"))),
-            s(obj.pointer("/status/reason").and_then(Value::as_str).unwrap_or("")),
+            text_cell(
+                obj.pointer("/spec/capacity/storage")
+                    .and_then(Value::as_str)
+                    .unwrap_or("0"),
+            ),
+            text_cell(access_modes_string(obj.pointer("/spec/accessModes"))),
+            text_cell(
+                obj.pointer("/spec/persistentVolumeReclaimPolicy")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+            ),
+            text_cell(phase),
+            text_cell(claim),
+            text_cell(volume_class(obj)),
+            text_cell(or_unset(obj.pointer("/spec/volumeAttributesClassName"))),
+            text_cell(obj.pointer("/status/reason").and_then(Value::as_str).unwrap_or("")),
             age(obj),
-            s(or_unset(obj.pointer("/spec/volumeMode"))),
+            text_cell(or_unset(obj.pointer("/spec/volumeMode"))),
         ]
+    }
+}
+
+/// Volumes' status writes: a phase change stamps `lastPhaseTransitionTime`.
+#[derive(Debug)]
+struct VolumeStatus;
+
+impl StatusStrategy for VolumeStatus {
+    fn prepare_for_update(&self, _cx: &mut AdmitContext<'_>, old: &Value, obj: &mut Value) -> Result<(), ApiError> {
+        stamp_phase_transition(Some(old), obj);
+        Ok(())
     }
 }
 

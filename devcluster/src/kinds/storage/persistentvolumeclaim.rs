@@ -13,12 +13,12 @@ use serde_json::{Value, json};
 use super::{
     BETA_STORAGE_CLASS, PVC_PROTECTION, access_modes_string, claim_class, claim_has_class, default_class, or_unset,
 };
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, name, s};
+use crate::kinds::print::{age, col, name, text_cell};
 use crate::kinds::validate;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::decode;
+use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
 use crate::store::GroupResource;
 
 /// The served resource.
@@ -32,39 +32,26 @@ pub(crate) fn resource() -> ResourceInfo {
         PersistentVolumeClaimStrategy,
     )
     .short_names(&["pvc"])
-    .with_status()
+    .with_status_strategy(ClaimStatus)
 }
 
 #[derive(Debug)]
 struct PersistentVolumeClaimStrategy;
 
 impl Strategy for PersistentVolumeClaimStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = PersistentVolumeClaim;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(PersistentVolumeClaim))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    fn decode(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
+        let res = cx.res;
         decode::normalize_quantities(obj);
         decode::typed::<PersistentVolumeClaim>(cx.request, res, obj)
     }
 
-    fn prepare(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            let status = meta::ensure_object(meta::ensure_object(obj).entry("status").or_insert(json!({})));
-            status.entry("phase").or_insert(json!("Pending"));
-            return Ok(());
-        }
+    fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(json!({})));
         spec.entry("volumeMode").or_insert(json!("Filesystem"));
         if cx.creating() {
@@ -73,13 +60,7 @@ impl Strategy for PersistentVolumeClaimStrategy {
         Ok(())
     }
 
-    fn admit(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn admit(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         if !cx.creating() {
             return Ok(());
         }
@@ -98,25 +79,15 @@ impl Strategy for PersistentVolumeClaimStrategy {
         Ok(())
     }
 
-    fn validate(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_spec(obj, &mut causes);
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
-        if cx.status() {
-            return Ok(());
-        }
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_spec(obj, &mut causes);
         validate_spec_update(old, obj, &mut causes);
@@ -124,7 +95,7 @@ impl Strategy for PersistentVolumeClaimStrategy {
         check_resize(cx, res, old, obj)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -163,7 +134,7 @@ impl Strategy for PersistentVolumeClaimStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let phase = if meta::is_deleting(obj) {
             "Terminating"
         } else {
@@ -183,15 +154,27 @@ impl Strategy for PersistentVolumeClaimStrategy {
         };
         vec![
             name(obj),
-            s(phase),
-            s(volume),
-            s(capacity),
-            s(modes),
-            s(claim_class(obj)),
-            s(or_unset(obj.pointer("/spec/volumeAttributesClassName"))),
+            text_cell(phase),
+            text_cell(volume),
+            text_cell(capacity),
+            text_cell(modes),
+            text_cell(claim_class(obj)),
+            text_cell(or_unset(obj.pointer("/spec/volumeAttributesClassName"))),
             age(obj),
-            s(or_unset(obj.pointer("/spec/volumeMode"))),
+            text_cell(or_unset(obj.pointer("/spec/volumeMode"))),
         ]
+    }
+}
+
+/// Claims' status writes: the phase defaults to `Pending`.
+#[derive(Debug)]
+struct ClaimStatus;
+
+impl StatusStrategy for ClaimStatus {
+    fn prepare_for_update(&self, _cx: &mut AdmitContext<'_>, _old: &Value, obj: &mut Value) -> Result<(), ApiError> {
+        let status = meta::ensure_object(meta::ensure_object(obj).entry("status").or_insert(json!({})));
+        status.entry("phase").or_insert(json!("Pending"));
+        Ok(())
     }
 }
 

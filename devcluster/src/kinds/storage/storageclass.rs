@@ -9,12 +9,11 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::{Value, json};
 
 use super::is_default_class;
-use crate::admission::decode;
 use crate::error::{ApiError, FieldCause};
-use crate::kinds::print::{age, col, s};
+use crate::kinds::print::{age, col, text_cell};
 use crate::kinds::validate;
 use crate::meta;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -38,45 +37,28 @@ const BINDING_MODES: &[&str] = &["Immediate", "WaitForFirstConsumer"];
 struct StorageClassStrategy;
 
 impl Strategy for StorageClassStrategy {
-    fn has_generation(&self) -> bool {
-        false
+    type Object = StorageClass;
+
+    fn facts(&self) -> Facts {
+        Facts::NO_GENERATION
     }
 
-    #[cfg(test)]
-    fn json_schema(&self) -> Option<schemars::Schema> {
-        Some(schemars::schema_for!(StorageClass))
-    }
-
-    fn decode(&self, cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        decode::typed::<StorageClass>(cx.request, res, obj)
-    }
-
-    fn prepare(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        _res: &ResourceInfo,
-        _old: Option<&Value>,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
+    fn prepare(&self, _cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let m = meta::ensure_object(obj);
         m.entry("reclaimPolicy").or_insert(json!("Delete"));
         m.entry("volumeBindingMode").or_insert(json!("Immediate"));
         Ok(())
     }
 
-    fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_class(obj, &mut causes);
         invalid(res, obj, causes)
     }
 
-    fn validate_update(
-        &self,
-        _cx: &mut AdmitContext<'_>,
-        res: &ResourceInfo,
-        old: &Value,
-        obj: &Value,
-    ) -> Result<(), ApiError> {
+    fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
+        let res = cx.res;
         let mut causes = Vec::new();
         validate_class(obj, &mut causes);
         let field = |o: &Value, f: &str| o.get(f).filter(|v| !v.is_null()).cloned();
@@ -108,7 +90,7 @@ impl Strategy for StorageClassStrategy {
         invalid(res, obj, causes)
     }
 
-    fn columns(&self, _res: &ResourceInfo) -> Vec<Value> {
+    fn columns(&self) -> Vec<Value> {
         vec![
             crate::resource::name_column(),
             col(
@@ -139,17 +121,17 @@ impl Strategy for StorageClassStrategy {
         ]
     }
 
-    fn cells(&self, _res: &ResourceInfo, obj: &Value) -> Vec<Value> {
+    fn cells(&self, obj: &Value) -> Vec<Value> {
         let mut name = meta::name(obj).to_string();
         if is_default_class(obj) {
             name.push_str(" (default)");
         }
         let str_or = |f: &str, d: &str| obj.get(f).and_then(Value::as_str).unwrap_or(d).to_string();
         vec![
-            s(name),
-            s(str_or("provisioner", "")),
-            s(str_or("reclaimPolicy", "Delete")),
-            s(str_or("volumeBindingMode", "Immediate")),
+            text_cell(name),
+            text_cell(str_or("provisioner", "")),
+            text_cell(str_or("reclaimPolicy", "Delete")),
+            text_cell(str_or("volumeBindingMode", "Immediate")),
             json!(
                 obj.get("allowVolumeExpansion")
                     .and_then(Value::as_bool)

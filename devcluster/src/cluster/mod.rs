@@ -1,6 +1,8 @@
 //! The shared runtime state of a running cluster and its background tasks (HTTP server, garbage
 //! collector, kubelet).
 
+pub(crate) mod guaranteed;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -114,7 +116,7 @@ pub struct Shared {
     /// The simulated kubelet's container logs (`pods/log`).
     pub logs: Mutex<crate::logs::PodLogs>,
     /// The turns of HTTP writes to each object.
-    pub(crate) write_turns: crate::api::guaranteed::WriteTurns,
+    pub(crate) write_turns: guaranteed::WriteTurns,
     shutdown: watch::Sender<bool>,
 }
 

@@ -6,9 +6,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::ResourceInfo;
 use crate::error::ApiError;
 use crate::request::{FieldValidation, RequestContext};
-use crate::resource::ResourceInfo;
 
 /// JSON numbers where Kubernetes expects a `Quantity` (`cpu: 1` in YAML arrives as a number): the apiserver
 /// accepts them, so they become canonical quantity strings (`1`, `0.5` -> `500m`) before typed decoding.

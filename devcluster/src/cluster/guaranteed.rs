@@ -1,4 +1,4 @@
-//! Writes from the HTTP handlers, with the cluster lock taken per step ([`super::write`]'s table): the
+//! Writes from the HTTP handlers, with the cluster lock taken per step ([`crate::api::write`]'s table): the
 //! work a request body can inflate (patch application, serialization for the size check, the no-op
 //! comparison, managedFields, CEL rules) runs with the lock released, on a snapshot of the stored object,
 //! and the commit re-checks that the object's resourceVersion is still the snapshot's. If another writer
@@ -17,15 +17,15 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::write::{self, PatchPlan, Step};
-use super::{PatchType, ns_of};
+use super::Shared;
+use crate::api::write::{self, PatchPlan, Step};
+use crate::api::{PatchType, ns_of};
 use crate::error::ApiError;
 use crate::patch::json::go_json_size;
 use crate::request::RequestContext;
 use crate::resource::{ApiSettings, ResourceInfo};
-use crate::server::Shared;
 
-pub(crate) use super::write::MAX_ATTEMPTS;
+pub(crate) use crate::api::write::MAX_ATTEMPTS;
 
 /// The turns of the HTTP writes of each object: one at a time per object. An entry lives while a write
 /// holds or waits for its turn.
@@ -129,7 +129,6 @@ fn create_once(
     manager: &str,
     ctx: &mut RequestContext,
 ) -> Result<Option<Arc<Value>>, ApiError> {
-    precompile(res, new.object(), ctx);
     let admitted = match shared.with(|s| s.admit_create(res, new, ctx))? {
         Step::Done(admitted) => admitted,
         Step::Stale(_) => return Ok(None),
@@ -196,14 +195,6 @@ pub(crate) fn patch(
     Err(exhausted(res, name))
 }
 
-/// Compiles the CEL expressions of a `resource.k8s.io` object before the lock is taken, so that its
-/// validation under the lock only looks them up (compiling a 10 KiB expression is not cheap).
-fn precompile(res: &ResourceInfo, obj: &Value, ctx: &mut RequestContext) {
-    if res.group == "resource.k8s.io" {
-        ctx.cel = Some(Arc::new(crate::kinds::dra::cel::precompile(obj)));
-    }
-}
-
 /// One attempt at an update or patch from its change; `None` when the object changed meanwhile.
 fn change_once(
     shared: &Shared,
@@ -214,7 +205,6 @@ fn change_once(
     ctx: &mut RequestContext,
 ) -> Result<Option<Arc<Value>>, ApiError> {
     let change = write::decode_change(res, change, subresource, settings, ctx)?;
-    precompile(res, change.object(), ctx);
     let admitted = match shared.with(|s| s.admit_change(res, change, subresource, ctx))? {
         Step::Done(admitted) => admitted,
         Step::Stale(_) => return Ok(None),
@@ -233,7 +223,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::server::test_shared;
+    use crate::cluster::test_shared;
 
     fn configmaps(shared: &Shared) -> Arc<ResourceInfo> {
         shared.with(|s| s.builtin("", "configmaps")).unwrap()
