@@ -2,7 +2,6 @@
 //! Workload and PodGroup and the scheduler acts on it; deleting a JobSet removes everything below it and
 //! frees its nodes, and nothing of another JobSet.
 
-
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
@@ -249,11 +248,10 @@ async fn deleting_a_jobset_cleans_up_everything_below_it_and_nothing_else() {
     // dependent of an owner deleted now is collected after everything queued before.
     let cms = e2e.api::<ConfigMap>();
     let owner = e2e.create(&config_map("gc-barrier", json!([]))).await.unwrap();
-    let owner_ref = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "gc-barrier", "uid": owner.uid().unwrap()}]);
+    let owner_ref =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "gc-barrier", "uid": owner.uid().unwrap()}]);
     e2e.create(&config_map("gc-barrier-dep", owner_ref)).await.unwrap();
-    cms.delete("gc-barrier", &DeleteParams::background())
-        .await
-        .unwrap();
+    cms.delete("gc-barrier", &DeleteParams::background()).await.unwrap();
     eventually("the garbage collector caught up", || async {
         let left = cms.get_opt("gc-barrier-dep").await?;
         check(left.is_none(), || "the barrier's dependent is still there".into())

@@ -69,7 +69,10 @@ async fn the_monitor_reports_a_gang_bound_one_pod_at_a_time() {
     })
     .await
     .unwrap();
-    assert!(bound_at.elapsed() >= Duration::from_millis(300), "reported early: {err}");
+    assert!(
+        bound_at.elapsed() >= Duration::from_millis(300),
+        "reported early: {err}"
+    );
     assert!(err.contains("sat partially bound (up to 1 of 3)"), "{err}");
 
     // Completing it later does not undo the violation; the end state is whole again.

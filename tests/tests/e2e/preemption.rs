@@ -187,11 +187,12 @@ async fn a_higher_priority_gang_preempts_an_all_gang_entirely_which_then_reruns_
         let tried = replacements
             .iter()
             .filter(|p| {
-                node_of(p).is_some()
-                    || pod_condition(p, POD_SCHEDULED).is_some_and(|c| c.1 == REASON_UNSCHEDULABLE)
+                node_of(p).is_some() || pod_condition(p, POD_SCHEDULED).is_some_and(|c| c.1 == REASON_UNSCHEDULABLE)
             })
             .count();
-        check(tried == 4, || format!("{tried} of {} replacements tried", replacements.len()))
+        check(tried == 4, || {
+            format!("{tried} of {} replacements tried", replacements.len())
+        })
     })
     .await
     .unwrap();
@@ -260,7 +261,11 @@ async fn a_higher_priority_gang_takes_only_what_it_needs_from_a_single_gang() {
         let chosen = scheduler.victims();
         check(
             (retried >= 2 || running != 3 || bound.is_some() || chosen > 1) && events >= chosen,
-            || format!("{retried} retries, {running} running, bound to {bound:?}, {events} of {chosen} victims' events"),
+            || {
+                format!(
+                    "{retried} retries, {running} running, bound to {bound:?}, {events} of {chosen} victims' events"
+                )
+            },
         )
     })
     .await
