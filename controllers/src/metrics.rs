@@ -1,5 +1,10 @@
 //! Prometheus metrics of the controllers: reconciles by result, reconcile durations and scheduling-object
 //! syncs, per controller, and whether this instance leads (`kwas_controller_is_leader`).
+//!
+//! `kwas_controller_reconciles_total` counts every reconcile once it is over: `result="success"` or
+//! `"error"`, and `"skipped"` for an object left alone because another controller manages it (such
+//! reconciles are not timed). A rising `skipped` count shows objects this instance is not configured to
+//! manage, and tells a test that the controller has seen such an object and done nothing with it.
 
 use std::time::Instant;
 
@@ -15,7 +20,8 @@ use prometheus_client::registry::Registry;
 pub struct ResultLabels {
     /// The controller (`job`, `jobset`).
     pub controller: String,
-    /// `success` or `error`.
+    /// `success` or `error`; `skipped` for an object the controller looked at and left alone because
+    /// another controller manages it (a Job whose `spec.managedBy` names another controller).
     pub result: String,
 }
 
@@ -126,6 +132,16 @@ impl Metrics {
         self.is_leader.set(i64::from(leader));
     }
 
+    /// Count a reconcile of `controller` that left its object alone (another controller manages it).
+    pub fn skipped(&self, controller: &str) {
+        self.reconciles
+            .get_or_create(&ResultLabels {
+                controller: controller.to_string(),
+                result: "skipped".to_string(),
+            })
+            .inc();
+    }
+
     /// The number of reconciles of `controller` with `result` so far.
     pub fn reconciles(&self, controller: &str, result: &str) -> u64 {
         self.reconciles
@@ -176,7 +192,9 @@ mod tests {
         metrics.reconcile("job").finish(false);
         metrics.scheduling_sync("job", true);
         metrics.scheduling_sync("job", false);
+        metrics.skipped("job");
         assert_eq!(metrics.reconciles("job", "success"), 1);
+        assert_eq!(metrics.reconciles("job", "skipped"), 1);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(

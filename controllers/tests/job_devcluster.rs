@@ -121,8 +121,9 @@ fn pod_group_of(p: &Pod) -> Option<String> {
 }
 
 /// The resourceVersion at which the first object of kind `K` appeared (resourceVersions are one global
-/// counter, so they order creations across kinds).
-fn first_created<K>(client: &Client) -> tokio::task::JoinHandle<u64>
+/// counter, so they order creations across kinds). Returns once the watch has listed the kind, so nothing
+/// created afterwards is missed.
+async fn first_created<K>(client: &Client) -> tokio::task::JoinHandle<u64>
 where
     K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -133,20 +134,35 @@ where
 {
     use futures::StreamExt;
     let api: Api<K> = Api::namespaced(client.clone(), "default");
-    tokio::spawn(async move {
+    let (listed, listed_rx) = tokio::sync::oneshot::channel();
+    let handle = tokio::spawn(async move {
+        let mut listed = Some(listed);
         let mut stream = std::pin::pin!(kube::runtime::watcher(api, Default::default()));
         while let Some(event) = stream.next().await {
-            if let Ok(kube::runtime::watcher::Event::Apply(o)) = event {
-                return o
-                    .meta()
-                    .resource_version
-                    .as_deref()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
+            match event {
+                Ok(kube::runtime::watcher::Event::InitDone) => {
+                    if let Some(l) = listed.take() {
+                        let _ = l.send(());
+                    }
+                }
+                Ok(kube::runtime::watcher::Event::Apply(o)) => {
+                    return o
+                        .meta()
+                        .resource_version
+                        .as_deref()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                }
+                _ => {}
             }
         }
         0
-    })
+    });
+    tokio::time::timeout(T, listed_rx)
+        .await
+        .expect("the watch lists the kind in time")
+        .expect("the watch lists the kind");
+    handle
 }
 
 #[tokio::test]
@@ -154,11 +170,10 @@ async fn root_gang_job_creates_workload_then_pod_group_then_pods_and_completes()
     let c = cluster().await;
     let client = c.client();
     let order = (
-        first_created::<Workload>(&client),
-        first_created::<PodGroup>(&client),
-        first_created::<Pod>(&client),
+        first_created::<Workload>(&client).await,
+        first_created::<PodGroup>(&client).await,
+        first_created::<Pod>(&client).await,
     );
-    tokio::time::sleep(Duration::from_millis(100)).await;
     let _binder = start_binder(client.clone(), c.node_names());
     let _ctl = start_job_controller(client.clone(), job_config());
     let j = create(
@@ -319,7 +334,7 @@ async fn suspend_defers_the_pod_group_and_resume_runs_the_job() {
     let c = cluster().await;
     let client = c.client();
     let _binder = start_binder(client.clone(), c.node_names());
-    let _ctl = start_job_controller(client.clone(), job_config());
+    let ctl = start_job_controller(client.clone(), job_config());
     create(
         &client,
         &job(
@@ -334,7 +349,9 @@ async fn suspend_defers_the_pod_group_and_resume_runs_the_job() {
         (workloads(&client).await.len() == 1).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A reconcile that started once the Workload existed has finished (it saw the Workload, and would
+    // have gone on to the PodGroup).
+    reconciled_after_now(&ctl, "job", |n| poke::<Job>(&client, "later", n)).await;
     assert!(groups(&client).await.is_empty(), "no PodGroup while suspended");
     assert!(pods_of(&client, "later").await.is_empty());
     Api::<Job>::namespaced(client.clone(), "default")
@@ -471,7 +488,21 @@ async fn a_restarted_controller_creates_no_duplicates_and_loses_no_count() {
     })
     .await;
     first.stop().await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The pods the first instance left run to their end with no controller watching, so the second
+    // instance has completions to count that the first never saw.
+    eventually_within(T, "the pods left by the first instance finished", || async {
+        pods_of(&client, "steady")
+            .await
+            .iter()
+            .all(|p| {
+                matches!(
+                    p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                    Some("Succeeded" | "Failed")
+                )
+            })
+            .then_some(())
+    })
+    .await;
     let _second = start_job_controller(client.clone(), job_config());
     let done = wait_condition(&client, "steady", "Complete").await;
     assert_eq!(done.status.as_ref().unwrap().succeeded, Some(12));
@@ -883,15 +914,21 @@ async fn finished_jobs_are_deleted_after_their_ttl() {
 async fn jobs_managed_by_another_controller_are_left_alone() {
     let c = cluster().await;
     let client = c.client();
-    let _ctl = start_job_controller(client.clone(), job_config());
+    let ctl = start_job_controller(client.clone(), job_config());
     create(&client, &job("theirs", json!({"managedBy": "kubernetes.io/job-controller", "parallelism": 1, "template": pod_template(None, None)}))).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The controller has looked at the Job (after it existed) and left it alone.
+    reconciled_after_now(&ctl, "job", |n| poke::<Job>(&client, "theirs", n)).await;
     assert!(pods_of(&client, "theirs").await.is_empty());
     assert!(
         get(&client, "theirs")
             .await
             .status
             .is_none_or(|s| s.conditions.is_none())
+    );
+    assert_eq!(
+        ctl.metrics().reconciles("job", "success"),
+        0,
+        "every reconcile of the Job skipped it"
     );
     c.shutdown().await;
 }

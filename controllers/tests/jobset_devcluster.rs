@@ -266,8 +266,9 @@ async fn a_restarted_jobset_controller_creates_no_duplicates() {
     e.cluster.shutdown().await;
 }
 
-/// The resourceVersions at which the first `expected` objects of kind `K` were deleted.
-fn deletions<K>(client: &Client, expected: usize) -> tokio::task::JoinHandle<Vec<u64>>
+/// The resourceVersions at which the first `expected` objects of kind `K` were deleted. Returns once the
+/// watch has listed the kind, so no later deletion is missed.
+async fn deletions<K>(client: &Client, expected: usize) -> tokio::task::JoinHandle<Vec<u64>>
 where
     K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -277,11 +278,18 @@ where
         + 'static,
 {
     let api: Api<K> = Api::namespaced(client.clone(), "default");
-    tokio::spawn(async move {
+    let (listed, listed_rx) = tokio::sync::oneshot::channel();
+    let handle = tokio::spawn(async move {
+        let mut listed = Some(listed);
         let mut out = Vec::new();
         let mut stream = std::pin::pin!(kube::runtime::watcher(api, Default::default()));
         let deadline = tokio::time::Instant::now() + T;
         while let Ok(Some(event)) = tokio::time::timeout_at(deadline, stream.next()).await {
+            if let Ok(kube::runtime::watcher::Event::InitDone) = event
+                && let Some(l) = listed.take()
+            {
+                let _ = l.send(());
+            }
             if let Ok(kube::runtime::watcher::Event::Delete(o)) = event {
                 out.push(
                     o.meta()
@@ -296,7 +304,12 @@ where
             }
         }
         out
-    })
+    });
+    tokio::time::timeout(T, listed_rx)
+        .await
+        .expect("the watch lists the kind in time")
+        .expect("the watch lists the kind");
+    handle
 }
 
 #[tokio::test]
@@ -319,9 +332,8 @@ async fn deleting_a_jobset_removes_everything_below_it_groups_bottom_up() {
         .then_some(())
     })
     .await;
-    let group_deletions = deletions::<PodGroup>(c, 3);
-    let root_deletions = deletions::<CompositePodGroup>(c, 1);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let group_deletions = deletions::<PodGroup>(c, 3).await;
+    let root_deletions = deletions::<CompositePodGroup>(c, 1).await;
     Api::<JobSet>::namespaced(c.clone(), "default")
         .delete("pretrain", &DeleteParams::background())
         .await
@@ -455,7 +467,9 @@ async fn conflicting_and_invalid_configurations_fail_with_field_paths_and_create
         assert_eq!(cond.reason, "InvalidSchedulingConfiguration");
         assert!(cond.message.contains(path), "{name}: {}", cond.message);
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The controller has reconciled the failed JobSet again since (it would create what it creates).
+    let jobsets = e.jobsets.as_ref().unwrap();
+    reconciled_after_now(jobsets, "jobset", |n| poke::<JobSet>(c, "allbasic", n)).await;
     assert!(list::<Workload>(c).await.is_empty());
     assert!(list::<Job>(c).await.is_empty());
     assert!(list::<CompositePodGroup>(c).await.is_empty());

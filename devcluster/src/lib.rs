@@ -419,6 +419,14 @@ impl DevCluster {
         })
     }
 
+    /// Requests the server is answering right now, open watches not counted (what
+    /// kube-apiserver's `apiserver_current_inflight_requests` shows). Zero once the answers to every
+    /// request received so far are out, or their clients gone: after a client is killed, nothing it sent
+    /// is still on its way into the cluster.
+    pub fn requests_in_flight(&self) -> usize {
+        self.shared.in_flight.serving()
+    }
+
     /// The background tasks that died and were started again (empty while all is well).
     pub fn task_failures(&self) -> Vec<TaskHealth> {
         self.shared.restarts.snapshot()

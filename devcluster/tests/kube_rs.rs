@@ -401,9 +401,14 @@ async fn lease_based_leader_election_has_one_leader_and_fails_over() {
         !try_acquire(&leases, other, 1).await,
         "the other cannot take a live lease"
     );
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let renewed = leases.get("leader").await.unwrap().spec.unwrap().renew_time.unwrap().0;
+    // The other contender keeps trying, as an elector does, until the lease has expired.
+    let taken = common::eventually_within(T, "the lease to expire", || async {
+        try_acquire(&leases, other, 1).await.then(jiff::Timestamp::now)
+    })
+    .await;
     assert!(
-        try_acquire(&leases, other, 1).await,
+        taken >= renewed + jiff::SignedDuration::from_secs(1),
         "the other takes the expired lease"
     );
     let lease = leases.get("leader").await.unwrap();

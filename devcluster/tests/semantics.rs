@@ -50,6 +50,21 @@ where
     api.get_opt(name).await.unwrap().is_none()
 }
 
+/// Waits until the garbage collector has worked through everything queued before this call. It works
+/// its queue in order, so once the dependent of an owner deleted now (`{name}-dep` of `{name}-owner`) is
+/// collected, every earlier item is done.
+async fn gc_caught_up(cms: &Api<ConfigMap>, name: &str) {
+    let pp = PostParams::default();
+    let owner = cms.create(&pp, &cm(&format!("{name}-owner"), json!([]))).await.unwrap();
+    cms.create(&pp, &cm(&format!("{name}-dep"), json!([owner_ref(&owner, false)])))
+        .await
+        .unwrap();
+    cms.delete(&format!("{name}-owner"), &DeleteParams::background())
+        .await
+        .unwrap();
+    wait_gone(cms, &format!("{name}-dep")).await;
+}
+
 async fn wait_gone<K>(api: &Api<K>, name: &str)
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
@@ -523,7 +538,7 @@ async fn garbage_collection_background_foreground_orphan_and_multiple_owners() {
         cms.get("fg-dep").await.ok()?.metadata.deletion_timestamp.map(|_| ())
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    gc_caught_up(&cms, "barrier-fg").await;
     assert!(
         !gone(&cms, "fg-owner").await,
         "the owner waits for its blocking dependent"
@@ -555,7 +570,7 @@ async fn garbage_collection_background_foreground_orphan_and_multiple_owners() {
         .await
         .unwrap();
     cms.delete("own-a", &DeleteParams::background()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    gc_caught_up(&cms, "barrier-shared").await;
     assert!(!gone(&cms, "shared").await, "one owner remains");
     cms.delete("own-b", &DeleteParams::background()).await.unwrap();
     wait_gone(&cms, "shared").await;
@@ -570,7 +585,7 @@ async fn garbage_collection_background_foreground_orphan_and_multiple_owners() {
     cms.create(&pp, &cm("foreign", json!([{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": "ing", "uid": "11111111-0000-0000-0000-000000000000"}])))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    gc_caught_up(&cms, "barrier-foreign").await;
     assert!(!gone(&cms, "foreign").await);
     c.shutdown().await;
 }
@@ -895,7 +910,15 @@ async fn binding_eviction_cordon_and_node_removal() {
     )
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // The kubelet handles pod events in order: once a pod created after `early` on a node that exists
+    // runs, the kubelet has looked at `early` too (and would have started it before the later pod).
+    pods.create(
+        &PostParams::default(),
+        &pod("after-early", Some("node-b0-r0-n0"), json!({}), "Always"),
+    )
+    .await
+    .unwrap();
+    wait_phase(&pods, "after-early", "Running").await;
     assert_eq!(
         pods.get("early").await.unwrap().status.unwrap().phase.as_deref(),
         Some("Pending")

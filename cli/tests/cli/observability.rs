@@ -344,6 +344,7 @@ fn controllers_metrics_with_every_series() -> String {
         m.reconcile("job").finish(ok);
         m.scheduling_sync("job", ok);
     }
+    m.skipped("job");
     m.leader(true);
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();

@@ -191,6 +191,7 @@ fn error_policy(job: Arc<Job>, error: &Error, ctx: Arc<Context>) -> Action {
 /// Reconcile one Job.
 pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action> {
     if !is_managed(&job, &ctx.config) {
+        ctx.metrics.skipped("job");
         return Ok(Action::await_change());
     }
     let span = info_span!("reconcile", controller = "job", namespace = %job.namespace().unwrap_or_default(), job = %job.name_any());

@@ -31,13 +31,28 @@ pub async fn cluster() -> DevCluster {
     cluster_with(|_| {}).await
 }
 
-/// A background task that stops when dropped or stopped.
+/// A background task that stops when dropped or stopped; a controller's task also keeps the controller's
+/// metrics, so a test can tell that the controller has processed something.
 pub struct Task {
     stop: Option<oneshot::Sender<()>>,
     handle: JoinHandle<()>,
+    metrics: Option<Metrics>,
 }
 
 impl Task {
+    /// The metrics of the controller this task runs.
+    pub fn metrics(&self) -> &Metrics {
+        self.metrics.as_ref().expect("a controller task")
+    }
+
+    /// Reconciles of `controller` so far, whatever their result.
+    pub fn reconciles(&self, controller: &str) -> u64 {
+        ["success", "error", "skipped"]
+            .iter()
+            .map(|r| self.metrics().reconciles(controller, r))
+            .sum()
+    }
+
     /// Stop the task and wait for it (a controller "crash": no more reconciles from this instance).
     pub async fn stop(mut self) {
         if let Some(s) = self.stop.take() {
@@ -62,6 +77,7 @@ where
     Task {
         stop: Some(tx),
         handle: tokio::spawn(f(rx)),
+        metrics: None,
     }
 }
 
@@ -79,24 +95,32 @@ pub fn job_config() -> JobControllerConfig {
 
 /// Start the Job controller.
 pub fn start_job_controller(client: Client, config: JobControllerConfig) -> Task {
-    spawn(move |rx| async move {
-        let ctx = job::Context::new(client, config, Metrics::unregistered());
+    let metrics = Metrics::unregistered();
+    let kept = metrics.clone();
+    let mut task = spawn(move |rx| async move {
+        let ctx = job::Context::new(client, config, metrics);
         job::run(ctx, async move {
             let _ = rx.await;
         })
         .await;
-    })
+    });
+    task.metrics = Some(kept);
+    task
 }
 
 /// Start the JobSet controller.
 pub fn start_jobset_controller(client: Client, config: JobSetControllerConfig) -> Task {
-    spawn(move |rx| async move {
-        let ctx = jobset::Context::new(client, config, Metrics::unregistered());
+    let metrics = Metrics::unregistered();
+    let kept = metrics.clone();
+    let mut task = spawn(move |rx| async move {
+        let ctx = jobset::Context::new(client, config, metrics);
         jobset::run(ctx, async move {
             let _ = rx.await;
         })
         .await;
-    })
+    });
+    task.metrics = Some(kept);
+    task
 }
 
 /// A stand-in scheduler: binds every pending pod to the nodes in turn, through `pods/binding`.
@@ -144,3 +168,47 @@ pub fn start_binder(client: Client, nodes: Vec<String>) -> Task {
 /// The toolkit's wait (polls a condition, reports what it last saw on timeout).
 #[allow(unused_imports)]
 pub use kwas_test_tools::wait::eventually_within;
+/// Waits until `controller` (run by `task`) has finished a reconcile that started after this call: the
+/// positive signal that must come before asserting that the controller did *not* do something. Twice, it
+/// calls `poke` (which must change the object, e.g. bump an annotation, so that the controller reconciles
+/// it) and waits for the reconcile count to rise. One rise may come from a reconcile already running when
+/// this was called; the reconcile that raises the count after the second poke started after that one
+/// ended (a controller never reconciles one object twice at once), or after the second poke. The object
+/// poked should be the only one the controller reconciles meanwhile.
+pub async fn reconciled_after_now<F, Fut>(task: &Task, controller: &str, mut poke: F)
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for round in 0..2 {
+        let before = task.reconciles(controller);
+        poke(round).await;
+        eventually_within(
+            Duration::from_secs(20),
+            format!("a {controller} reconcile after poke {round}"),
+            || async { (task.reconciles(controller) > before).then_some(()) },
+        )
+        .await;
+    }
+}
+
+/// Sets annotation `kwas.test/poke` on the namespaced object `name` to `value` (a change that makes its
+/// controller reconcile it, and that no controller reads).
+pub async fn poke<K>(client: &Client, name: &str, value: u32)
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(client.clone(), "default")
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({
+                "metadata": {"annotations": {"kwas.test/poke": value.to_string()}}
+            })),
+        )
+        .await
+        .expect("poke");
+}

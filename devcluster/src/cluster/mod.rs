@@ -71,11 +71,14 @@ pub struct InFlight {
     watches: Arc<Semaphore>,
 }
 
+const MAX_READS: usize = 400;
+const MAX_WRITES: usize = 200;
+
 impl Default for InFlight {
     fn default() -> Self {
         InFlight {
-            reads: Arc::new(Semaphore::new(400)),
-            writes: Arc::new(Semaphore::new(200)),
+            reads: Arc::new(Semaphore::new(MAX_READS)),
+            writes: Arc::new(Semaphore::new(MAX_WRITES)),
             watches: Arc::new(Semaphore::new(1000)),
         }
     }
@@ -86,6 +89,11 @@ impl InFlight {
     pub fn admit(&self, mutating: bool) -> Option<OwnedSemaphorePermit> {
         let pool = if mutating { &self.writes } else { &self.reads };
         pool.clone().try_acquire_owned().ok()
+    }
+
+    /// Requests being served now (open watches not counted).
+    pub fn serving(&self) -> usize {
+        (MAX_READS - self.reads.available_permits()) + (MAX_WRITES - self.writes.available_permits())
     }
 
     /// A slot for one open watch, or `None` when the limit is reached.

@@ -12,7 +12,7 @@ use kwas_api_types::names::labels::RACK;
 use kwas_tests::inspect::*;
 use kwas_tests::*;
 
-use crate::grid;
+use crate::{grid, group_attempts};
 
 fn group_condition(g: &PodGroup, type_: &str) -> Option<(String, String, String)> {
     g.status
@@ -110,8 +110,18 @@ async fn a_gang_that_does_not_fit_binds_nothing_until_capacity_frees_then_runs()
     })
     .await
     .unwrap();
-    // It keeps binding nothing while it waits (the scheduler retries it meanwhile).
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    // It keeps binding nothing while it waits: the scheduler retries it (twice, so one retry started after
+    // the report above) and finds it unschedulable again, unless it binds something.
+    let reported = group_attempts(&e2e, "unschedulable");
+    eventually("the gang retried", || async {
+        let bound = bound_count(&pods_of_job(&client, "gang").await?);
+        let retried = group_attempts(&e2e, "unschedulable");
+        check(retried >= reported + 2 || bound > 0, || {
+            format!("{} retries, {bound} bound", retried - reported)
+        })
+    })
+    .await
+    .unwrap();
     assert_eq!(
         bound_count(&pods_of_job(&client, "gang").await.unwrap()),
         0,

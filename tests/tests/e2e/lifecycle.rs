@@ -2,10 +2,8 @@
 //! Workload and PodGroup and the scheduler acts on it; deleting a JobSet removes everything below it and
 //! frees its nodes, and nothing of another JobSet.
 
-use std::time::Duration;
-
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kwas_api_types::jobset::{JobSet, PodGroupManagement};
@@ -246,7 +244,20 @@ async fn deleting_a_jobset_cleans_up_everything_below_it_and_nothing_else() {
     })
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The garbage collector has worked through the cascade: it works its queue in order, and the
+    // dependent of an owner deleted now is collected after everything queued before.
+    let cms = e2e.api::<ConfigMap>();
+    let owner = e2e.create(&config_map("gc-barrier", json!([]))).await.unwrap();
+    let owner_ref =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "gc-barrier", "uid": owner.uid().unwrap()}]);
+    e2e.create(&config_map("gc-barrier-dep", owner_ref)).await.unwrap();
+    cms.delete("gc-barrier", &DeleteParams::background()).await.unwrap();
+    eventually("the garbage collector caught up", || async {
+        let left = cms.get_opt("gc-barrier-dep").await?;
+        check(left.is_none(), || "the barrier's dependent is still there".into())
+    })
+    .await
+    .unwrap();
     assert_eq!(
         objects_of(&client, "keep").await.unwrap(),
         (2, 8, 2, 1, 1),
@@ -309,4 +320,9 @@ async fn a_jobset_min_count_edit_is_resynced() {
     .unwrap();
     wait_bound(&e2e, "js-workers-0", 2).await.unwrap();
     e2e.shutdown().await;
+}
+
+/// A ConfigMap `name` with `owners` as its ownerReferences.
+fn config_map(name: &str, owners: serde_json::Value) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name, "ownerReferences": owners}})).unwrap()
 }

@@ -27,3 +27,25 @@ pub fn grid(blocks: u32, racks: u32, nodes: u32, cpu: &str) -> Topology {
         },
     )
 }
+
+/// Scheduling attempts of PodGroups and CompositePodGroups with `result` the stack's scheduler has finished
+/// so far (upstream's `scheduler_podgroup_schedule_attempts_total`). The scheduler makes one attempt at a
+/// time, so once this has risen twice, an attempt that started after the first reading is over.
+pub fn group_attempts(e2e: &kwas_tests::E2e, result: &str) -> u64 {
+    let text = e2e
+        .stack()
+        .scheduler()
+        .expect("the stack runs its scheduler")
+        .metrics()
+        .encode();
+    let label = format!("result=\"{result}\"");
+    text.lines()
+        .filter(|l| l.starts_with("scheduler_podgroup_schedule_attempts_total{") && l.contains(&label))
+        .map(|l| {
+            l.rsplit(' ')
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("a counter: {l}"))
+        })
+        .sum()
+}

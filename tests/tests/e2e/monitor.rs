@@ -49,6 +49,7 @@ async fn the_monitor_reports_a_gang_bound_one_pod_at_a_time() {
     .await
     .unwrap();
 
+    let bound_at = std::time::Instant::now();
     bind(&e2e, &pods[0], "node-b0-r0-n0").await;
     eventually("the partial gang seen", || async {
         let partial = monitor.partial_now();
@@ -59,8 +60,19 @@ async fn the_monitor_reports_a_gang_bound_one_pod_at_a_time() {
     })
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let err = monitor.check_no_partial_binding().unwrap_err().to_string();
+    // Reported once the gang has sat partial for longer than the burst allowance, not before.
+    let err = eventually("the violation reported", || async {
+        match monitor.check_no_partial_binding() {
+            Ok(s) => Err(not_yet(format!("{s:?}"))),
+            Err(e) => Ok(e.to_string()),
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        bound_at.elapsed() >= Duration::from_millis(300),
+        "reported early: {err}"
+    );
     assert!(err.contains("sat partially bound (up to 1 of 3)"), "{err}");
 
     // Completing it later does not undo the violation; the end state is whole again.

@@ -8,7 +8,6 @@
 //! (`schedulingGroup.podGroupName`), the other way KEP-5547 lets a user form a gang.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -22,7 +21,7 @@ use kwas_api_types::v1alpha3::PodGroup;
 use kwas_tests::inspect::*;
 use kwas_tests::*;
 
-use crate::grid;
+use crate::{grid, group_attempts};
 
 async fn priority_classes(e2e: &E2e) {
     let api: Api<PriorityClass> = Api::all(e2e.client());
@@ -178,7 +177,25 @@ async fn a_higher_priority_gang_preempts_an_all_gang_entirely_which_then_reruns_
     })
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The scheduler has tried the gang with all four: each replacement is bound or told it cannot be.
+    eventually("every replacement tried", || async {
+        let pods = pods_of_job(&client, "low").await?;
+        let replacements: Vec<&Pod> = pods
+            .iter()
+            .filter(|p| !terminating(p) && !p.uid().is_some_and(|u| victims.contains(&u)))
+            .collect();
+        let tried = replacements
+            .iter()
+            .filter(|p| {
+                node_of(p).is_some() || pod_condition(p, POD_SCHEDULED).is_some_and(|c| c.1 == REASON_UNSCHEDULABLE)
+            })
+            .count();
+        check(tried == 4, || {
+            format!("{tried} of {} replacements tried", replacements.len())
+        })
+    })
+    .await
+    .unwrap();
     assert_eq!(
         bound_count(&pods_of_job(&client, "low").await.unwrap()),
         0,
@@ -232,7 +249,27 @@ async fn a_higher_priority_gang_takes_only_what_it_needs_from_a_single_gang() {
     })
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The scheduler retries it (twice, so one retry started after it was told) and takes nothing, unless
+    // it binds it or preempts again; and every victim it chose has its event.
+    let told = group_attempts(&e2e, "unschedulable");
+    let scheduler = e2e.stack().scheduler().unwrap().metrics().clone();
+    eventually("the replacement retried", || async {
+        let retried = group_attempts(&e2e, "unschedulable") - told;
+        let running = still_bound(&e2e, "low", &victims).await.len();
+        let bound = e2e.api::<Pod>().get(&replacement).await?.spec.and_then(|s| s.node_name);
+        let events = preempted_events(&client).await?.len() as u64;
+        let chosen = scheduler.victims();
+        check(
+            (retried >= 2 || running != 3 || bound.is_some() || chosen > 1) && events >= chosen,
+            || {
+                format!(
+                    "{retried} retries, {running} running, bound to {bound:?}, {events} of {chosen} victims' events"
+                )
+            },
+        )
+    })
+    .await
+    .unwrap();
     assert_eq!(still_bound(&e2e, "low", &victims).await.len(), 3);
     let replacement = e2e.api::<Pod>().get(&replacement).await.unwrap();
     assert!(node_of(&replacement).is_none(), "the replacement still waits");
@@ -262,7 +299,14 @@ async fn a_mixed_cluster_loses_one_single_pod_rather_than_a_whole_all_gang() {
     let all: BTreeSet<String> = atomic.union(&loose).cloned().collect();
     let notes = preempted(&e2e, &all, 1).await;
     assert_eq!(notes.len(), 1, "{notes:?}");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The preemptor is bound, so its preemption is decided: every victim the scheduler chose has its event.
+    let chosen = e2e.stack().scheduler().unwrap().metrics().victims();
+    eventually("every chosen victim's event", || async {
+        let events = preempted_events(&client).await?.len() as u64;
+        check(events >= chosen, || format!("{events} of {chosen}"))
+    })
+    .await
+    .unwrap();
     let victims: Vec<String> = preempted_events(&client)
         .await
         .unwrap()

@@ -103,7 +103,13 @@ async fn restarted_scheduler_and_controllers_converge_without_duplicates_or_part
     controllers.crash();
     let pods_then = list::<Pod>(&client).await.unwrap().len();
     assert!(pods_then < PODS, "killed before every pod exists ({pods_then})");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // What the killed components had sent is in (or cut off): the server answers nothing more.
+    eventually("no request in flight", || async {
+        let n = e2e.cluster().requests_in_flight();
+        check(n == 0, || format!("{n} requests in flight"))
+    })
+    .await
+    .unwrap();
     assert!(!monitor.partial_now().is_empty(), "the crash left a gang partly bound");
 
     // The stack's own scheduler and controllers take over.
