@@ -4,7 +4,9 @@
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use kwas_test_tools::wait::eventually_within;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::scheduling::v1alpha3::Workload;
@@ -34,21 +36,30 @@ fn get(port: u16, path: &str) -> Option<(u16, String)> {
     Some((code, out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string()))
 }
 
-/// Polls `/metrics` until it contains `needle` (a 200 answer), failing with the last body at `deadline`.
-async fn wait_for_metric(port: u16, needle: &str, deadline: Instant) {
-    loop {
+/// How long a component has to come up and act.
+const T: Duration = Duration::from_secs(20);
+
+/// Polls `/metrics` until it contains `needle` (a 200 answer), failing with the last answer.
+async fn wait_for_metric(port: u16, needle: &str) {
+    eventually_within(T, format!("{needle} in /metrics"), || {
         let metrics = get(port, "/metrics");
-        if let Some((200, body)) = &metrics
-            && body.contains(needle)
-        {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{needle} never appeared in /metrics: {metrics:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        std::future::ready(match &metrics {
+            Some((200, body)) if body.contains(needle) => Ok(()),
+            _ => Err(format!("{metrics:?}")),
+        })
+    })
+    .await
+}
+
+/// Polls `/readyz` until it answers 200.
+async fn wait_ready(port: u16) {
+    eventually_within(T, "/readyz to answer 200", || {
+        std::future::ready(match get(port, "/readyz") {
+            Some((200, _)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        })
+    })
+    .await
 }
 
 #[tokio::test]
@@ -65,11 +76,7 @@ async fn controllers_serve_admin_endpoints_and_reconcile_jobs() {
             .spawn()
             .unwrap(),
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while get(port, "/readyz").map(|r| r.0) != Some(200) {
-        assert!(Instant::now() < deadline, "readyz");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_ready(port).await;
     assert_eq!(get(port, "/healthz").unwrap().0, 200);
     let job: Job = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "j", "namespace": "default"},
@@ -81,14 +88,14 @@ async fn controllers_serve_admin_endpoints_and_reconcile_jobs() {
         .await
         .unwrap();
     let workloads: Api<Workload> = Api::namespaced(cluster.client(), "default");
-    while workloads.list(&ListParams::default()).await.unwrap().items.is_empty() {
-        assert!(Instant::now() < deadline, "the Job's Workload");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually_within(T, "the Job's Workload", || async {
+        !workloads.list(&ListParams::default()).await.unwrap().items.is_empty()
+    })
+    .await;
     // The Workload exists before the reconcile that created it has finished and been counted: wait for
     // the count, not for a duration.
     let counted = "kwas_controller_reconciles_total{controller=\"job\",result=\"success\"}";
-    wait_for_metric(port, counted, deadline).await;
+    wait_for_metric(port, counted).await;
     cluster.shutdown().await;
 }
 
@@ -112,11 +119,7 @@ async fn scheduler_serves_admin_endpoints_and_binds_pods() {
             .spawn()
             .unwrap(),
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while get(port, "/readyz").map(|r| r.0) != Some(200) {
-        assert!(Instant::now() < deadline, "readyz");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_ready(port).await;
     let pod: Pod = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "p", "namespace": "default"},
         "spec": {"schedulerName": "kwas-scheduler", "containers": [{"name": "c", "image": "i"}]}
@@ -124,10 +127,10 @@ async fn scheduler_serves_admin_endpoints_and_binds_pods() {
     .unwrap();
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
     pods.create(&PostParams::default(), &pod).await.unwrap();
-    while pods.get("p").await.unwrap().spec.unwrap().node_name.is_none() {
-        assert!(Instant::now() < deadline, "the pod bound");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    wait_for_metric(port, "kwas_scheduler_pods_scheduled_total 1", deadline).await;
+    eventually_within(T, "the pod bound", || async {
+        pods.get("p").await.unwrap().spec.unwrap().node_name.is_some()
+    })
+    .await;
+    wait_for_metric(port, "kwas_scheduler_pods_scheduled_total 1").await;
     cluster.shutdown().await;
 }

@@ -1,4 +1,5 @@
-//! The `kwas` binary as users run it: `kwas dev` as a child process, kubectl 1.37, the Python client and raw HTTP against it, the packaging and deploy manifests.
+//! The `kwas` binary as users run it: `kwas dev` as a child process, kubectl 1.37, the Python client
+//! and raw HTTP against it, the packaging and deploy manifests.
 //!
 //! One test binary for the crate: each module was a test binary of its own, and each linked the whole
 //! stack again.

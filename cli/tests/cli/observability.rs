@@ -17,7 +17,7 @@ use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, PostParams};
@@ -386,21 +386,16 @@ fn scrape(port: u16) -> Option<String> {
 
 /// Scrapes `port` until the body contains every one of `needles` (failing with the process's `log`).
 async fn scrape_until(port: u16, needles: &[&str], log: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let what = format!("{needles:?} all on :{port}/metrics");
+    let found = kwas_test_tools::wait::try_eventually_within(Duration::from_secs(60), what, || {
         let body = scrape(port);
-        if let Some(b) = &body
-            && needles.iter().all(|n| b.contains(n))
-        {
-            return b.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{needles:?} never all appeared on :{port}/metrics: {body:?}\nlog:\n{}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        std::future::ready(match body {
+            Some(b) if needles.iter().all(|n| b.contains(n)) => Ok(b),
+            other => Err(format!("{other:?}")),
+        })
+    })
+    .await;
+    found.unwrap_or_else(|timeout| panic!("{timeout}\nlog:\n{}", std::fs::read_to_string(log).unwrap_or_default()))
 }
 
 /// Runs `kwas <args>` with leader election and its admin server on `port`; its log goes to `log`.

@@ -1,4 +1,5 @@
-//! The scheduler's integration tests: the core on built snapshots (scenarios, preemption, DRA, plugins, limits, properties), replay, the runtime on devcluster, and the crate's shape (layers, public surface).
+//! The scheduler's integration tests: the core on built snapshots (scenarios, preemption, DRA, plugins,
+//! limits, properties), replay, the runtime on devcluster, and the crate's shape (layers, public surface).
 //!
 //! One test binary for the crate: each module was a test binary of its own, and each linked the whole
 //! stack again.

@@ -4,7 +4,7 @@
 
 use kwas_test_tools::wait::eventually_within;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -463,11 +463,10 @@ async fn bound_after_preemption(
     client: &Client,
     pod: &str,
 ) -> (BTreeMap<String, (String, String, String)>, Option<String>) {
-    let mut victims = BTreeMap::new();
-    let mut nominated = None;
-    let start = Instant::now();
-    loop {
+    let seen = std::cell::RefCell::new((BTreeMap::new(), None));
+    eventually_within(TIMEOUT, format!("{pod} bound"), || async {
         let all = pods(client).await;
+        let (victims, nominated) = &mut *seen.borrow_mut();
         for p in &all {
             if let Some(c) = pod_condition(p, DISRUPTION_TARGET) {
                 victims.insert(name_of(p), c);
@@ -475,15 +474,13 @@ async fn bound_after_preemption(
             if name_of(p) == pod
                 && let Some(n) = p.status.as_ref().and_then(|s| s.nominated_node_name.clone())
             {
-                nominated = Some(n);
+                *nominated = Some(n);
             }
         }
-        if all.iter().any(|p| name_of(p) == pod && node_of(p).is_some()) {
-            return (victims, nominated);
-        }
-        assert!(start.elapsed() < TIMEOUT, "{pod} was never bound");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        all.iter().any(|p| name_of(p) == pod && node_of(p).is_some())
+    })
+    .await;
+    seen.into_inner()
 }
 
 /// Fills two 4-cpu nodes with a low-priority gang of four 2-cpu pods (disruption mode `all` or

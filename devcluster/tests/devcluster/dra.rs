@@ -6,8 +6,6 @@
 //! 422 and upstream's field paths.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -58,7 +56,7 @@ fn waiting_reason(p: &Pod) -> Option<String> {
 /// Waits for a `FailedPrepareDynamicResources` event on the pod containing `want`; returns the message.
 async fn prepare_failure(c: &DevCluster, pod: &Pod, want: &str) -> String {
     let uid = pod.uid().unwrap();
-    common::eventually_within(T, format!("FailedPrepareDynamicResources with {want:?}"), || async {
+    crate::common::eventually_within(T, format!("FailedPrepareDynamicResources with {want:?}"), || async {
         events_of(c, &uid)
             .await
             .into_iter()
@@ -97,7 +95,7 @@ fn allocated(node: &str, devices: &[&str], consumer: Value) -> Value {
 }
 
 async fn running(pods: &Api<Pod>, name: &str) -> Pod {
-    common::eventually_within(T, format!("pod {name} running"), || async {
+    crate::common::eventually_within(T, format!("pod {name} running"), || async {
         pods.get(name).await.ok().filter(|p| phase(p) == "Running")
     })
     .await
@@ -105,7 +103,7 @@ async fn running(pods: &Api<Pod>, name: &str) -> Pod {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let classes: Api<DeviceClass> = Api::all(client.clone());
     let class = classes.get(DRA_DEVICE_CLASS).await.unwrap();
@@ -142,11 +140,13 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
     assert_eq!(devices[7].capacity.as_ref().unwrap()["memory"].value.0, "80Gi");
 
     // Discovery and OpenAPI serve the group in its one version.
-    let (_, group) = common::raw(&c, "GET", "/apis/resource.k8s.io", &[], b"").await.unwrap();
+    let (_, group) = crate::common::raw(&c, "GET", "/apis/resource.k8s.io", &[], b"")
+        .await
+        .unwrap();
     let group: Value = serde_json::from_str(&group).unwrap();
     assert_eq!(group["preferredVersion"]["groupVersion"], "resource.k8s.io/v1");
     assert_eq!(group["versions"].as_array().unwrap().len(), 1);
-    let (_, list) = common::raw(&c, "GET", "/apis/resource.k8s.io/v1", &[], b"")
+    let (_, list) = crate::common::raw(&c, "GET", "/apis/resource.k8s.io/v1", &[], b"")
         .await
         .unwrap();
     let list: Value = serde_json::from_str(&list).unwrap();
@@ -166,13 +166,13 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
             "resourceslices"
         ]
     );
-    let (code, _) = common::raw(&c, "GET", "/openapi/v3/apis/resource.k8s.io/v1", &[], b"")
+    let (code, _) = crate::common::raw(&c, "GET", "/openapi/v3/apis/resource.k8s.io/v1", &[], b"")
         .await
         .unwrap();
     assert_eq!(code, 200);
 
     // client-go's typed clients read them in protobuf.
-    let (code, body) = common::raw_bytes(
+    let (code, body) = crate::common::raw_bytes(
         &c,
         "GET",
         "/apis/resource.k8s.io/v1/resourceslices",
@@ -227,7 +227,7 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
     );
     // A client deleting the slice gets it back; one editing it gets it restored with a new generation.
     slices.delete(&extra.name_any(), &Default::default()).await.unwrap();
-    common::eventually_within(T, "the slice republished", || async {
+    crate::common::eventually_within(T, "the slice republished", || async {
         slices
             .get_opt(&dra_slice_name("extra"))
             .await
@@ -249,12 +249,12 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
         )
         .await
         .unwrap();
-    common::eventually_within(T, "the slice of a node a client created", || async {
+    crate::common::eventually_within(T, "the slice of a node a client created", || async {
         slices.get_opt(&dra_slice_name("byhand")).await.unwrap()
     })
     .await;
     nodes.delete("byhand", &Default::default()).await.unwrap();
-    common::eventually_within(T, "the slice of a node a client deleted gone", || async {
+    crate::common::eventually_within(T, "the slice of a node a client deleted gone", || async {
         slices
             .get_opt(&dra_slice_name("byhand"))
             .await
@@ -272,7 +272,7 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
         )
         .await
         .unwrap();
-    let n0 = common::eventually_within(T, "node-b0-r0-n0's slice with 3 devices", || async {
+    let n0 = crate::common::eventually_within(T, "node-b0-r0-n0's slice with 3 devices", || async {
         slices
             .get_opt(&dra_slice_name("node-b0-r0-n0"))
             .await
@@ -288,7 +288,7 @@ async fn the_driver_publishes_a_slice_per_node_that_follows_the_nodes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racks_get_interconnect_channels_that_reach_the_rack() {
     use kwas_devcluster::{CHANNELS_PER_DOMAIN, INTERCONNECT_DEVICE_CLASS, INTERCONNECT_DRIVER, channel_slice_name};
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let classes: Api<DeviceClass> = Api::all(client.clone());
     assert!(classes.get(INTERCONNECT_DEVICE_CLASS).await.is_ok());
@@ -328,7 +328,7 @@ async fn racks_get_interconnect_channels_that_reach_the_rack() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_waits_for_its_claim_to_be_allocated_and_reserved_for_it() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let claims: Api<ResourceClaim> = Api::default_namespaced(client.clone());
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
@@ -403,7 +403,7 @@ async fn a_pod_waits_for_its_claim_to_be_allocated_and_reserved_for_it() {
     let p = running(&pods, "trainer").await;
     assert_eq!(p.spec.as_ref().unwrap().node_name.as_deref(), Some(node));
     // kubectl's STATE for it.
-    let table = common::raw(
+    let table = crate::common::raw(
         &c,
         "GET",
         "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/gpus",
@@ -421,7 +421,7 @@ async fn a_pod_waits_for_its_claim_to_be_allocated_and_reserved_for_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn template_claims_and_claims_shared_with_a_pod_group_resolve_like_upstream() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let claims: Api<ResourceClaim> = Api::default_namespaced(client.clone());
     let templates: Api<ResourceClaimTemplate> = Api::default_namespaced(client.clone());
@@ -622,11 +622,11 @@ async fn template_claims_and_claims_shared_with_a_pod_group_resolve_like_upstrea
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_claims_and_slices_are_refused_with_field_paths() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let post = |path: &'static str, body: Value| {
         let c = &c;
         async move {
-            common::raw(
+            crate::common::raw(
                 c,
                 "POST",
                 path,
@@ -797,16 +797,16 @@ fn rows(out: &str) -> Vec<Vec<String>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let slices: Api<ResourceSlice> = Api::all(c.client());
     // Four GPU slices (one per node) and two channel slices (one per rack).
-    common::eventually_within(T, "the drivers' 6 slices", || async {
+    crate::common::eventually_within(T, "the drivers' 6 slices", || async {
         (slices.list(&ListParams::default()).await.unwrap().items.len() == 6).then_some(())
     })
     .await;
 
     // The driver's objects, with upstream's columns.
-    let out = common::kubectl(&c, &["get", "resourceslices"]);
+    let out = crate::common::kubectl(&c, &["get", "resourceslices"]);
     let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(header, ["NAME", "NODE", "DRIVER", "POOL", "AGE"], "{out}");
     let rows_ = rows(&out);
@@ -831,7 +831,7 @@ async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
             ]),
         "{out}"
     );
-    let out = common::kubectl(
+    let out = crate::common::kubectl(
         &c,
         &[
             "get",
@@ -843,7 +843,7 @@ async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
         ],
     );
     assert_eq!(out.trim(), "resourceslice.resource.k8s.io/node-b0-r1-n0-gpu.kwas.dev");
-    let out = common::kubectl(&c, &["get", "deviceclasses"]);
+    let out = crate::common::kubectl(&c, &["get", "deviceclasses"]);
     assert_eq!(
         out.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(),
         ["NAME", "AGE"]
@@ -851,7 +851,7 @@ async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
     assert!(rows(&out).iter().any(|r| r[0] == "gpu.kwas.dev"), "{out}");
 
     // Apply, get, describe.
-    let out = common::kubectl_ok(&c, &["apply", "-f", "-"], Some(KUBECTL_OBJECTS));
+    let out = crate::common::kubectl_ok(&c, &["apply", "-f", "-"], Some(KUBECTL_OBJECTS));
     for want in [
         "resourceclaimtemplate.resource.k8s.io/one-gpu created",
         "resourceclaim.resource.k8s.io/gpus created",
@@ -863,7 +863,7 @@ async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
     // the server's defaults, so it says `configured`, as against kube-apiserver), the server defaults them
     // the same way and the immutable spec stays as it was.
     let rv = |c: &DevCluster| {
-        common::kubectl(
+        crate::common::kubectl(
             c,
             &[
                 "get",
@@ -875,34 +875,37 @@ async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
         )
     };
     let before = rv(&c);
-    let again = common::kubectl_ok(&c, &["apply", "-f", "-"], Some(KUBECTL_OBJECTS));
+    let again = crate::common::kubectl_ok(&c, &["apply", "-f", "-"], Some(KUBECTL_OBJECTS));
     assert!(again.contains("resourceclaim.resource.k8s.io/gpus"), "{again}");
     assert!(
         again.contains("deviceclass.resource.k8s.io/big-gpus unchanged"),
         "{again}"
     );
     assert_eq!(rv(&c), before);
-    let out = common::kubectl(&c, &["get", "resourceclaims"]);
+    let out = crate::common::kubectl(&c, &["get", "resourceclaims"]);
     assert_eq!(
         out.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(),
         ["NAME", "STATE", "AGE"]
     );
     assert_eq!(rows(&out)[0][..2], ["gpus".to_string(), "pending".into()], "{out}");
-    let out = common::kubectl(&c, &["get", "resourceclaimtemplates"]);
+    let out = crate::common::kubectl(&c, &["get", "resourceclaimtemplates"]);
     assert_eq!(
         out.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(),
         ["NAME", "AGE"]
     );
     assert_eq!(rows(&out)[0][0], "one-gpu");
-    let claim: Value =
-        serde_json::from_str(&common::kubectl(&c, &["get", "resourceclaim", "gpus", "-o", "json"])).unwrap();
+    let claim: Value = serde_json::from_str(&crate::common::kubectl(
+        &c,
+        &["get", "resourceclaim", "gpus", "-o", "json"],
+    ))
+    .unwrap();
     assert_eq!(
         claim["spec"]["devices"]["requests"][0]["exactly"]["allocationMode"], "ExactCount",
         "defaulted: {claim}"
     );
-    let out = common::kubectl(&c, &["describe", "resourceclaim", "gpus"]);
+    let out = crate::common::kubectl(&c, &["describe", "resourceclaim", "gpus"]);
     assert!(out.contains("gpus") && out.contains("gpu.kwas.dev"), "{out}");
-    let out = common::kubectl(&c, &["describe", "resourceslice", "node-b0-r0-n0-gpu.kwas.dev"]);
+    let out = crate::common::kubectl(&c, &["describe", "resourceslice", "node-b0-r0-n0-gpu.kwas.dev"]);
     assert!(out.contains("Interconnect Domain:") && out.contains("KW100"), "{out}");
 
     // Server-side apply of a claim's labels; then the spec is immutable.
@@ -911,13 +914,13 @@ async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
         .nth(1)
         .unwrap()
         .replace("  name: gpus\n", "  name: gpus\n  labels: {team: ml}\n");
-    common::kubectl_ok(
+    crate::common::kubectl_ok(
         &c,
         &["apply", "--server-side", "--force-conflicts", "-f", "-"],
         Some(&labelled),
     );
     let immutable = labelled.replace("count: 2", "count: 3");
-    let out = common::kubectl_in(
+    let out = crate::common::kubectl_in(
         &c,
         &["apply", "--server-side", "--force-conflicts", "-f", "-"],
         Some(&immutable),
@@ -935,7 +938,7 @@ async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
             "        count: 2\n",
             "        count: 2\n        selectors:\n        - cel:\n            expression: device.attributes[\"gpu.kwas.dev\"].model ==\n",
         );
-    let out = common::kubectl_in(&c, &["apply", "-f", "-"], Some(&bad));
+    let out = crate::common::kubectl_in(&c, &["apply", "-f", "-"], Some(&bad));
     assert!(!out.ok, "{}", out.stdout);
     assert!(
         out.stderr.contains("The ResourceClaim \"broken\" is invalid")
@@ -947,16 +950,16 @@ async fn kubectl_gets_describes_applies_and_deletes_the_dra_kinds() {
     );
 
     // Delete them.
-    let out = common::kubectl(&c, &["delete", "resourceclaim/gpus", "resourceclaimtemplate/one-gpu"]);
+    let out = crate::common::kubectl(&c, &["delete", "resourceclaim/gpus", "resourceclaimtemplate/one-gpu"]);
     assert!(out.contains("resourceclaim.resource.k8s.io \"gpus\" deleted"), "{out}");
     assert!(
         out.contains("resourceclaimtemplate.resource.k8s.io \"one-gpu\" deleted"),
         "{out}"
     );
-    let out = common::kubectl(&c, &["delete", "deviceclass", "big-gpus"]);
+    let out = crate::common::kubectl(&c, &["delete", "deviceclass", "big-gpus"]);
     assert!(out.contains("deleted"), "{out}");
     assert!(
-        common::kubectl(&c, &["get", "resourceclaims", "-o", "name"])
+        crate::common::kubectl(&c, &["get", "resourceclaims", "-o", "name"])
             .trim()
             .is_empty()
     );

@@ -5,13 +5,11 @@
 //! installs from PyPI on first use); a tool that cannot be had fails the tests, never skips them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{kubectl, kubectl_in, kubectl_ok};
+use crate::common::{kubectl, kubectl_in, kubectl_ok};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
@@ -39,7 +37,7 @@ use kwas_test_tools::run::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_client_side_and_server_side() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     assert_eq!(
         kubectl_ok(&c, &["apply", "-f", "-"], Some(POD)).trim(),
         "pod/web created"
@@ -133,7 +131,7 @@ async fn apply_client_side_and_server_side() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_yaml_tables_and_watch() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     kubectl_ok(&c, &["apply", "-f", "-"], Some(POD));
     let table = kubectl(&c, &["get", "nodes"]);
     let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
@@ -200,10 +198,10 @@ async fn get_yaml_tables_and_watch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn describe_shows_status_and_events() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     kubectl_ok(&c, &["apply", "-f", "-"], Some(POD));
     let pods: Api<Pod> = Api::default_namespaced(c.client());
-    common::eventually_within(Duration::from_secs(10), "web running", || async {
+    crate::common::eventually_within(Duration::from_secs(10), "web running", || async {
         (pods.get("web").await.ok()?.status?.phase.as_deref()? == "Running").then_some(())
     })
     .await;
@@ -260,7 +258,7 @@ async fn describe_shows_status_and_events() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_with_cascade_policies() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     let make = |name: &str, owner: Option<&ConfigMap>| {
         let mut v = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
@@ -295,7 +293,7 @@ async fn delete_with_cascade_policies() {
         .await
         .unwrap();
     kubectl(&c, &["delete", "cm", "owner3"]);
-    common::eventually_within(Duration::from_secs(10), "background collection", || async {
+    crate::common::eventually_within(Duration::from_secs(10), "background collection", || async {
         cms.get_opt("child3").await.ok()?.is_none().then_some(())
     })
     .await;
@@ -310,7 +308,7 @@ async fn delete_with_cascade_policies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_for_conditions_and_deletion() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     kubectl_ok(&c, &["apply", "-f", "-"], Some(POD));
     let out = kubectl(&c, &["wait", "--for=condition=Ready", "pod/web", "--timeout=20s"]);
     assert_eq!(out.trim(), "pod/web condition met");
@@ -334,7 +332,7 @@ async fn wait_for_conditions_and_deletion() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn label_annotate_and_patch_with_each_type() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     kubectl_ok(&c, &["apply", "-f", "-"], Some(POD));
     assert_eq!(
         kubectl(&c, &["label", "pod", "web", "tier=front"]).trim(),
@@ -462,7 +460,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn creates_scheduling_objects_and_rejects_an_invalid_workload() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let out = kubectl_ok(&c, &["create", "-f", "-"], Some(SCHEDULING));
     assert_eq!(
         out.lines().collect::<Vec<_>>(),

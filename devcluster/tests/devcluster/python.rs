@@ -5,13 +5,11 @@
 //! missing client fails the test with instructions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_drives_scheduling_objects_and_jobs() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_test.py");
-    let python = common::python_path();
+    let python = crate::common::python_path();
     let kubeconfig = c.kubeconfig_path().to_path_buf();
     let out =
         tokio::task::spawn_blocking(move || std::process::Command::new(python).arg(script).arg(kubeconfig).output())

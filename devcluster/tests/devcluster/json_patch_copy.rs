@@ -4,8 +4,6 @@
 //! measures the process's memory (the server runs in it), which other tests would disturb.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -37,7 +35,7 @@ async fn still_serving(c: &kwas_devcluster::DevCluster, tag: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_json_patch_of_doubling_copies_on_a_1mb_configmap_is_refused_before_the_server_grows() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     let big: ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": "big"}, "data": {"a": "x".repeat(1_000_000)}})).unwrap();
@@ -51,7 +49,7 @@ async fn a_json_patch_of_doubling_copies_on_a_1mb_configmap_is_refused_before_th
     let hwm_before = status_kib("VmHWM");
     let rss_before = status_kib("VmRSS");
     let started = Instant::now();
-    let (code, text) = common::raw(
+    let (code, text) = crate::common::raw(
         &c,
         "PATCH",
         "/api/v1/namespaces/default/configmaps/big",
@@ -77,7 +75,7 @@ async fn a_json_patch_of_doubling_copies_on_a_1mb_configmap_is_refused_before_th
     let grown_mib = hwm_after.saturating_sub(hwm_before) / 1024;
     assert!(grown_mib < 64, "the server's peak memory grew by {grown_mib} MiB");
     // Copies within the limit still apply.
-    let (code, text) = common::raw(
+    let (code, text) = crate::common::raw(
         &c,
         "PATCH",
         "/api/v1/namespaces/default/configmaps/big",

@@ -4,8 +4,6 @@
 //! a PodDisruptionBudget (429 with a `DisruptionBudget` cause, no `Retry-After`) until the budget allows them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -67,7 +65,7 @@ fn waiting_reason(p: &Pod) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let classes: Api<StorageClass> = Api::all(client.clone());
     let standard = classes.get("standard").await.unwrap();
@@ -80,14 +78,14 @@ async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
         .await
         .unwrap();
     // No claim yet: the kubelet waits and says why.
-    let waiting = common::eventually_within(T, "the pod waiting for its claim", || async {
+    let waiting = crate::common::eventually_within(T, "the pod waiting for its claim", || async {
         let p = pods.get("app").await.ok()?;
         (waiting_reason(&p).as_deref() == Some("ContainerCreating")).then_some(p)
     })
     .await;
     assert_eq!(waiting.status.as_ref().unwrap().phase.as_deref(), Some("Pending"));
     let pod_uid = waiting.uid().unwrap();
-    let mounts = common::eventually_within(T, "a FailedMount event", || async {
+    let mounts = crate::common::eventually_within(T, "a FailedMount event", || async {
         let evs = events_of(&c, &pod_uid).await;
         evs.into_iter().find(|(r, _)| r == "FailedMount")
     })
@@ -106,7 +104,7 @@ async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
         Some("standard")
     );
     let claim_uid = created.uid().unwrap();
-    common::eventually_within(T, "WaitForFirstConsumer", || async {
+    crate::common::eventually_within(T, "WaitForFirstConsumer", || async {
         let evs = events_of(&c, &claim_uid).await;
         evs.iter()
             .any(|(r, m)| r == "WaitForFirstConsumer" && m == "waiting for first consumer to be created before binding")
@@ -123,7 +121,7 @@ async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
         .patch("data", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
-    let bound = common::eventually_within(T, "the claim bound", || async {
+    let bound = crate::common::eventually_within(T, "the claim bound", || async {
         let c = claims.get("data").await.ok()?;
         (c.status.as_ref()?.phase.as_deref() == Some("Bound")).then_some(c)
     })
@@ -151,20 +149,20 @@ async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
         pv.labels().get("topology.kubernetes.io/zone").map(String::as_str),
         Some("zone-0")
     );
-    common::eventually_within(T, "the pod running", || async {
+    crate::common::eventually_within(T, "the pod running", || async {
         let p = pods.get("app").await.ok()?;
         (p.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(())
     })
     .await;
     // Deleting the claim waits for the pod; then the claim and its volume go.
     claims.delete("data", &Default::default()).await.unwrap();
-    common::eventually_within(T, "the claim marked for deletion", || async {
+    crate::common::eventually_within(T, "the claim marked for deletion", || async {
         claims.get("data").await.ok()?.metadata.deletion_timestamp.map(|_| ())
     })
     .await;
     assert!(claims.get("data").await.unwrap().metadata.deletion_timestamp.is_some());
     pods.delete("app", &Default::default()).await.unwrap();
-    common::eventually_within(T, "claim and volume gone", || async {
+    crate::common::eventually_within(T, "claim and volume gone", || async {
         let pvs: Api<PersistentVolume> = Api::all(c.client());
         (claims.get_opt("data").await.unwrap().is_none() && pvs.get_opt(&volume).await.unwrap().is_none()).then_some(())
     })
@@ -174,7 +172,7 @@ async fn pods_wait_for_their_claims_and_run_once_the_volumes_are_provisioned() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_pinned_to_another_node_keeps_the_pod_waiting() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let pvs: Api<PersistentVolume> = Api::all(client.clone());
     pvs.create(
@@ -194,7 +192,7 @@ async fn a_volume_pinned_to_another_node_keeps_the_pod_waiting() {
         .create(&PostParams::default(), &claim("local", Some("")))
         .await
         .unwrap();
-    common::eventually_within(T, "the static volume bound", || async {
+    crate::common::eventually_within(T, "the static volume bound", || async {
         let c = claims.get("local").await.ok()?;
         (c.spec.as_ref()?.volume_name.as_deref() == Some("local-a")
             && c.status.as_ref()?.phase.as_deref() == Some("Bound"))
@@ -208,12 +206,12 @@ async fn a_volume_pinned_to_another_node_keeps_the_pod_waiting() {
     )
     .await
     .unwrap();
-    let far = common::eventually_within(T, "the far pod waiting", || async {
+    let far = crate::common::eventually_within(T, "the far pod waiting", || async {
         let p = pods.get("far").await.ok()?;
         (waiting_reason(&p).as_deref() == Some("ContainerCreating")).then_some(p)
     })
     .await;
-    let evs = common::eventually_within(T, "the node affinity event", || async {
+    let evs = crate::common::eventually_within(T, "the node affinity event", || async {
         let evs = events_of(&c, &far.uid().unwrap()).await;
         evs.into_iter()
             .find(|(r, m)| r == "FailedMount" && m.contains("NodeAffinity"))
@@ -226,7 +224,7 @@ async fn a_volume_pinned_to_another_node_keeps_the_pod_waiting() {
     )
     .await
     .unwrap();
-    common::eventually_within(T, "the near pod running", || async {
+    crate::common::eventually_within(T, "the near pod running", || async {
         let p = pods.get("near").await.ok()?;
         (p.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(())
     })
@@ -240,9 +238,9 @@ async fn a_volume_pinned_to_another_node_keeps_the_pod_waiting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn csinodes_follow_the_nodes() {
-    let c = common::cluster_with(|cfg| cfg.csi.attach_limit = 3).await;
+    let c = crate::common::cluster_with(|cfg| cfg.csi.attach_limit = 3).await;
     let csinodes: Api<CSINode> = Api::all(c.client());
-    common::eventually_within(T, "a CSINode per node", || async {
+    crate::common::eventually_within(T, "a CSINode per node", || async {
         (csinodes.list(&ListParams::default()).await.ok()?.items.len() == 4).then_some(())
     })
     .await;
@@ -251,12 +249,12 @@ async fn csinodes_follow_the_nodes() {
     assert_eq!(driver.name, SIM_DISK_DRIVER);
     assert_eq!(driver.allocatable.as_ref().unwrap().count, Some(3));
     c.add_node(NodeSpec::new("extra")).unwrap();
-    common::eventually_within(T, "the new node's CSINode", || async {
+    crate::common::eventually_within(T, "the new node's CSINode", || async {
         csinodes.get_opt("extra").await.ok()?.map(|_| ())
     })
     .await;
     c.remove_node("extra").unwrap();
-    common::eventually_within(T, "the removed node's CSINode gone", || async {
+    crate::common::eventually_within(T, "the removed node's CSINode gone", || async {
         csinodes.get_opt("extra").await.ok()?.is_none().then_some(())
     })
     .await;
@@ -266,7 +264,7 @@ async fn csinodes_follow_the_nodes() {
 async fn evict(c: &kwas_devcluster::DevCluster, name: &str) -> (u16, Value) {
     let body =
         json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": "default"}});
-    let (code, text) = common::raw(
+    let (code, text) = crate::common::raw(
         c,
         "POST",
         &format!("/api/v1/namespaces/default/pods/{name}/eviction"),
@@ -280,7 +278,7 @@ async fn evict(c: &kwas_devcluster::DevCluster, name: &str) -> (u16, Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evictions_spend_the_budget_and_are_refused_once_it_is_spent() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
     for (i, name) in ["web-0", "web-1", "web-2"].iter().enumerate() {
@@ -300,7 +298,7 @@ async fn evictions_spend_the_budget_and_are_refused_once_it_is_spent() {
     )
     .await
     .unwrap();
-    let counted = common::eventually_within(T, "the budget counting 3 healthy pods", || async {
+    let counted = crate::common::eventually_within(T, "the budget counting 3 healthy pods", || async {
         let b = pdbs.get("web").await.ok()?;
         let st = b.status?;
         (st.current_healthy == Some(3) && st.disruptions_allowed == Some(1)).then_some(st)
@@ -323,7 +321,7 @@ async fn evictions_spend_the_budget_and_are_refused_once_it_is_spent() {
     pdbs.patch("web", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
-    common::eventually_within(T, "the budget allowing one more", || async {
+    crate::common::eventually_within(T, "the budget allowing one more", || async {
         let b = pdbs.get("web").await.ok()?;
         (b.status?.disruptions_allowed == Some(1)).then_some(())
     })

@@ -4,8 +4,6 @@
 //! and CRD removal.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
@@ -69,7 +67,7 @@ async fn wait_gone<K>(api: &Api<K>, name: &str)
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    common::eventually_within(T, format!("{name} to be deleted"), || async {
+    crate::common::eventually_within(T, format!("{name} to be deleted"), || async {
         gone(api, name).await.then_some(())
     })
     .await;
@@ -87,7 +85,7 @@ fn pod(name: &str, node: Option<&str>, annotations: Value, restart: &str) -> Pod
 
 #[tokio::test]
 async fn watch_from_a_list_sees_every_change_per_object_in_order_under_concurrent_writers() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     for i in 0..10 {
         cms.create(&PostParams::default(), &cm(&format!("o{i}"), json!([])))
@@ -174,7 +172,7 @@ async fn watch_from_a_list_sees_every_change_per_object_in_order_under_concurren
 
 #[tokio::test]
 async fn expired_versions_get_410_and_watchers_recover_from_dropped_streams() {
-    let c = common::cluster_with(|cfg| cfg.watch_history = 5).await;
+    let c = crate::common::cluster_with(|cfg| cfg.watch_history = 5).await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     let first = cms
         .create(&PostParams::default(), &cm("first", json!([])))
@@ -225,7 +223,7 @@ async fn expired_versions_get_410_and_watchers_recover_from_dropped_streams() {
         .unwrap();
     }
     cms.delete("x0", &DeleteParams::default()).await.unwrap();
-    common::eventually_within(T, "the reflector to converge", || {
+    crate::common::eventually_within(T, "the reflector to converge", || {
         let reader = reader.clone();
         let cms = cms.clone();
         async move {
@@ -252,7 +250,7 @@ async fn expired_versions_get_410_and_watchers_recover_from_dropped_streams() {
 
 #[tokio::test]
 async fn bookmarks_and_streaming_initial_events() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     cms.create(&PostParams::default(), &cm("a", json!([]))).await.unwrap();
     let rv = cms
@@ -300,7 +298,7 @@ async fn bookmarks_and_streaming_initial_events() {
 
 #[tokio::test]
 async fn pagination_is_a_consistent_snapshot() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     for i in 0..25 {
         cms.create(&PostParams::default(), &cm(&format!("p{i:02}"), json!([])))
@@ -338,7 +336,7 @@ async fn pagination_is_a_consistent_snapshot() {
 
 #[tokio::test]
 async fn label_and_field_selectors() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let pods: Api<Pod> = Api::default_namespaced(c.client());
     let mut a = pod("a", Some("node-b0-r0-n0"), json!({}), "Always");
     a.metadata.labels = Some(BTreeMap::from([
@@ -378,7 +376,7 @@ async fn label_and_field_selectors() {
         ),
         vec!["b"]
     );
-    common::eventually_within(T, "pod a running", || async {
+    crate::common::eventually_within(T, "pod a running", || async {
         let l = pods
             .list(&ListParams::default().fields("status.phase=Running"))
             .await
@@ -409,7 +407,7 @@ async fn label_and_field_selectors() {
 
 #[tokio::test]
 async fn generation_tracks_spec_and_status_is_a_separate_subresource() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let jobs: Api<Job> = Api::default_namespaced(c.client());
     let job: Job = obj(
         json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
@@ -513,7 +511,7 @@ async fn generation_tracks_spec_and_status_is_a_separate_subresource() {
 
 #[tokio::test]
 async fn garbage_collection_background_foreground_orphan_and_multiple_owners() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     let pp = PostParams::default();
 
@@ -534,7 +532,7 @@ async fn garbage_collection_background_foreground_orphan_and_multiple_owners() {
     let o = cms.get("fg-owner").await.unwrap();
     assert!(o.metadata.deletion_timestamp.is_some());
     assert_eq!(o.finalizers(), &["foregroundDeletion".to_string()]);
-    common::eventually_within(T, "the dependent marked for deletion", || async {
+    crate::common::eventually_within(T, "the dependent marked for deletion", || async {
         cms.get("fg-dep").await.ok()?.metadata.deletion_timestamp.map(|_| ())
     })
     .await;
@@ -592,7 +590,7 @@ async fn garbage_collection_background_foreground_orphan_and_multiple_owners() {
 
 #[tokio::test]
 async fn finalizers_and_delete_preconditions() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     let mut f = cm("fin", json!([]));
     f.metadata.finalizers = Some(vec!["test.kwas.dev/a".into()]);
@@ -651,7 +649,7 @@ async fn finalizers_and_delete_preconditions() {
 
 #[tokio::test]
 async fn namespace_deletion_cascades_and_blocks_new_content() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let nss: Api<Namespace> = Api::all(client.clone());
     nss.create(&PostParams::default(), &obj(json!({"metadata": {"name": "team"}})))
@@ -671,7 +669,7 @@ async fn namespace_deletion_cascades_and_blocks_new_content() {
     )
     .await
     .unwrap();
-    common::eventually_within(T, "pod running", || async {
+    crate::common::eventually_within(T, "pod running", || async {
         (pods.get("runner").await.ok()?.status?.phase.as_deref()? == "Running").then_some(())
     })
     .await;
@@ -703,7 +701,7 @@ async fn namespace_deletion_cascades_and_blocks_new_content() {
 }
 
 async fn wait_phase(pods: &Api<Pod>, name: &str, phase: &str) -> Pod {
-    common::eventually_within(T, format!("{name} {phase}"), || async {
+    crate::common::eventually_within(T, format!("{name} {phase}"), || async {
         let p = pods.get(name).await.ok()?;
         (p.status.as_ref()?.phase.as_deref()? == phase).then_some(p)
     })
@@ -712,7 +710,7 @@ async fn wait_phase(pods: &Api<Pod>, name: &str, phase: &str) -> Pod {
 
 #[tokio::test]
 async fn kubelet_restart_policies_exit_phases_and_graceful_deletion() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let pods: Api<Pod> = Api::default_namespaced(c.client());
     let pp = PostParams::default();
     let node = Some("node-b0-r0-n0");
@@ -758,7 +756,7 @@ async fn kubelet_restart_policies_exit_phases_and_graceful_deletion() {
         .unwrap();
     assert_eq!((t.exit_code, t.reason.as_deref()), (1, Some("Error")));
     for name in ["restarts", "retries"] {
-        common::eventually_within(T, format!("{name} restarting"), || async {
+        crate::common::eventually_within(T, format!("{name} restarting"), || async {
             let p = pods.get(name).await.ok()?;
             let cs = p.status?.container_statuses?;
             (cs[0].restart_count >= 2 && cs[0].last_state.as_ref()?.terminated.is_some()).then_some(())
@@ -824,7 +822,7 @@ async fn kubelet_restart_policies_exit_phases_and_graceful_deletion() {
 
 #[tokio::test]
 async fn binding_eviction_cordon_and_node_removal() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
     let nodes: Api<Node> = Api::all(client.clone());
@@ -931,7 +929,7 @@ async fn binding_eviction_cordon_and_node_removal() {
 
 #[tokio::test]
 async fn priority_admission_for_pods_and_groups() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let pcs: Api<PriorityClass> = Api::all(client.clone());
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
@@ -1044,7 +1042,7 @@ async fn priority_admission_for_pods_and_groups() {
 
 #[tokio::test]
 async fn scheduling_objects_are_validated_by_workloadbuilder() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let wls: Api<Workload> = Api::default_namespaced(client.clone());
     let pgs: Api<PodGroup> = Api::default_namespaced(client.clone());
@@ -1141,7 +1139,7 @@ async fn scheduling_objects_are_validated_by_workloadbuilder() {
 
 #[tokio::test]
 async fn strict_field_validation_and_injected_faults() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}, "data": {}, "bogus": 1});
     let req = |q: &str| {
@@ -1206,7 +1204,7 @@ async fn strict_field_validation_and_injected_faults() {
 
 #[tokio::test]
 async fn events_expire_and_crd_deletion_removes_its_objects() {
-    let c = common::cluster_with(|cfg| cfg.server.event_ttl = Duration::from_secs(1)).await;
+    let c = crate::common::cluster_with(|cfg| cfg.server.event_ttl = Duration::from_secs(1)).await;
     let client = c.client();
     let events: Api<k8s_openapi::api::core::v1::Event> = Api::default_namespaced(client.clone());
     events
@@ -1252,7 +1250,7 @@ async fn events_expire_and_crd_deletion_removes_its_objects() {
 
 #[tokio::test]
 async fn delete_collection_with_a_selector() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     for (n, l) in [("a", "x"), ("b", "x"), ("c", "y")] {
         let mut o = cm(n, json!([]));
@@ -1297,7 +1295,7 @@ async fn clusters_start_and_stop_quickly_even_when_stopped_at_once() {
 
 #[tokio::test]
 async fn deleting_a_large_namespace_finishes_promptly() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let nss: Api<Namespace> = Api::all(c.client());
     nss.create(&PostParams::default(), &obj(json!({"metadata": {"name": "big"}})))
         .await

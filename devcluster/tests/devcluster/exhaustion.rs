@@ -4,10 +4,8 @@
 //! server's answer, and ends by checking that a normal GET is answered within one second and a normal
 //! create still works. Each prints what the attack cost (time and the growth of the process' peak
 //! resident memory, `VmHWM`, reset before the attack); the figures are meaningful when the test runs
-//! alone, as they do (`cargo test -p kwas-devcluster --test exhaustion -- --nocapture` prints them).
+//! alone, as they do (`cargo test -p kwas-devcluster --test devcluster exhaustion -- --nocapture` prints them).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::time::{Duration, Instant};
 
@@ -145,7 +143,7 @@ impl Peak {
 async fn half_sent_bodies_hold_one_slot_each_until_the_request_timeout_and_never_lock_out_reads() {
     let _serial = SERIAL.lock().await;
     let timeout = Duration::from_secs(3);
-    let c = common::cluster_with(|cfg| cfg.server.request_timeout = timeout).await;
+    let c = crate::common::cluster_with(|cfg| cfg.server.request_timeout = timeout).await;
     let peak = Peak::start();
     // 1,024 clients declare a 1 MiB body and send 12 bytes of it.
     let settled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -181,7 +179,7 @@ async fn half_sent_bodies_hold_one_slot_each_until_the_request_timeout_and_never
     }
     // Once all but the 200 holding a write slot are answered (or refused), reads are answered at once
     // while those 200 wait for their timeout, and writes get 429.
-    common::eventually_within(Duration::from_secs(20), "all but 200 answered", || async {
+    crate::common::eventually_within(Duration::from_secs(20), "all but 200 answered", || async {
         (settled.load(std::sync::atomic::Ordering::Relaxed) >= 1024 - 200).then_some(())
     })
     .await;
@@ -260,7 +258,7 @@ fn configmap(name: &str, size: usize) -> Vec<u8> {
 async fn big_objects_written_in_a_loop_keep_only_the_byte_budget_of_history() {
     let _serial = SERIAL.lock().await;
     let budget = 8 * 1024 * 1024;
-    let c = common::cluster_with(|cfg| cfg.server.watch_history_bytes = budget).await;
+    let c = crate::common::cluster_with(|cfg| cfg.server.watch_history_bytes = budget).await;
     let peak = Peak::start();
     let mut rvs = Vec::new();
     for i in 0..40 {
@@ -345,7 +343,7 @@ async fn open_watch(c: &DevCluster, rv: &str, recv_buffer: u32, accept: &str) ->
 async fn watchers_that_never_read_are_closed_and_hold_up_neither_writers_nor_other_watchers() {
     let _serial = SERIAL.lock().await;
     let stall = Duration::from_secs(2);
-    let c = common::cluster_with(|cfg| {
+    let c = crate::common::cluster_with(|cfg| {
         cfg.server.watch_stall_timeout = stall;
         cfg.server.watch_buffer_bytes = 256 * 1024;
     })
@@ -431,7 +429,7 @@ async fn watchers_that_never_read_are_closed_and_hold_up_neither_writers_nor_oth
 #[tokio::test]
 async fn a_flood_of_warnings_is_cut_like_kube_apiservers_warning_recorder() {
     let _serial = SERIAL.lock().await;
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let peak = Peak::start();
     // 2,000 unknown fields with 1,000-character names (2 MB), fieldValidation=Warn (the default).
     let mut body = serde_json::Map::new();
@@ -523,7 +521,7 @@ const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 #[tokio::test]
 async fn deep_bodies_full_of_unknown_fields_report_only_the_first_100() {
     let _serial = SERIAL.lock().await;
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     // 40 levels of 10,000-character keys (400 KB of path) over 60,000 unknown fields: one full path per
     // field would be 24 GB.
     let body = deep_crd("deep", 40, 10_000, 60_000);
@@ -600,7 +598,7 @@ async fn deep_bodies_full_of_unknown_fields_report_only_the_first_100() {
 #[tokio::test]
 async fn empty_list_entries_past_the_limit_are_refused_before_typed_decoding() {
     let _serial = SERIAL.lock().await;
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let pods = "/api/v1/namespaces/default/pods";
     // JSON: a million empty containers in 3 MB, 2.3 KB each once typed.
     let body = format!(

@@ -2,8 +2,6 @@
 //! with `owns`, Recorder events, Lease-based leader election, server-side apply, conflicts and retries.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,7 +43,7 @@ fn api_err(e: kube::Error) -> kube::core::Status {
 
 #[tokio::test]
 async fn typed_crud_with_conflicts_and_not_found() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     let created = cms.create(&PostParams::default(), &cm("a")).await.unwrap();
     assert!(created.metadata.uid.is_some());
@@ -125,7 +123,7 @@ async fn install_widget_crd(c: &kwas_devcluster::DevCluster) {
 
 #[tokio::test]
 async fn dynamic_api_on_a_crd_honors_the_status_subresource_and_schema() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     install_widget_crd(&c).await;
     let discovery = kube::Discovery::new(c.client()).run().await.unwrap();
     let (ar, caps) = discovery
@@ -194,7 +192,7 @@ async fn dynamic_api_on_a_crd_honors_the_status_subresource_and_schema() {
 
 #[tokio::test]
 async fn watcher_and_reflector_track_changes() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     cms.create(&PostParams::default(), &cm("before")).await.unwrap();
     let (reader, writer) = reflector::store::<ConfigMap>();
@@ -214,7 +212,7 @@ async fn watcher_and_reflector_track_changes() {
     )
     .await
     .unwrap();
-    common::eventually_within(T, "reflector sees both objects with the change", || {
+    crate::common::eventually_within(T, "reflector sees both objects with the change", || {
         let reader = reader.clone();
         async move {
             let names: Vec<String> = reader.state().iter().map(|o| o.name_any()).collect();
@@ -224,7 +222,7 @@ async fn watcher_and_reflector_track_changes() {
     })
     .await;
     cms.delete("after", &DeleteParams::default()).await.unwrap();
-    common::eventually_within(T, "reflector drops the deleted object", || {
+    crate::common::eventually_within(T, "reflector drops the deleted object", || {
         let reader = reader.clone();
         async move { (reader.state().len() == 1).then_some(()) }
     })
@@ -260,7 +258,7 @@ fn error_policy(_: Arc<Widget>, _: &kube::Error, _: Arc<Ctx>) -> Action {
 
 #[tokio::test]
 async fn controller_with_owns_reconciles_children_and_gc_removes_them() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     install_widget_crd(&c).await;
     let client = c.client();
     let widgets: Api<Widget> = Api::default_namespaced(client.clone());
@@ -282,7 +280,7 @@ async fn controller_with_owns_reconciles_children_and_gc_removes_them() {
         )
         .await
         .unwrap();
-    common::eventually_within(T, "the child ConfigMap", || {
+    crate::common::eventually_within(T, "the child ConfigMap", || {
         let cms = cms.clone();
         async move { cms.get_opt("w1-config").await.ok().flatten() }
     })
@@ -290,7 +288,7 @@ async fn controller_with_owns_reconciles_children_and_gc_removes_them() {
     // Deleting the child triggers a reconcile through `owns`, which recreates it.
     let before = ctx.reconciles.load(std::sync::atomic::Ordering::SeqCst);
     cms.delete("w1-config", &DeleteParams::default()).await.unwrap();
-    common::eventually_within(T, "the child recreated", || {
+    crate::common::eventually_within(T, "the child recreated", || {
         let cms = cms.clone();
         let ctx = ctx.clone();
         async move {
@@ -303,7 +301,7 @@ async fn controller_with_owns_reconciles_children_and_gc_removes_them() {
     .await;
     // Deleting the owner garbage-collects the child.
     widgets.delete("w1", &DeleteParams::background()).await.unwrap();
-    common::eventually_within(T, "the child garbage-collected", || {
+    crate::common::eventually_within(T, "the child garbage-collected", || {
         let cms = cms.clone();
         async move { cms.get_opt("w1-config").await.ok().flatten().is_none().then_some(()) }
     })
@@ -314,7 +312,7 @@ async fn controller_with_owns_reconciles_children_and_gc_removes_them() {
 
 #[tokio::test]
 async fn recorder_events_show_in_both_event_apis() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let client = c.client();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let obj = cms.create(&PostParams::default(), &cm("evented")).await.unwrap();
@@ -391,7 +389,7 @@ async fn try_acquire(leases: &Api<Lease>, me: &str, lease_secs: i32) -> bool {
 
 #[tokio::test]
 async fn lease_based_leader_election_has_one_leader_and_fails_over() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let leases: Api<Lease> = Api::namespaced(c.client(), "kube-system");
     let (a, b) = tokio::join!(try_acquire(&leases, "a", 1), try_acquire(&leases, "b", 1));
     assert!(a ^ b, "exactly one contender wins the race (a={a}, b={b})");
@@ -403,7 +401,7 @@ async fn lease_based_leader_election_has_one_leader_and_fails_over() {
     );
     let renewed = leases.get("leader").await.unwrap().spec.unwrap().renew_time.unwrap().0;
     // The other contender keeps trying, as an elector does, until the lease has expired.
-    let taken = common::eventually_within(T, "the lease to expire", || async {
+    let taken = crate::common::eventually_within(T, "the lease to expire", || async {
         try_acquire(&leases, other, 1).await.then(jiff::Timestamp::now)
     })
     .await;
@@ -419,7 +417,7 @@ async fn lease_based_leader_election_has_one_leader_and_fails_over() {
 
 #[tokio::test]
 async fn server_side_apply_tracks_managers_and_conflicts() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     let applied =
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "1", "b": "2"}});
@@ -495,7 +493,7 @@ async fn server_side_apply_tracks_managers_and_conflicts() {
 
 #[tokio::test]
 async fn concurrent_writers_converge_with_conflict_retries() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     let mut counter = cm("counter");
     counter.data = Some(BTreeMap::from([("n".to_string(), "0".to_string())]));
@@ -537,7 +535,7 @@ async fn concurrent_writers_converge_with_conflict_retries() {
 
 #[tokio::test]
 async fn pods_run_on_simulated_nodes() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let pods: Api<Pod> = Api::default_namespaced(c.client());
     let pod: Pod = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -553,7 +551,7 @@ async fn pods_run_on_simulated_nodes() {
     let st = p.status.unwrap();
     assert!(st.start_time.is_some() && st.pod_ip.is_some() && st.host_ip.is_some());
     assert!(st.container_statuses.unwrap()[0].ready);
-    let done = common::eventually_within(T, "pod succeeded", || {
+    let done = crate::common::eventually_within(T, "pod succeeded", || {
         let pods = pods.clone();
         async move {
             let p = pods.get("job-pod").await.ok()?;

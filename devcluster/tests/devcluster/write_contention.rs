@@ -4,8 +4,6 @@
 //! kube-apiserver's GuaranteedUpdate does).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -58,7 +56,7 @@ fn probe_latency(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_200000_item_strategic_merge_patch_does_not_hold_up_other_clients() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     cms.create(&PostParams::default(), &configmap("probe")).await.unwrap();
     cms.create(&PostParams::default(), &configmap("target")).await.unwrap();
@@ -68,13 +66,13 @@ async fn a_200000_item_strategic_merge_patch_does_not_hold_up_other_clients() {
     assert!(body.len() < 3 * 1024 * 1024, "{}", body.len());
     let stop = Arc::new(AtomicBool::new(false));
     let (probe, slowest, answered) = probe_latency(&c, stop.clone());
-    common::eventually_within(Duration::from_secs(10), "the probe's first answer", || async {
+    crate::common::eventually_within(Duration::from_secs(10), "the probe's first answer", || async {
         (answered.load(Ordering::SeqCst) > 0).then_some(())
     })
     .await;
     let before = answered.load(Ordering::SeqCst);
     let started = Instant::now();
-    let (code, text) = common::raw(
+    let (code, text) = crate::common::raw(
         &c,
         "PATCH",
         "/api/v1/namespaces/default/configmaps/target",
@@ -86,7 +84,7 @@ async fn a_200000_item_strategic_merge_patch_does_not_hold_up_other_clients() {
     let took = started.elapsed();
     // The probe answered while the patch ran, then once more after it.
     let during = answered.load(Ordering::SeqCst) - before;
-    common::eventually_within(Duration::from_secs(10), "the probe's answer after the patch", || {
+    crate::common::eventually_within(Duration::from_secs(10), "the probe's answer after the patch", || {
         let answered = answered.clone();
         async move { (answered.load(Ordering::SeqCst) > before + during).then_some(()) }
     })
@@ -107,7 +105,7 @@ async fn a_200000_item_strategic_merge_patch_does_not_hold_up_other_clients() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_patches_of_one_object_each_apply_exactly_once() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     cms.create(&PostParams::default(), &configmap("probe")).await.unwrap();
     let shared: ConfigMap = serde_json::from_value(

@@ -3,9 +3,6 @@
 //! a built-in) and then checks that the server still serves and its background tasks still work.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod layering;
-
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -29,7 +26,7 @@ fn pod(name: &str, annotations: Value, node: Option<&str>) -> Pod {
 }
 
 async fn running(pods: &Api<Pod>, name: &str) {
-    common::eventually_within(PATIENCE, &format!("pod {name} running"), || async {
+    crate::common::eventually_within(PATIENCE, &format!("pod {name} running"), || async {
         let p = pods.get(name).await.ok()?;
         (p.status?.phase.as_deref() == Some("Running")).then_some(())
     })
@@ -63,7 +60,7 @@ async fn still_healthy(c: &DevCluster, tag: &str) {
     .await
     .unwrap();
     cms.delete(&owner.name_any(), &DeleteParams::default()).await.unwrap();
-    common::eventually_within(PATIENCE, "the dependent collected", || async {
+    crate::common::eventually_within(PATIENCE, "the dependent collected", || async {
         cms.get_opt(&dependent).await.ok()?.is_none().then_some(())
     })
     .await;
@@ -71,7 +68,7 @@ async fn still_healthy(c: &DevCluster, tag: &str) {
 
 #[tokio::test]
 async fn forged_continue_tokens_are_answered_not_fatal() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     for i in 0..3 {
         cms.create(
@@ -88,7 +85,7 @@ async fn forged_continue_tokens_are_answered_not_fatal() {
     // An offset far past the end (and one that would overflow when the page size is added) of a real
     // snapshot: an empty page.
     for offset in ["18446744073709551615", "18446744073709551614", "4"] {
-        let (code, body) = common::raw(&c, "GET", &format!("{path}{id}-{offset}"), &[], b"")
+        let (code, body) = crate::common::raw(&c, "GET", &format!("{path}{id}-{offset}"), &[], b"")
             .await
             .unwrap();
         assert_eq!(code, 200, "{body}");
@@ -102,7 +99,7 @@ async fn forged_continue_tokens_are_answered_not_fatal() {
         ("-", 400),
         ("%FF%FE", 400),
     ] {
-        let (code, body) = common::raw(&c, "GET", &format!("{path}{token}"), &[], b"")
+        let (code, body) = crate::common::raw(&c, "GET", &format!("{path}{token}"), &[], b"")
             .await
             .unwrap();
         assert_eq!(code, want, "{token}: {body}");
@@ -113,7 +110,7 @@ async fn forged_continue_tokens_are_answered_not_fatal() {
 
 #[tokio::test]
 async fn bodies_are_decoded_by_content_type_only() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let path = "/api/v1/namespaces/default/configmaps";
     let cm = |n: &str| format!(r#"{{"metadata":{{"name":"{n}"}},"data":{{"a":"b"}}}}"#);
     for ct in [
@@ -122,7 +119,7 @@ async fn bodies_are_decoded_by_content_type_only() {
         "application/x-www-form-urlencoded",
         "multipart/form-data",
     ] {
-        let (code, body) = common::raw(&c, "POST", path, &[("Content-Type", ct)], cm("browser").as_bytes())
+        let (code, body) = crate::common::raw(&c, "POST", path, &[("Content-Type", ct)], cm("browser").as_bytes())
             .await
             .unwrap();
         assert_eq!(code, 415, "{ct}: {body}");
@@ -131,7 +128,7 @@ async fn bodies_are_decoded_by_content_type_only() {
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     assert!(cms.get_opt("browser").await.unwrap().is_none(), "nothing was created");
     // JSON, with or without the header (kube-apiserver defaults to JSON; the Python client sends none).
-    let (code, body) = common::raw(
+    let (code, body) = crate::common::raw(
         &c,
         "POST",
         path,
@@ -141,39 +138,41 @@ async fn bodies_are_decoded_by_content_type_only() {
     .await
     .unwrap();
     assert_eq!(code, 201, "{body}");
-    let (code, body) = common::raw(&c, "POST", path, &[], cm("b").as_bytes()).await.unwrap();
+    let (code, body) = crate::common::raw(&c, "POST", path, &[], cm("b").as_bytes())
+        .await
+        .unwrap();
     assert_eq!(code, 201, "{body}");
     c.shutdown().await;
 }
 
 #[tokio::test]
 async fn requests_a_web_page_could_make_are_refused() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let path = "/api/v1/namespaces/default/configmaps";
     let body = br#"{"metadata":{"name":"x"}}"#;
     // DNS rebinding: the attacker's name resolves to loopback, the Host header still names it.
-    let (code, text) = common::raw(&c, "POST", path, &[("Host", "evil.example:6443")], body)
+    let (code, text) = crate::common::raw(&c, "POST", path, &[("Host", "evil.example:6443")], body)
         .await
         .unwrap();
     assert_eq!(code, 403, "{text}");
-    let (code, _) = common::raw(&c, "GET", "/api/v1/namespaces", &[("Host", "evil.example")], b"")
+    let (code, _) = crate::common::raw(&c, "GET", "/api/v1/namespaces", &[("Host", "evil.example")], b"")
         .await
         .unwrap();
     assert_eq!(code, 403);
     // A cross-site request from a page in the browser.
     let headers = [("Origin", "https://evil.example"), ("Content-Type", "application/json")];
-    let (code, text) = common::raw(&c, "POST", path, &headers, body).await.unwrap();
+    let (code, text) = crate::common::raw(&c, "POST", path, &headers, body).await.unwrap();
     assert_eq!(code, 403, "{text}");
     let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
     assert!(cms.get_opt("x").await.unwrap().is_none());
     // Loopback names and origins are fine.
     for host in ["localhost", "127.0.0.1:1234", "[::1]:6443"] {
-        let (code, _) = common::raw(&c, "GET", "/api/v1/namespaces", &[("Host", host)], b"")
+        let (code, _) = crate::common::raw(&c, "GET", "/api/v1/namespaces", &[("Host", host)], b"")
             .await
             .unwrap();
         assert_eq!(code, 200, "{host}");
     }
-    let (code, _) = common::raw(&c, "GET", "/version", &[("Origin", "http://localhost:3000")], b"")
+    let (code, _) = crate::common::raw(&c, "GET", "/version", &[("Origin", "http://localhost:3000")], b"")
         .await
         .unwrap();
     assert_eq!(code, 200);
@@ -196,7 +195,7 @@ async fn a_non_loopback_address_needs_an_explicit_opt_in() {
     })
     .await
     .unwrap();
-    let (code, _) = common::raw(&c, "GET", "/api/v1/namespaces", &[("Host", "devbox.example")], b"")
+    let (code, _) = crate::common::raw(&c, "GET", "/api/v1/namespaces", &[("Host", "devbox.example")], b"")
         .await
         .unwrap();
     assert_eq!(code, 200, "an opted-in cluster answers any host");
@@ -205,7 +204,7 @@ async fn a_non_loopback_address_needs_an_explicit_opt_in() {
 
 #[tokio::test]
 async fn binding_checks_its_preconditions_and_target() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let node = c.node_names()[0].clone();
     let pods: Api<Pod> = Api::default_namespaced(c.client());
     let p = pods
@@ -240,7 +239,7 @@ async fn binding_checks_its_preconditions_and_target() {
         (json!({"metadata": {"annotations": {"k": 7}}}), 400, "annotations"),
     ];
     for (extra, want, text) in cases {
-        let (code, body) = common::raw(&c, "POST", path, &ct, bind(extra.clone()).as_bytes())
+        let (code, body) = crate::common::raw(&c, "POST", path, &ct, bind(extra.clone()).as_bytes())
             .await
             .unwrap();
         assert_eq!(code, want, "{extra}: {body}");
@@ -251,7 +250,9 @@ async fn binding_checks_its_preconditions_and_target() {
         "nothing was bound"
     );
     let good = json!({"metadata": {"uid": p.uid().unwrap(), "resourceVersion": p.resource_version().unwrap()}});
-    let (code, body) = common::raw(&c, "POST", path, &ct, bind(good).as_bytes()).await.unwrap();
+    let (code, body) = crate::common::raw(&c, "POST", path, &ct, bind(good).as_bytes())
+        .await
+        .unwrap();
     assert_eq!(code, 201, "{body}");
     running(&pods, "p").await;
     c.shutdown().await;
@@ -270,7 +271,7 @@ fn merge(base: &mut Value, extra: Value) {
 
 #[tokio::test]
 async fn a_crd_cannot_shadow_a_built_in_resource() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let crd = |group: &str, plural: &str, kind: &str, annotations: Value| {
         json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": format!("{plural}.{group}"), "annotations": annotations},
@@ -282,7 +283,7 @@ async fn a_crd_cannot_shadow_a_built_in_resource() {
     let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
     let ct = [("Content-Type", "application/json")];
     let approved = json!({"api-approved.kubernetes.io": "https://example.com/approval"});
-    let (code, body) = common::raw(
+    let (code, body) = crate::common::raw(
         &c,
         "POST",
         path,
@@ -293,7 +294,7 @@ async fn a_crd_cannot_shadow_a_built_in_resource() {
     .unwrap();
     assert_eq!(code, 422, "{body}");
     assert!(body.contains("built-in resource"), "{body}");
-    let (code, body) = common::raw(
+    let (code, body) = crate::common::raw(
         &c,
         "POST",
         path,
@@ -305,7 +306,7 @@ async fn a_crd_cannot_shadow_a_built_in_resource() {
     assert_eq!(code, 422, "{body}");
     assert!(body.contains("api-approved.kubernetes.io"), "{body}");
     // PodGroups are still served as before.
-    let (code, body) = common::raw(
+    let (code, body) = crate::common::raw(
         &c,
         "GET",
         "/apis/scheduling.k8s.io/v1alpha3/namespaces/default/podgroups",
@@ -320,7 +321,7 @@ async fn a_crd_cannot_shadow_a_built_in_resource() {
 
 #[tokio::test]
 async fn extreme_durations_never_stop_the_kubelet_or_the_garbage_collector() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let node = c.node_names()[0].clone();
     let pods: Api<Pod> = Api::default_namespaced(c.client());
     for (name, run) in [
@@ -342,7 +343,7 @@ async fn extreme_durations_never_stop_the_kubelet_or_the_garbage_collector() {
         ..Default::default()
     };
     pods.delete("huge", &dp).await.unwrap();
-    let (code, body) = common::raw(
+    let (code, body) = crate::common::raw(
         &c,
         "DELETE",
         "/api/v1/namespaces/default/pods/max?gracePeriodSeconds=9223372036854775807",
@@ -353,7 +354,7 @@ async fn extreme_durations_never_stop_the_kubelet_or_the_garbage_collector() {
     .unwrap();
     assert_eq!(code, 200, "{body}");
     // A watch with a timeout at u64's limit opens.
-    let code = common::raw_status(
+    let code = crate::common::raw_status(
         &c,
         "/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=18446744073709551615",
     )
@@ -366,12 +367,12 @@ async fn extreme_durations_never_stop_the_kubelet_or_the_garbage_collector() {
 
 #[tokio::test]
 async fn sizes_are_limited_like_kube_apiserver() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let ct = [("Content-Type", "application/json")];
     let big = |n: usize| "x".repeat(n);
     // A body over 3 MiB.
     let body = json!({"metadata": {"name": "huge"}, "data": {"a": big(3 * 1024 * 1024)}}).to_string();
-    let (code, text) = common::raw(
+    let (code, text) = crate::common::raw(
         &c,
         "POST",
         "/api/v1/namespaces/default/configmaps",
@@ -384,7 +385,7 @@ async fn sizes_are_limited_like_kube_apiserver() {
     assert!(text.contains("limit is 3145728"), "{text}");
     // ConfigMap data over 1 MiB.
     let body = json!({"metadata": {"name": "big"}, "data": {"a": big(1024 * 1024 + 1)}}).to_string();
-    let (code, text) = common::raw(
+    let (code, text) = crate::common::raw(
         &c,
         "POST",
         "/api/v1/namespaces/default/configmaps",
@@ -397,7 +398,7 @@ async fn sizes_are_limited_like_kube_apiserver() {
     assert!(text.contains("Too long: must have at most 1048576 bytes"), "{text}");
     // Annotations over 256 KiB.
     let body = json!({"metadata": {"name": "ann", "annotations": {"a": big(300 * 1024)}}}).to_string();
-    let (code, text) = common::raw(
+    let (code, text) = crate::common::raw(
         &c,
         "POST",
         "/api/v1/namespaces/default/configmaps",
@@ -411,11 +412,13 @@ async fn sizes_are_limited_like_kube_apiserver() {
     // An object over 1.5 MiB, built by two patches that each fit in a request.
     let path = "/apis/scheduling.k8s.io/v1/priorityclasses";
     let body = json!({"metadata": {"name": "wordy"}, "value": 10, "description": big(1024 * 1024)}).to_string();
-    let (code, text) = common::raw(&c, "POST", path, &ct, body.as_bytes()).await.unwrap();
+    let (code, text) = crate::common::raw(&c, "POST", path, &ct, body.as_bytes())
+        .await
+        .unwrap();
     assert_eq!(code, 201, "{text}");
     let merge = [("Content-Type", "application/merge-patch+json")];
     let patch = json!({"metadata": {"labels": {"a": "b"}}, "description": big(1024 * 1024 + 600 * 1024)}).to_string();
-    let (code, text) = common::raw(&c, "PATCH", &format!("{path}/wordy"), &merge, patch.as_bytes())
+    let (code, text) = crate::common::raw(&c, "PATCH", &format!("{path}/wordy"), &merge, patch.as_bytes())
         .await
         .unwrap();
     assert_eq!(code, 413, "{text}");
@@ -424,7 +427,7 @@ async fn sizes_are_limited_like_kube_apiserver() {
         .map(|i| json!({"op": "add", "path": format!("/metadata/labels/l{i}"), "value": "v"}))
         .collect();
     let json_patch = [("Content-Type", "application/json-patch+json")];
-    let (code, text) = common::raw(
+    let (code, text) = crate::common::raw(
         &c,
         "PATCH",
         &format!("{path}/wordy"),
@@ -437,7 +440,7 @@ async fn sizes_are_limited_like_kube_apiserver() {
     assert!(text.contains("maximum operations in a JSON patch is 10000"), "{text}");
     // Deeply nested JSON is a 400, not a stack overflow.
     let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-    let (code, _) = common::raw(
+    let (code, _) = crate::common::raw(
         &c,
         "POST",
         "/api/v1/namespaces/default/configmaps",
@@ -449,7 +452,7 @@ async fn sizes_are_limited_like_kube_apiserver() {
     assert_eq!(code, 400);
     let yaml = [("Content-Type", "application/apply-patch+yaml")];
     let nested = format!("{}x{}", "[".repeat(100_000), "]".repeat(100_000));
-    let (code, _) = common::raw(
+    let (code, _) = crate::common::raw(
         &c,
         "PATCH",
         "/api/v1/namespaces/default/configmaps/deep?fieldManager=t",
@@ -465,7 +468,7 @@ async fn sizes_are_limited_like_kube_apiserver() {
 
 #[tokio::test]
 async fn a_lost_response_still_commits() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     c.faults().set(kwas_devcluster::FaultConfig {
         seed: 1,
         rules: vec![kwas_devcluster::FaultRule {
@@ -476,7 +479,7 @@ async fn a_lost_response_still_commits() {
         }],
     });
     let ct = [("Content-Type", "application/json")];
-    let (code, text) = common::raw(
+    let (code, text) = crate::common::raw(
         &c,
         "POST",
         "/api/v1/namespaces/default/configmaps",
@@ -494,7 +497,7 @@ async fn a_lost_response_still_commits() {
 
 #[tokio::test]
 async fn objects_every_typed_client_could_not_decode_are_refused() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     // A pod with a number for an annotation, and a label list: kube-apiserver's decoder refuses both, so no
     // typed informer (the scheduler's, the kubelet's) is ever handed one.
     for (name, metadata) in [
@@ -507,7 +510,7 @@ async fn objects_every_typed_client_could_not_decode_are_refused() {
     ] {
         let body = json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
             "spec": {"containers": [{"name": "c", "image": "i"}]}});
-        let (code, text) = common::raw(
+        let (code, text) = crate::common::raw(
             &c,
             "POST",
             "/api/v1/namespaces/default/pods",

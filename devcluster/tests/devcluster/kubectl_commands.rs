@@ -5,11 +5,9 @@
 //! The devcluster README's command table names these tests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::Duration;
 
-use common::{kubectl, kubectl_in, kubectl_ok};
+use crate::common::{kubectl, kubectl_in, kubectl_ok};
 use serde_json::Value;
 
 use kwas_test_tools::run::json;
@@ -23,7 +21,7 @@ fn get(c: &kwas_devcluster::DevCluster, what: &[&str]) -> Value {
 
 /// Polls kubectl until `pred` holds on `get <what> -o json`.
 async fn until(c: &kwas_devcluster::DevCluster, what: &[&str], desc: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    common::eventually_within(Duration::from_secs(30), desc, || {
+    crate::common::eventually_within(Duration::from_secs(30), desc, || {
         let mut args = vec!["get"];
         args.extend_from_slice(what);
         args.extend_from_slice(&["-o", "json"]);
@@ -36,7 +34,7 @@ async fn until(c: &kwas_devcluster::DevCluster, what: &[&str], desc: &str, pred:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_generators_send_protobuf_and_every_kind_is_served() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     // kubectl's generators use client-go's typed clients: protobuf both ways.
     let verbose = kubectl_in(&c, &["create", "namespace", "team-a", "-v=8"], None);
     assert!(verbose.ok, "{}", verbose.stderr);
@@ -174,7 +172,7 @@ async fn create_generators_send_protobuf_and_every_kind_is_served() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_can_i_and_whoami_answer_for_a_cluster_without_authorization() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     assert_eq!(kubectl(&c, &["auth", "can-i", "create", "pods"]).trim(), "yes");
     assert_eq!(
         kubectl(&c, &["auth", "can-i", "delete", "nodes", "--all-namespaces"]).trim(),
@@ -205,7 +203,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deployments_roll_out_scale_undo_and_expose() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     kubectl_ok(&c, &["apply", "-f", "-"], Some(WEB));
     let status = kubectl(&c, &["rollout", "status", "deployment/web", "--timeout=30s"]);
     assert!(status.contains("successfully rolled out"), "{status}");
@@ -289,7 +287,7 @@ async fn deployments_roll_out_scale_undo_and_expose() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statefulsets_start_in_order_and_scale_down_from_the_top() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let sts = "apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: db}
@@ -338,7 +336,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_tell_what_the_simulated_kubelet_ran() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let pod = "apiVersion: v1
 kind: Pod
 metadata:
@@ -405,7 +403,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cronjobs_create_jobs_on_schedule_and_quotas_refuse_what_exceeds_them() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     kubectl(
         &c,
         &["create", "cronjob", "tick", "--image=busybox", "--schedule=@every 1s"],
@@ -445,7 +443,7 @@ async fn cronjobs_create_jobs_on_schedule_and_quotas_refuse_what_exceeds_them() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_and_top() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     kubectl_ok(
         &c,
         &[
@@ -485,7 +483,7 @@ async fn wait_and_top() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cordon_and_drain_evict_through_protobuf() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     for i in 0..3 {
         let name = format!("p{i}");
         kubectl_ok(
@@ -525,10 +523,10 @@ async fn cordon_and_drain_evict_through_protobuf() {
 /// A protobuf watch, read raw: length-prefixed `WatchEvent` frames whose objects are `k8s\0` envelopes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_protobuf_watch_streams_length_prefixed_frames() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     kubectl(&c, &["create", "configmap", "watched", "--from-literal=a=b"]);
     let accept = [("Accept", "application/vnd.kubernetes.protobuf")];
-    let (code, body) = common::raw_bytes(
+    let (code, body) = crate::common::raw_bytes(
         &c,
         "GET",
         "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
@@ -554,7 +552,7 @@ async fn a_protobuf_watch_streams_length_prefixed_frames() {
     assert!(added.windows(5).any(|w| w == b"ADDED"));
     assert!(added.windows(4).any(|w| w == b"k8s\0"), "the object is enveloped");
     // An error answers a protobuf Status.
-    let (code, body) = common::raw_bytes(&c, "GET", "/api/v1/namespaces/default/configmaps/nope", &accept, b"")
+    let (code, body) = crate::common::raw_bytes(&c, "GET", "/api/v1/namespaces/default/configmaps/nope", &accept, b"")
         .await
         .unwrap();
     assert_eq!(code, 404);
@@ -625,7 +623,7 @@ fn row(table: &str, name: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn storage_classes_volumes_and_claims_bind_and_provision() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     let sc = kubectl(&c, &["get", "sc"]);
     assert_eq!(
         header(&sc),
@@ -760,7 +758,7 @@ async fn storage_classes_volumes_and_claims_bind_and_provision() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disruption_budgets_hold_drain_until_they_allow_it() {
-    let c = common::cluster().await;
+    let c = crate::common::cluster().await;
     // `create pdb` sends protobuf, like every create generator.
     assert_eq!(
         kubectl(&c, &["create", "pdb", "web", "--selector=app=web", "--min-available=2"]).trim(),

@@ -6,8 +6,6 @@
 //! every list is consistent with its items' resourceVersions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::BTreeMap;
 
 use kwas_devcluster::DevCluster;
@@ -96,7 +94,7 @@ struct Served {
 async fn discover(c: &DevCluster) -> Vec<Served> {
     let mut out = Vec::new();
     let mut versions = vec![("/api/v1".to_string(), "v1".to_string())];
-    let (_, apis) = common::raw(c, "GET", "/apis", &[], b"").await.unwrap();
+    let (_, apis) = crate::common::raw(c, "GET", "/apis", &[], b"").await.unwrap();
     let apis: Value = serde_json::from_str(&apis).unwrap();
     for g in apis["groups"].as_array().unwrap() {
         for v in g["versions"].as_array().unwrap() {
@@ -105,7 +103,7 @@ async fn discover(c: &DevCluster) -> Vec<Served> {
         }
     }
     for (base, api_version) in versions {
-        let (_, list) = common::raw(c, "GET", &base, &[], b"").await.unwrap();
+        let (_, list) = crate::common::raw(c, "GET", &base, &[], b"").await.unwrap();
         let list: Value = serde_json::from_str(&list).unwrap();
         for r in list["resources"].as_array().unwrap() {
             let name = r["name"].as_str().unwrap();
@@ -422,7 +420,7 @@ async fn every_endpoint_survives_hostile_requests() {
     let mut tried = 0usize;
     let mut codes: BTreeMap<u16, usize> = BTreeMap::new();
     for seed in SEEDS {
-        let c = common::cluster().await;
+        let c = crate::common::cluster().await;
         let served = discover(&c).await;
         assert!(served.len() >= 15, "{served:?}");
         let mut samples = Vec::new();
@@ -432,7 +430,7 @@ async fn every_endpoint_survives_hostile_requests() {
             "/api/v1/namespaces/default/pods",
         ] {
             let accept = [("Accept", "application/vnd.kubernetes.protobuf")];
-            let (code, body) = common::raw_bytes(&c, "GET", path, &accept, b"").await.unwrap();
+            let (code, body) = crate::common::raw_bytes(&c, "GET", path, &accept, b"").await.unwrap();
             assert_eq!(code, 200, "{path}");
             assert!(body.starts_with(b"k8s\0"), "{path} answered without protobuf");
             samples.push(body);
@@ -522,14 +520,16 @@ async fn every_endpoint_survives_hostile_requests() {
                 _ => {
                     // A short watch: only its status line is read.
                     let p = format!("{collection}?watch=true&timeoutSeconds=1&{query}");
-                    let code = common::raw_status(&c, &p).await.expect("the watch got an answer");
+                    let code = crate::common::raw_status(&c, &p)
+                        .await
+                        .expect("the watch got an answer");
                     tried += 1;
                     *codes.entry(code).or_default() += 1;
                     assert!(code < 500, "seed {seed} request {i}: GET {p} answered {code}");
                     continue;
                 }
             };
-            let answer = common::raw(&c, method, &path, &headers, &body).await;
+            let answer = crate::common::raw(&c, method, &path, &headers, &body).await;
             let (code, text) = answer.unwrap_or_else(|| panic!("seed {seed} request {i}: {method} {path}: no answer"));
             tried += 1;
             *codes.entry(code).or_default() += 1;
@@ -603,13 +603,13 @@ async fn check_invariants(c: &DevCluster, served: &[Served]) {
     decodes!(api::resource::v1::ResourceSlice);
     // Every served resource still lists.
     for r in served.iter().filter(|r| r.verbs.iter().any(|v| v == "list")) {
-        let (code, text) = common::raw(c, "GET", &format!("{}/{}", r.base, r.plural), &[], b"")
+        let (code, text) = crate::common::raw(c, "GET", &format!("{}/{}", r.base, r.plural), &[], b"")
             .await
             .unwrap();
         assert_eq!(code, 200, "{}: {text}", r.plural);
     }
     // The default namespaces survive or are being recreated only by their owner: kube-system and default
     // may be deleted by a request, like upstream, but the server itself still answers.
-    let (code, _) = common::raw(c, "GET", "/version", &[], b"").await.unwrap();
+    let (code, _) = crate::common::raw(c, "GET", "/version", &[], b"").await.unwrap();
     assert_eq!(code, 200);
 }
