@@ -10,12 +10,12 @@
 //! | Go | Rust | notes |
 //! | --- | --- | --- |
 //! | `SchedulingConfig` | [`SchedulingConfig`](crate::SchedulingConfig) | fields `policy`, `constraints`, `disruption_mode`, `resource_claims`, `priority_class_name` (later KEP text's `PriorityClassName`); `None` / empty = not set at this layer. Serializes in the API's shape |
-//! | `SchedulingPolicy{Basic, Gang}` | [`SchedulingPolicy`](crate::SchedulingPolicy) | an enum: `Basic` or `Gang(GangSchedulingPolicy)`; two members at once cannot be built (the map helpers refuse such input) |
+//! | `SchedulingPolicy{Basic, Gang}` | [`SchedulingPolicy`](crate::SchedulingPolicy) | an enum: `Basic` or `Gang(GangPolicy)`; two members at once cannot be built (the map helpers refuse such input) |
 //! | `BasicSchedulingPolicy` | [`SchedulingPolicy::Basic`](crate::SchedulingPolicy::Basic) | a variant |
-//! | `GangSchedulingPolicy{MinCount *int32}` | [`GangSchedulingPolicy`](crate::GangSchedulingPolicy) `{ min_count: Option<i32> }` | at a composite the count is `minGroupCount` |
+//! | `GangSchedulingPolicy{MinCount *int32}` | [`GangPolicy`](crate::GangPolicy) `{ min_count: Option<i32> }` | at a composite the count is `minGroupCount` |
 //! | `SchedulingConstraints{Topology}` | [`SchedulingConstraints`](crate::SchedulingConstraints) `{ topology }` | `TopologyConstraint` is k8s-openapi's (`key`, the KEP draft's `level`) |
-//! | `DisruptionMode{Single, All}` | [`DisruptionMode`](crate::DisruptionMode) | an enum |
-//! | `SingleDisruptionMode`, `AllDisruptionMode` | [`DisruptionMode::Single`](crate::DisruptionMode::Single), [`DisruptionMode::All`](crate::DisruptionMode::All) | variants |
+//! | `DisruptionMode{Single, All}` | [`Disruption`](crate::Disruption) | an enum |
+//! | `SingleDisruptionMode`, `AllDisruptionMode` | [`Disruption::Single`](crate::Disruption::Single), [`Disruption::All`](crate::Disruption::All) | variants |
 //! | `ResourceClaim` | [`ResourceClaim`](crate::ResourceClaim) | |
 //! | `SchedulingMode` (the KEP's name for the policy building block) | [`SchedulingPolicy`](crate::SchedulingPolicy) | the API calls it `schedulingPolicy` |
 //!
@@ -104,7 +104,7 @@
 //! use workloadbuilder::job::{
 //!     job_allow_list, job_controller_ref, job_owned_pod_group_name, job_workload_item, job_workload_name,
 //! };
-//! use workloadbuilder::{ExistingWorkloadBuilder, FieldErrors, WorkloadBuilder};
+//! use workloadbuilder::{ExistingWorkloadBuilder, FieldErrors, TemplateKey, WorkloadBuilder};
 //!
 //! /// KEP-6089's `multiplyMinCountForAdjustedJob`: a callback that is not a default.
 //! fn multiply_min_count_for_adjusted_job(
@@ -152,9 +152,10 @@
 //!
 //! // NewBuilderFromExistingWorkload(workload, BuildOptions{Owner: job}).NewPodGroup(name, template)
 //! let owner = job_controller_ref(&job).unwrap();
-//! let name = job_owned_pod_group_name(&job, workload.metadata.name.as_deref().unwrap(), &template.name);
+//! let key = TemplateKey { workload: workload.metadata.name.as_deref().unwrap(), template: &template.name };
+//! let name = job_owned_pod_group_name(&job, key);
 //! let builder = ExistingWorkloadBuilder::new(&workload).with_owner(owner);
-//! let group = builder.new_pod_group(&name, &template.name, None).unwrap();
+//! let group = builder.new_pod_group(&template.name, &name, None).unwrap();
 //! assert_eq!(group.spec.scheduling_policy.gang.unwrap().min_count, 84);
 //! // ... and BuildWorkload on it is refused.
 //! assert!(builder.build("train-wl", "ml", &job_controller_ref(&job).unwrap()).is_err());

@@ -25,7 +25,7 @@
 //! ```
 //! use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 //! use workloadbuilder::sync::{plan_sync, SyncInput};
-//! use workloadbuilder::{new_pod_group, AllowList, PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem};
+//! use workloadbuilder::{new_pod_group, AllowList, GroupName, PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem};
 //!
 //! let owner = OwnerReference {
 //!     api_version: "batch/v1".into(), kind: "Job".into(), name: "train".into(), uid: "u".into(),
@@ -36,7 +36,7 @@
 //!     .build("train-wl", "ml", &owner)
 //!     .unwrap();
 //! let (live, desired) = (build(4), build(8)); // the user raised parallelism from 4 to 8
-//! let group = new_pod_group(&live, "train-pgt-0", "train-pg", None, vec![]).unwrap();
+//! let group = new_pod_group(&live, "train-pgt-0", &GroupName::new("train-pg"), None, vec![]).unwrap();
 //! let plan = plan_sync(SyncInput {
 //!     desired: Some(&desired),
 //!     live: &live,

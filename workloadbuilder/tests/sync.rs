@@ -27,7 +27,8 @@ fn workload(root_count: i32, workers: i32) -> Workload {
 }
 
 fn group(workload: &Workload, template: &str, name: &str, parent: Option<&str>) -> PodGroup {
-    new_pod_group(workload, template, name, parent, vec![]).unwrap()
+    let parent = parent.map(GroupName::new);
+    new_pod_group(workload, template, &GroupName::new(name), parent.as_ref(), vec![]).unwrap()
 }
 
 fn plan(desired: Option<&Workload>, live: &Workload, groups: &[PodGroup], cpgs: &[CompositePodGroup]) -> SyncPlan {
@@ -231,7 +232,7 @@ fn immutable_differences_are_reported_per_object() {
         .allow(allow_all())
         .build("wl", "ml", &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"))
         .unwrap();
-    let root = new_composite_pod_group(&live, "root", "root-0", None, vec![]).unwrap();
+    let root = new_composite_pod_group(&live, "root", &GroupName::new("root-0"), None, vec![]).unwrap();
     let workers = group(&live, "workers", "w-0", Some("root-0"));
     let p = plan(
         Some(&desired),
