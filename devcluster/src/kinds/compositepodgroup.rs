@@ -62,7 +62,7 @@ impl Strategy for CompositePodGroupStrategy {
 
     fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         decode::check(
-            workloadbuilder::validate_composite_pod_group(&decode::parse(res, obj)?),
+            workloadbuilder::validation::validate_composite_pod_group(&decode::parse(res, obj)?),
             res,
             obj,
         )
@@ -77,9 +77,9 @@ impl Strategy for CompositePodGroupStrategy {
     ) -> Result<(), ApiError> {
         let (new, old) = (decode::parse(res, obj)?, decode::parse(res, old)?);
         let errors = if cx.status() {
-            workloadbuilder::validate_composite_pod_group_status_update(&new, &old)
+            workloadbuilder::validation::validate_composite_pod_group_status_update(&new, &old)
         } else {
-            workloadbuilder::validate_composite_pod_group_update(&new, &old)
+            workloadbuilder::validation::validate_composite_pod_group_update(&new, &old)
         };
         decode::check(errors, res, obj)
     }

@@ -63,7 +63,11 @@ impl Strategy for PodGroupStrategy {
     }
 
     fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        decode::check(workloadbuilder::validate_pod_group(&decode::parse(res, obj)?), res, obj)
+        decode::check(
+            workloadbuilder::validation::validate_pod_group(&decode::parse(res, obj)?),
+            res,
+            obj,
+        )
     }
 
     fn validate_update(
@@ -75,9 +79,9 @@ impl Strategy for PodGroupStrategy {
     ) -> Result<(), ApiError> {
         let (new, old) = (decode::parse(res, obj)?, decode::parse(res, old)?);
         let errors = if cx.status() {
-            workloadbuilder::validate_pod_group_status_update(&new, &old)
+            workloadbuilder::validation::validate_pod_group_status_update(&new, &old)
         } else {
-            workloadbuilder::validate_pod_group_update(&new, &old)
+            workloadbuilder::validation::validate_pod_group_update(&new, &old)
         };
         decode::check(errors, res, obj)
     }

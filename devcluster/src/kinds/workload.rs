@@ -35,7 +35,11 @@ impl Strategy for WorkloadStrategy {
     }
 
     fn validate(&self, _cx: &mut AdmitContext<'_>, res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-        decode::check(workloadbuilder::validate_workload(&decode::parse(res, obj)?), res, obj)
+        decode::check(
+            workloadbuilder::validation::validate_workload(&decode::parse(res, obj)?),
+            res,
+            obj,
+        )
     }
 
     fn validate_update(
@@ -45,7 +49,8 @@ impl Strategy for WorkloadStrategy {
         old: &Value,
         obj: &Value,
     ) -> Result<(), ApiError> {
-        let errors = workloadbuilder::validate_workload_update(&decode::parse(res, obj)?, &decode::parse(res, old)?);
+        let errors =
+            workloadbuilder::validation::validate_workload_update(&decode::parse(res, obj)?, &decode::parse(res, old)?);
         decode::check(errors, res, obj)
     }
 
