@@ -100,7 +100,10 @@ fn every_group_carries_the_pods_priority_class() {
 
 #[test]
 fn a_replica_gang_larger_than_its_groups_is_reported_at_the_users_field() {
-    let errs = desired(&lws(json!({"group": {"schedulingPolicy": {"gang": {"minGroupCount": 3}}}}))).unwrap_err();
+    let errs = desired(&lws(
+        json!({"group": {"schedulingPolicy": {"gang": {"minGroupCount": 3}}}}),
+    ))
+    .unwrap_err();
     assert_eq!(
         errs.to_string(),
         "spec.scheduling.group.schedulingPolicy.gang.minGroupCount: Invalid value: 3: must be at most the groups of a replica (2)"
