@@ -36,7 +36,7 @@ use crate::field::{FieldErrors, FieldPath};
 
 /// The polymorphic scheduling configuration of one group, leaf or composite.
 ///
-/// At a leaf, [`GangSchedulingPolicy::min_count`] is the PodGroup's `minCount`; at a composite it is the
+/// At a leaf, [`GangPolicy::min_count`] is the PodGroup's `minCount`; at a composite it is the
 /// CompositePodGroup's `minGroupCount`.
 ///
 /// ```
