@@ -225,3 +225,9 @@ pub use types::{
     AllowList, Callback, Check, Disruption, DisruptionModeOption, GangPolicy, ItemView, PolicyOption, ResolvedItem,
     ResourceClaim, SchedulingConfig, SchedulingConstraints, SchedulingPolicy, Source, Sources, WorkloadItem,
 };
+
+/// The controller author's guide (`docs/library.md`), compiled and run with the doctests so its example
+/// stays in sync with the crate.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/library.md")]
+mod library_guide {}
