@@ -500,7 +500,7 @@ pub fn plan_sync(input: SyncInput<'_>) -> SyncPlan {
             .filter(|g| of_live(Some(g.spec.workload_ref.workload_name.as_str())))
             .filter_map(|g| Some((depth(g, composite_pod_groups), g.metadata.name.clone()?)))
             .collect();
-        composites.sort_by(|a, b| b.0.cmp(&a.0));
+        composites.sort_by_key(|c| std::cmp::Reverse(c.0));
         plan.replace = Some(Replacement {
             workload: live_name.to_string(),
             pod_groups,
