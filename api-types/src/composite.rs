@@ -12,10 +12,11 @@
 //! | `WorkloadPodGroupDisruptionMode`        | [`WorkloadCompositePodGroupDisruptionMode`]      | `single: {}` / `all: {}`   |
 //!
 //! # Unions and empty blocks
-//! The policy and the disruption mode are unions. Their schemas carry a CEL rule that rejects more than one
-//! member. An *empty* block (`schedulingPolicy: {}`) is accepted by the schema on purpose: KEP-6089's map
-//! helpers treat it as "unset", so the controller's default applies (see `workloadbuilder`'s
-//! `map_composite_group_config`). The same rules are available client-side through [`garde::Validate`].
+//! The policy and the disruption mode are unions, and KEP-6089 says of both "Exactly one ... must be set".
+//! Their schemas carry CEL rules that reject more than one member and an *empty* block
+//! (`schedulingPolicy: {}`: "must specify one of"), as kube-apiserver does, and `workloadbuilder` rejects
+//! an empty block the same way (`AllowList::map_composite`). To leave the controller's default in place,
+//! omit the block. The same rules are available client-side through [`garde::Validate`].
 
 use garde::Validate;
 use k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint;
@@ -24,7 +25,8 @@ use serde::{Deserialize, Serialize};
 
 /// Scheduling policy of a composite group: how its child groups are admitted.
 ///
-/// Exactly one member should be set; an empty value means "unset" to the workloadbuilder map helpers.
+/// Exactly one member must be set; an empty value is invalid (omit the block to keep the controller's
+/// default).
 ///
 /// ```
 /// use kwas_api_types::WorkloadCompositePodGroupSchedulingPolicy as Policy;
@@ -70,7 +72,7 @@ impl WorkloadCompositePodGroupSchedulingPolicy {
         }
     }
 
-    /// True when no member is set (the block means "unset").
+    /// True when no member is set (an invalid block: exactly one member must be set).
     pub fn is_empty(&self) -> bool {
         self.basic.is_none() && self.gang.is_none()
     }
@@ -151,7 +153,7 @@ impl WorkloadCompositePodGroupDisruptionMode {
         }
     }
 
-    /// True when no member is set (the block means "unset").
+    /// True when no member is set (an invalid block: exactly one member must be set).
     pub fn is_empty(&self) -> bool {
         self.single.is_none() && self.all.is_none()
     }

@@ -194,7 +194,7 @@ fn decode_strict<T: serde::de::DeserializeOwned + serde::Serialize>(doc: &Value,
 fn check_workload(doc: &Value) -> Result<Compiled> {
     let workload: Workload = decode_strict(doc, "Workload")?;
     let name = workload.name_any();
-    let errs = workloadbuilder::validate_workload(&workload);
+    let errs = workloadbuilder::validation::validate_workload(&workload);
     if !errs.is_empty() {
         bail!("{}", kubectl_invalid("Workload", &name, &errs));
     }

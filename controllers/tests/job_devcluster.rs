@@ -16,6 +16,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use workloadbuilder::job::{job_owned_pod_group_name, job_workload_name};
+use workloadbuilder::{GroupName, TemplateKey};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -210,7 +211,14 @@ async fn root_gang_job_creates_workload_then_pod_group_then_pods_and_completes()
     assert_eq!(g.len(), 1);
     assert_eq!(
         g[0].name_any(),
-        job_owned_pod_group_name(&j, &w[0].name_any(), "train-pgt-0")
+        job_owned_pod_group_name(
+            &j,
+            TemplateKey {
+                workload: &w[0].name_any(),
+                template: "train-pgt-0"
+            }
+        )
+        .as_str()
     );
     let owners: Vec<(String, Option<bool>)> = g[0]
         .owner_references()
@@ -594,7 +602,8 @@ async fn delegated_job_waits_for_the_parent_workload_then_creates_only_its_pod_g
         .create(&PostParams::default(), &parent)
         .await
         .unwrap();
-    let root = workloadbuilder::new_composite_pod_group(&parent, "root", "trainer-root", None, vec![]).unwrap();
+    let root = workloadbuilder::new_composite_pod_group(&parent, "root", &GroupName::new("trainer-root"), None, vec![])
+        .unwrap();
     Api::<CompositePodGroup>::namespaced(client.clone(), "default")
         .create(&PostParams::default(), &root)
         .await
@@ -612,7 +621,13 @@ async fn delegated_job_waits_for_the_parent_workload_then_creates_only_its_pod_g
         assert!(condition(&done, "SchedulingBlocked").is_none(), "the block is cleared");
         // KEP-5547's name: the parent's Workload, the template and the Job's uid.
         let pg: PodGroup = Api::namespaced(client.clone(), "default")
-            .get(&job_owned_pod_group_name(&done, "trainer-wl", "workers"))
+            .get(&job_owned_pod_group_name(
+                &done,
+                TemplateKey {
+                    workload: "trainer-wl",
+                    template: "workers",
+                },
+            ))
             .await
             .unwrap();
         assert_eq!(pg.spec.parent_composite_pod_group_name.as_deref(), Some("trainer-root"));
@@ -724,7 +739,13 @@ async fn an_unrelated_pod_group_at_the_jobs_name_blocks_until_removed() {
         .create(&PostParams::default(), &other)
         .await
         .unwrap();
-    let squatter_name = job_owned_pod_group_name(&j, &own.name_any(), "squat-pgt-0");
+    let squatter_name = job_owned_pod_group_name(
+        &j,
+        TemplateKey {
+            workload: &own.name_any(),
+            template: "squat-pgt-0",
+        },
+    );
     let squatter = workloadbuilder::new_pod_group(&other, "t", &squatter_name, None, vec![]).unwrap();
     let groups_api = Api::<PodGroup>::namespaced(client.clone(), "default");
     groups_api.create(&PostParams::default(), &squatter).await.unwrap();

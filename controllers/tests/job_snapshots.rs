@@ -92,7 +92,7 @@ fn delegated_child_job() {
         DownwardMapping::new("workers").with_parent("pretrain-wl-jobset-root")
     );
     let group = desired_delegated_pod_group(&job, &workload, &mapping, JOB_CONTROLLER_NAME).unwrap();
-    assert!(workloadbuilder::validate_pod_group(&group).is_empty());
+    assert!(workloadbuilder::validation::validate_pod_group(&group).is_empty());
     let pod = new_pod(&job, Some(2), group.metadata.name.as_deref());
     insta::assert_yaml_snapshot!(json!({"podGroup": group, "pod": pod}));
 }

@@ -21,7 +21,7 @@ fn fixture(name: &str) -> JobSet {
 
 fn objects(js: &JobSet, management: PodGroupManagement) -> serde_json::Value {
     let mut workload = desired_workload(js).unwrap();
-    assert!(workloadbuilder::validate_workload(&workload).is_empty());
+    assert!(workloadbuilder::validation::validate_workload(&workload).is_empty());
     workload.metadata.uid = Some("workload-uid".into());
     let root = desired_root_group(js, &workload).unwrap();
     let wiring = ChildWiring {

@@ -22,19 +22,17 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use serde_json::json;
 
 use crate::field::{ErrorOrigin, FieldError, FieldErrorType, FieldErrors, FieldPath, Stage};
+use crate::messages::{FLAT_COMPOSITE_ALL, FLAT_COMPOSITE_GANG, FLAT_COMPOSITE_TOPOLOGY, OWNER_NOT_CONTROLLER};
+use crate::messages::{disruption_mode_not_supported, policy_not_supported};
 use crate::resolve::resolve_item;
 use crate::sites::{any_empty_name, site_of, sites};
 use crate::types::{
-    AllowList, DisruptionMode, DisruptionModeOption, PolicyOption, ResolvedItem, SchedulingConfig, SchedulingPolicy,
-    WorkloadItem,
+    AllowList, Disruption, DisruptionModeOption, ItemView, PolicyOption, ResolvedItem, SchedulingConfig,
+    SchedulingPolicy, WorkloadItem,
 };
 use crate::validation::api::MAX_TEMPLATES_PER_LIST;
-use crate::validation::blocks::{disruption_mode_not_supported, policy_not_supported};
 use crate::validation::strings::{is_dns1123_label, is_dns1123_subdomain};
 use crate::validation::tree::validate_tree;
-
-/// The error for a Workload whose owner is not its controller.
-pub const OWNER_NOT_CONTROLLER: &str = "a Workload must be owned by its controller for garbage collection";
 
 /// Compiles a [`WorkloadItem`] tree into a `scheduling.k8s.io/v1alpha3` Workload.
 ///
@@ -120,11 +118,12 @@ impl WorkloadBuilder {
 
     /// Tree validation of `resolved`, each error with its origin.
     fn validate_resolved(&self, resolved: &ResolvedItem) -> FieldErrors {
-        let errs = validate_tree(
+        let mut errs = validate_tree(
             resolved,
             &self.allow,
             self.composite_allow.as_ref().unwrap_or(&self.allow),
         );
+        errs.extend(run_checks(&self.root, resolved));
         attribute(errs, resolved)
     }
 
@@ -209,15 +208,42 @@ impl WorkloadBuilder {
     }
 }
 
-/// The Forbidden detail for a composite's gang policy in a flat Workload.
-pub const FLAT_COMPOSITE_GANG: &str = "a gang of groups needs a CompositePodGroup: a flat Workload (podGroupTemplates only) \
-     cannot express it; use the Basic policy at this level";
-/// The Forbidden detail for a composite's topology constraint in a flat Workload.
-pub const FLAT_COMPOSITE_TOPOLOGY: &str = "placing groups together needs a CompositePodGroup: a flat Workload \
-     (podGroupTemplates only) cannot express a topology constraint at this level";
-/// The Forbidden detail for a composite's disruption mode `all` in a flat Workload.
-pub const FLAT_COMPOSITE_ALL: &str = "disrupting groups together needs a CompositePodGroup: a flat Workload \
-     (podGroupTemplates only) cannot express the disruptionMode `all` at this level";
+/// The controller's own rules ([`WorkloadItem::with_check`]) on every item of `root`, in pre-order, each with
+/// the resolved config of the same item of `resolved` (the same tree, resolved).
+fn run_checks(root: &WorkloadItem, resolved: &ResolvedItem) -> FieldErrors {
+    fn walk<'a>(
+        item: &'a WorkloadItem,
+        depth: usize,
+        names: &mut Vec<&'a str>,
+        out: &mut Vec<(&'a WorkloadItem, usize, Vec<&'a str>)>,
+    ) {
+        names.push(&item.name);
+        out.push((item, depth, names.clone()));
+        for child in &item.children {
+            walk(child, depth.saturating_add(1), names, out);
+        }
+        names.pop();
+    }
+    let mut errs = FieldErrors::new();
+    if !root.iter_has_checks() {
+        return errs;
+    }
+    let mut items = Vec::new();
+    walk(root, 0, &mut Vec::new(), &mut items);
+    for (((item, depth, names), site), resolved) in items.iter().zip(sites(root)).zip(resolved.iter()) {
+        if item.checks.is_empty() {
+            continue;
+        }
+        let view = ItemView::new(item, *depth, names).with_template(&site.template);
+        for check in &item.checks {
+            if let Err(found) = check(&view, &resolved.config) {
+                let origin = || ErrorOrigin::item(Stage::Validation, names.iter().copied());
+                errs.extend(found.into_iter().map(|e| e.or_origin(origin)));
+            }
+        }
+    }
+    errs
+}
 
 /// The leaves of `item`'s subtree, in pre-order.
 fn collect_leaves<'a>(item: &'a ResolvedItem, out: &mut Vec<&'a ResolvedItem>) {
@@ -235,9 +261,7 @@ fn check_flat(root: &ResolvedItem) -> FieldErrors {
     let mut leaves = Vec::new();
     collect_leaves(root, &mut leaves);
     let composites_are_plain = root.iter().filter(|i| !i.is_leaf()).all(|i| {
-        !i.config.is_gang()
-            && i.config.topology_key().is_none()
-            && i.config.disruption_mode != Some(DisruptionMode::All)
+        !i.config.is_gang() && i.config.topology_key().is_none() && i.config.disruption_mode != Some(Disruption::All)
     });
     let mut errs = FieldErrors::new();
     if composites_are_plain && leaves.len() <= MAX_TEMPLATES_PER_LIST {
@@ -264,7 +288,7 @@ fn check_flat(root: &ResolvedItem) -> FieldErrors {
                 .with_origin(origin.clone()),
             );
         }
-        if c.disruption_mode == Some(DisruptionMode::All) {
+        if c.disruption_mode == Some(Disruption::All) {
             errs.push(FieldError::forbidden(path.child("disruptionMode"), FLAT_COMPOSITE_ALL).with_origin(origin));
         }
     }
@@ -307,7 +331,7 @@ fn check_item_names(root: &WorkloadItem) -> FieldErrors {
     let mut seen = std::collections::HashSet::new();
     for site in sites(root) {
         let name = site.names.last().map_or("", String::as_str);
-        let path = site.template.child("name");
+        let path = site.name.clone().unwrap_or_else(|| site.template.child("name"));
         let origin = ErrorOrigin::item(Stage::Resolve, site.names.iter());
         if name.is_empty() {
             errs.push(FieldError::required(path, "").with_origin(origin));
@@ -434,7 +458,7 @@ pub enum GroupVersionError {
 /// version around the `/`) are errors here.
 ///
 /// ```
-/// use workloadbuilder::builder::{parse_group_version, GroupVersion, GroupVersionError};
+/// use workloadbuilder::validation::{parse_group_version, GroupVersion, GroupVersionError};
 /// assert_eq!(parse_group_version("batch/v1"), Ok(GroupVersion { group: "batch", version: "v1" }));
 /// assert_eq!(parse_group_version("v1"), Ok(GroupVersion { group: "", version: "v1" }));
 /// assert_eq!(
@@ -537,11 +561,11 @@ fn compile_leaf(item: &ResolvedItem) -> PodGroupTemplate {
     };
     PodGroupTemplate {
         disruption_mode: c.disruption_mode.map(|m| match m {
-            DisruptionMode::Single => ApiDisruptionMode {
+            Disruption::Single => ApiDisruptionMode {
                 single: Some(SingleDisruptionMode(empty())),
                 all: None,
             },
-            DisruptionMode::All => ApiDisruptionMode {
+            Disruption::All => ApiDisruptionMode {
                 single: None,
                 all: Some(AllDisruptionMode(empty())),
             },
@@ -589,11 +613,11 @@ fn compile_composite(item: &ResolvedItem) -> CompositePodGroupTemplate {
     CompositePodGroupTemplate {
         composite_pod_group_templates: (!composites.is_empty()).then_some(composites),
         disruption_mode: c.disruption_mode.map(|m| match m {
-            DisruptionMode::Single => CompositeDisruptionMode {
+            Disruption::Single => CompositeDisruptionMode {
                 single: Some(SingleCompositeDisruptionMode(empty())),
                 all: None,
             },
-            DisruptionMode::All => CompositeDisruptionMode {
+            Disruption::All => CompositeDisruptionMode {
                 single: None,
                 all: Some(AllCompositeDisruptionMode(empty())),
             },

@@ -32,7 +32,8 @@
 //!     uid: "uid-3".into(), ..parent.clone() };
 //! let mapping = DownwardMapping::new("workers").with_parent("trainer-root");
 //! let builder = ExistingWorkloadBuilder::new(&workload).with_owner(job.clone());
-//! let group = builder.new_pod_group_from_mapping(&builder.pod_group_name_for(&mapping, &job.uid), &mapping).unwrap();
+//! let name = builder.pod_group_name_for(&mapping, &job.uid);
+//! let group = builder.new_pod_group_from_mapping(&name, &mapping).unwrap();
 //! assert_eq!(group.spec.scheduling_policy.gang.unwrap().min_count, 8);
 //! assert_eq!(group.spec.parent_composite_pod_group_name.as_deref(), Some("trainer-root"));
 //! assert_eq!(group.metadata.owner_references.unwrap()[0].uid, "uid-3");
@@ -47,10 +48,31 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use crate::annotations::DownwardMapping;
 use crate::field::{ErrorOrigin, FieldError, FieldErrors, FieldPath, Stage};
-use crate::names::generate_pod_group_name_for_owner;
+use crate::names::{GroupName, TemplateKey, generate_pod_group_name_for_owner};
 use crate::podgroup::{InstantiateError, TemplateRef, find_template, new_composite_pod_group, new_pod_group};
 
-/// Instantiates runtime groups from a Workload that exists; refuses to build the Workload.
+/// The one helper that instantiates a Workload's runtime groups (PodGroups and CompositePodGroups), all
+/// with the same owners, from a Workload that exists: one a controller just compiled, or one it read from
+/// the API server. Every method takes the template (`&str`), then the group's name ([`GroupName`]), then
+/// the parent instance's name (`Option<&GroupName>`): the arguments cannot be swapped. Refuses to build the
+/// Workload again.
+///
+/// ```
+/// # use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+/// # use workloadbuilder::{AllowList, PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem};
+/// use workloadbuilder::{ExistingWorkloadBuilder, GroupName};
+/// # let owner = OwnerReference { api_version: "v1".into(), kind: "X".into(), name: "x".into(),
+/// #     uid: "u".into(), controller: Some(true), block_owner_deletion: Some(true) };
+/// let tree = WorkloadItem::new("set").with_child(WorkloadItem::new("member").with_default(SchedulingConfig::gang(Some(2))));
+/// let workload = WorkloadBuilder::new(tree).allow(AllowList::new().policies([PolicyOption::Basic, PolicyOption::Gang]))
+///     .build("x-wl", "default", &owner).unwrap();
+/// let groups = ExistingWorkloadBuilder::new(&workload).with_owners(Some(owner));
+/// let base = GroupName::new("x");
+/// let root = base.child("root");
+/// let set = groups.new_composite_pod_group("set", &root, None).unwrap();
+/// let member = groups.new_pod_group("member", &base.child(0), Some(&root)).unwrap();
+/// assert_eq!(member.spec.parent_composite_pod_group_name.as_deref(), set.metadata.name.as_deref());
+/// ```
 #[derive(Clone, Debug)]
 pub struct ExistingWorkloadBuilder<'a> {
     workload: &'a Workload,
@@ -75,6 +97,12 @@ impl<'a> ExistingWorkloadBuilder<'a> {
         self
     }
 
+    /// The groups it makes are also owned by `owners` (an `Option<OwnerReference>` works: `None` adds none).
+    pub fn with_owners(mut self, owners: impl IntoIterator<Item = OwnerReference>) -> Self {
+        self.owners.extend(owners);
+        self
+    }
+
     /// The Workload.
     pub fn workload(&self) -> &'a Workload {
         self.workload
@@ -94,9 +122,9 @@ impl<'a> ExistingWorkloadBuilder<'a> {
     /// (required for nested templates, forbidden for top-level ones); see [`new_pod_group`].
     pub fn new_pod_group(
         &self,
-        name: &str,
         template: &str,
-        parent: Option<&str>,
+        name: &GroupName,
+        parent: Option<&GroupName>,
     ) -> Result<PodGroup, InstantiateError> {
         new_pod_group(self.workload, template, name, parent, self.owners.clone())
     }
@@ -105,9 +133,9 @@ impl<'a> ExistingWorkloadBuilder<'a> {
     /// [`new_composite_pod_group`].
     pub fn new_composite_pod_group(
         &self,
-        name: &str,
         template: &str,
-        parent: Option<&str>,
+        name: &GroupName,
+        parent: Option<&GroupName>,
     ) -> Result<CompositePodGroup, InstantiateError> {
         new_composite_pod_group(self.workload, template, name, parent, self.owners.clone())
     }
@@ -116,24 +144,21 @@ impl<'a> ExistingWorkloadBuilder<'a> {
     /// the downward-mapping annotations.
     pub fn new_pod_group_from_mapping(
         &self,
-        name: &str,
+        name: &GroupName,
         mapping: &DownwardMapping,
     ) -> Result<PodGroup, InstantiateError> {
-        self.new_pod_group(
-            name,
-            &mapping.group_template_name,
-            mapping.parent_composite_pod_group.as_deref(),
-        )
+        let parent = mapping.parent_composite_pod_group.as_deref().map(GroupName::new);
+        self.new_pod_group(&mapping.group_template_name, name, parent.as_ref())
     }
 
     /// The name KEP-5547 gives the PodGroup of the object with uid `owner_uid` mapped by `mapping`:
     /// `GeneratePodGroupName(workloadName, templateName, uid)` ([`generate_pod_group_name_for_owner`]).
-    pub fn pod_group_name_for(&self, mapping: &DownwardMapping, owner_uid: &str) -> String {
-        generate_pod_group_name_for_owner(
-            self.workload.metadata.name.as_deref().unwrap_or_default(),
-            &mapping.group_template_name,
-            owner_uid,
-        )
+    pub fn pod_group_name_for(&self, mapping: &DownwardMapping, owner_uid: &str) -> GroupName {
+        let key = TemplateKey {
+            workload: self.workload.metadata.name.as_deref().unwrap_or_default(),
+            template: &mapping.group_template_name,
+        };
+        generate_pod_group_name_for_owner(key, owner_uid)
     }
 
     /// Refused: a builder made from an existing Workload never compiles it again (only the Workload's

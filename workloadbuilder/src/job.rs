@@ -29,13 +29,11 @@ use k8s_openapi::api::batch::v1::{Job, JobSchedulingConfiguration, JobSpec};
 use k8s_openapi::api::scheduling::v1alpha3::Workload;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
+use crate::block::PodGroupBlock;
 use crate::field::{FieldError, FieldErrors, FieldPath};
 use crate::mapconfig::map_pod_group_config;
-use crate::names::{generate_pod_group_name_for_owner, generate_workload_name};
+use crate::names::{GroupName, OwnerKey, TemplateKey, generate_pod_group_name_for_owner, generate_workload_name};
 use crate::types::{AllowList, DisruptionModeOption, PolicyOption, SchedulingConfig, WorkloadItem};
-use crate::validation::blocks::{
-    validate_disruption_mode, validate_resource_claims, validate_scheduling_constraints, validate_scheduling_policy,
-};
 use crate::{WorkloadBuilder, generate_pod_group_name};
 
 /// The policies the Job integration supports.
@@ -57,27 +55,23 @@ pub fn pod_group_template_name(job_name: &str) -> String {
 
 /// The name of the Workload the Job controller creates for a root Job.
 pub fn job_workload_name(job: &Job) -> String {
-    generate_workload_name(
-        job.metadata.name.as_deref().unwrap_or_default(),
-        job.metadata.uid.as_deref().unwrap_or_default(),
-    )
+    generate_workload_name(OwnerKey {
+        name: job.metadata.name.as_deref().unwrap_or_default(),
+        uid: job.metadata.uid.as_deref().unwrap_or_default(),
+    })
 }
 
 /// The name of the PodGroup a Job creates from `template` of `workload` (its own or its parent's): KEP-5547's
 /// `GeneratePodGroupName(workloadName, templateName, job.UID)` ([`generate_pod_group_name_for_owner`]), how
 /// the Job controller finds its PodGroup in every management mode.
-pub fn job_owned_pod_group_name(job: &Job, workload_name: &str, template_name: &str) -> String {
-    generate_pod_group_name_for_owner(
-        workload_name,
-        template_name,
-        job.metadata.uid.as_deref().unwrap_or_default(),
-    )
+pub fn job_owned_pod_group_name(job: &Job, key: TemplateKey<'_>) -> GroupName {
+    generate_pod_group_name_for_owner(key, job.metadata.uid.as_deref().unwrap_or_default())
 }
 
 /// The name kwas gave a root Job's PodGroup before KEP-5547 added the Job's uid:
 /// `generate_pod_group_name(workload, template)`; still discovered so Jobs created then keep their group.
-pub fn job_pod_group_name(workload_name: &str, template_name: &str) -> String {
-    generate_pod_group_name(workload_name, template_name)
+pub fn job_pod_group_name(key: TemplateKey<'_>) -> GroupName {
+    generate_pod_group_name(key)
 }
 
 /// The name of the PodGroup a parent that manages its children's PodGroups itself (centralized management)
@@ -85,8 +79,11 @@ pub fn job_pod_group_name(workload_name: &str, template_name: &str) -> String {
 /// template (replicas of a replicated job) get distinct groups, and known before the Job exists (the parent
 /// creates the group first). Delegated Jobs created their groups under this name before KEP-5547 added the
 /// Job's uid ([`job_owned_pod_group_name`]); the Job controller still finds them.
-pub fn delegated_pod_group_name(job_name: &str, template_name: &str) -> String {
-    generate_pod_group_name(job_name, template_name)
+pub fn delegated_pod_group_name(job_name: &str, template_name: &str) -> GroupName {
+    generate_pod_group_name(TemplateKey {
+        workload: job_name,
+        template: template_name,
+    })
 }
 
 /// The controller reference a Job's scheduling objects carry (`metav1.NewControllerRef`: `controller` and
@@ -128,24 +125,7 @@ pub fn validate_job_scheduling_blocks(job: &Job) -> FieldErrors {
     let Some(spec) = job.spec.as_ref() else { return errs };
     let Some(s) = spec.scheduling.as_ref() else { return errs };
     let path = scheduling_path();
-    errs.extend(validate_scheduling_policy(
-        s.scheduling_policy.as_ref(),
-        &path.child("schedulingPolicy"),
-        &JOB_POLICIES,
-    ));
-    errs.extend(validate_disruption_mode(
-        s.disruption_mode.as_ref(),
-        &path.child("disruptionMode"),
-        &JOB_DISRUPTION_MODES,
-    ));
-    errs.extend(validate_scheduling_constraints(
-        s.scheduling_constraints.as_ref(),
-        &path.child("schedulingConstraints"),
-    ));
-    errs.extend(validate_resource_claims(
-        s.resource_claims.as_deref().unwrap_or_default(),
-        &path.child("resourceClaims"),
-    ));
+    errs.extend(job_allow_list().validate_pod_group(&PodGroupBlock::from(s), &path));
     if let Some(min) = s
         .scheduling_policy
         .as_ref()

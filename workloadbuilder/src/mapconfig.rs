@@ -3,24 +3,11 @@
 //! An empty block (`schedulingPolicy: {}`, `schedulingConstraints: {}` or an empty `topology`,
 //! `disruptionMode: {}`) maps to "unset", so the controller's default survives resolution. A union block with
 //! more than one member set cannot be represented in the IR: mapping it fails with the same error
-//! [`validate_scheduling_policy`](crate::validate_scheduling_policy) / [`validate_disruption_mode`](crate::validate_disruption_mode)
-//! report. Error paths are relative to the block that holds the building blocks, using the upstream member
+//! the block validation reports. Controllers call them through [`AllowList::map_pod_group`](crate::AllowList::map_pod_group)
+//! and [`AllowList::map_composite`](crate::AllowList::map_composite), which validate first (so an empty block never
+//! reaches them from there). Error paths are relative to the block that holds the building blocks, using the upstream member
 //! names (`schedulingPolicy`, `disruptionMode`); re-root them with [`FieldErrors::under`].
 //!
-//! ```
-//! use k8s_openapi::api::scheduling::v1alpha3 as api;
-//! use workloadbuilder::{map_pod_group_config, SchedulingConfig};
-//!
-//! let policy = api::WorkloadPodGroupSchedulingPolicy {
-//!     basic: None,
-//!     gang: Some(api::WorkloadPodGroupGangSchedulingPolicy { min_count: None }),
-//! };
-//! let cfg = map_pod_group_config(Some(&policy), None, None, &[]).unwrap();
-//! assert_eq!(cfg, SchedulingConfig::gang(None));
-//! // An empty block is "unset".
-//! let empty = api::WorkloadPodGroupSchedulingPolicy::default();
-//! assert_eq!(map_pod_group_config(Some(&empty), None, None, &[]).unwrap(), SchedulingConfig::default());
-//! ```
 
 use k8s_openapi::api::scheduling::v1alpha3::{
     TopologyConstraint, WorkloadPodGroupDisruptionMode, WorkloadPodGroupResourceClaim,
@@ -32,9 +19,7 @@ use kwas_api_types::{
 };
 
 use crate::field::{FieldError, FieldErrors, FieldPath};
-use crate::types::{
-    DisruptionMode, GangSchedulingPolicy, ResourceClaim, SchedulingConfig, SchedulingConstraints, SchedulingPolicy,
-};
+use crate::types::{Disruption, GangPolicy, ResourceClaim, SchedulingConfig, SchedulingConstraints, SchedulingPolicy};
 
 pub(crate) const POLICY_UNION: &str = "must specify exactly one of: `basic`, `gang`";
 pub(crate) const DISRUPTION_UNION: &str = "must specify exactly one of: `single`, `all`";
@@ -43,7 +28,7 @@ fn map_policy(basic: bool, gang: Option<Option<i32>>, errs: &mut FieldErrors) ->
     match (basic, gang) {
         (false, None) => None,
         (true, None) => Some(SchedulingPolicy::Basic),
-        (false, Some(min_count)) => Some(SchedulingPolicy::Gang(GangSchedulingPolicy { min_count })),
+        (false, Some(min_count)) => Some(SchedulingPolicy::Gang(GangPolicy { min_count })),
         (true, Some(_)) => {
             errs.push(FieldError::invalid(
                 FieldPath::new("schedulingPolicy"),
@@ -55,11 +40,11 @@ fn map_policy(basic: bool, gang: Option<Option<i32>>, errs: &mut FieldErrors) ->
     }
 }
 
-fn map_disruption(single: bool, all: bool, errs: &mut FieldErrors) -> Option<DisruptionMode> {
+fn map_disruption(single: bool, all: bool, errs: &mut FieldErrors) -> Option<Disruption> {
     match (single, all) {
         (false, false) => None,
-        (true, false) => Some(DisruptionMode::Single),
-        (false, true) => Some(DisruptionMode::All),
+        (true, false) => Some(Disruption::Single),
+        (false, true) => Some(Disruption::All),
         (true, true) => {
             errs.push(FieldError::invalid(
                 FieldPath::new("disruptionMode"),
@@ -155,7 +140,7 @@ mod tests {
             cfg,
             SchedulingConfig::gang(Some(4))
                 .with_topology("topology.kubernetes.io/zone")
-                .with_disruption_mode(DisruptionMode::All)
+                .with_disruption_mode(Disruption::All)
                 .with_resource_claim(ResourceClaim {
                     name: "gpus".into(),
                     resource_claim_name: None,
@@ -197,7 +182,7 @@ mod tests {
             cfg,
             SchedulingConfig::gang(Some(3))
                 .with_topology("kwas.dev/block")
-                .with_disruption_mode(DisruptionMode::Single)
+                .with_disruption_mode(Disruption::Single)
         );
         let basic = map_composite_group_config(Some(&WorkloadCompositePodGroupSchedulingPolicy::basic()), None, None);
         assert_eq!(basic.unwrap(), SchedulingConfig::basic());

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use k8s_openapi::api::scheduling::v1alpha3::{PodGroupSchedulingPolicy, PodGroupTemplate, GangSchedulingPolicy, Workload, WorkloadSpec};
-//! use workloadbuilder::{generate_pod_group_name, new_pod_group};
+//! use workloadbuilder::{generate_pod_group_name, new_pod_group, TemplateKey};
 //!
 //! let mut workload = Workload::default();
 //! workload.metadata.name = Some("train-647cf7d9".into());
@@ -24,7 +24,8 @@
 //!     }]),
 //!     ..Default::default()
 //! };
-//! let name = generate_pod_group_name("train-647cf7d9", "train-pgt-0");
+//! let name = generate_pod_group_name(TemplateKey { workload: "train-647cf7d9", template: "train-pgt-0" });
+//! // The template, the group's name, its parent's name, its owners: the two names are typed.
 //! let group = new_pod_group(&workload, "train-pgt-0", &name, None, vec![]).unwrap();
 //! assert_eq!(group.spec.scheduling_policy.gang.unwrap().min_count, 4);
 //! assert_eq!(group.spec.workload_ref.unwrap().template_name, "train-pgt-0");
@@ -35,6 +36,9 @@ use k8s_openapi::api::scheduling::v1alpha3::{
     Workload, WorkloadReference,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use crate::field::{ErrorOrigin, FieldError, FieldErrors, FieldPath, Stage};
+use crate::names::GroupName;
 
 /// Why a runtime group cannot be instantiated from a Workload.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -151,7 +155,7 @@ fn check_parent(
     workload: &Workload,
     template: &str,
     parent_template: Option<&str>,
-    parent: Option<&str>,
+    parent: Option<&GroupName>,
 ) -> Result<(), InstantiateError> {
     match (parent_template, parent) {
         (Some(pt), None) => Err(InstantiateError::ParentRequired {
@@ -167,7 +171,7 @@ fn check_parent(
     }
 }
 
-fn metadata(workload: &Workload, name: &str, owners: Vec<OwnerReference>) -> ObjectMeta {
+fn metadata(workload: &Workload, name: &GroupName, owners: Vec<OwnerReference>) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_string()),
         namespace: workload.metadata.namespace.clone(),
@@ -188,8 +192,8 @@ fn reference(workload: &Workload, template: &str) -> WorkloadReference {
 pub fn new_pod_group(
     workload: &Workload,
     template: &str,
-    name: &str,
-    parent: Option<&str>,
+    name: &GroupName,
+    parent: Option<&GroupName>,
     owners: Vec<OwnerReference>,
 ) -> Result<PodGroup, InstantiateError> {
     let (t, parent_template) = match find_template(workload, template) {
@@ -214,7 +218,7 @@ pub fn new_pod_group(
         metadata: metadata(workload, name, owners),
         spec: PodGroupSpec {
             disruption_mode: t.disruption_mode.clone(),
-            parent_composite_pod_group_name: parent.map(str::to_string),
+            parent_composite_pod_group_name: parent.map(GroupName::to_string),
             preemption_policy: t.preemption_policy.clone(),
             priority: None,
             priority_class_name: t.priority_class_name.clone(),
@@ -232,8 +236,8 @@ pub fn new_pod_group(
 pub fn new_composite_pod_group(
     workload: &Workload,
     template: &str,
-    name: &str,
-    parent: Option<&str>,
+    name: &GroupName,
+    parent: Option<&GroupName>,
     owners: Vec<OwnerReference>,
 ) -> Result<CompositePodGroup, InstantiateError> {
     let (t, parent_template) = match find_template(workload, template) {
@@ -258,7 +262,7 @@ pub fn new_composite_pod_group(
         metadata: metadata(workload, name, owners),
         spec: CompositePodGroupSpec {
             disruption_mode: t.disruption_mode.clone(),
-            parent_composite_pod_group_name: parent.map(str::to_string),
+            parent_composite_pod_group_name: parent.map(GroupName::to_string),
             preemption_policy: t.preemption_policy.clone(),
             priority: None,
             priority_class_name: t.priority_class_name.clone(),
@@ -268,4 +272,16 @@ pub fn new_composite_pod_group(
         },
         status: None,
     })
+}
+
+impl From<InstantiateError> for FieldErrors {
+    /// An instantiate error as an `Internal error` at `spec.workloadRef.templateName` (origin stage
+    /// [`Stage::Compile`]): a controller asked for a template its own Workload does not have, so a
+    /// controller's error handling can be a plain `?`.
+    fn from(e: InstantiateError) -> Self {
+        let path = FieldPath::new("spec").child("workloadRef").child("templateName");
+        FieldError::internal(path, e.to_string())
+            .with_origin(ErrorOrigin::stage(Stage::Compile))
+            .into()
+    }
 }

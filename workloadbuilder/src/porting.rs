@@ -10,12 +10,12 @@
 //! | Go | Rust | notes |
 //! | --- | --- | --- |
 //! | `SchedulingConfig` | [`SchedulingConfig`](crate::SchedulingConfig) | fields `policy`, `constraints`, `disruption_mode`, `resource_claims`, `priority_class_name` (later KEP text's `PriorityClassName`); `None` / empty = not set at this layer. Serializes in the API's shape |
-//! | `SchedulingPolicy{Basic, Gang}` | [`SchedulingPolicy`](crate::SchedulingPolicy) | an enum: `Basic` or `Gang(GangSchedulingPolicy)`; two members at once cannot be built (the map helpers refuse such input) |
+//! | `SchedulingPolicy{Basic, Gang}` | [`SchedulingPolicy`](crate::SchedulingPolicy) | an enum: `Basic` or `Gang(GangPolicy)`; two members at once cannot be built (the map helpers refuse such input) |
 //! | `BasicSchedulingPolicy` | [`SchedulingPolicy::Basic`](crate::SchedulingPolicy::Basic) | a variant |
-//! | `GangSchedulingPolicy{MinCount *int32}` | [`GangSchedulingPolicy`](crate::GangSchedulingPolicy) `{ min_count: Option<i32> }` | at a composite the count is `minGroupCount` |
+//! | `GangSchedulingPolicy{MinCount *int32}` | [`GangPolicy`](crate::GangPolicy) `{ min_count: Option<i32> }` | at a composite the count is `minGroupCount` |
 //! | `SchedulingConstraints{Topology}` | [`SchedulingConstraints`](crate::SchedulingConstraints) `{ topology }` | `TopologyConstraint` is k8s-openapi's (`key`, the KEP draft's `level`) |
-//! | `DisruptionMode{Single, All}` | [`DisruptionMode`](crate::DisruptionMode) | an enum |
-//! | `SingleDisruptionMode`, `AllDisruptionMode` | [`DisruptionMode::Single`](crate::DisruptionMode::Single), [`DisruptionMode::All`](crate::DisruptionMode::All) | variants |
+//! | `DisruptionMode{Single, All}` | [`Disruption`](crate::Disruption) | an enum |
+//! | `SingleDisruptionMode`, `AllDisruptionMode` | [`Disruption::Single`](crate::Disruption::Single), [`Disruption::All`](crate::Disruption::All) | variants |
 //! | `ResourceClaim` | [`ResourceClaim`](crate::ResourceClaim) | |
 //! | `SchedulingMode` (the KEP's name for the policy building block) | [`SchedulingPolicy`](crate::SchedulingPolicy) | the API calls it `schedulingPolicy` |
 //!
@@ -24,8 +24,8 @@
 //! | Go | Rust | notes |
 //! | --- | --- | --- |
 //! | `WorkloadItem{Name, DefaultConfig, UserConfig, Callbacks, Children}` | [`WorkloadItem`](crate::WorkloadItem) `{ name, default_config, user_config, callbacks, children, config_path }` | built with [`WorkloadItem::new`](crate::WorkloadItem::new) and `with_*`; children are owned values, not pointers |
-//! | `WorkloadItem.Input` (`WorkloadInput`) | [`WorkloadItem::user_config`](crate::WorkloadItem::user_config) + [`WorkloadItem::config_path`](crate::WorkloadItem::config_path) | the controller maps its blocks itself ([`map_pod_group_config`](crate::map_pod_group_config)) and says where they live; the library does not map internally |
-//! | `WorkloadInput{Policy, Constraints, DisruptionMode, ResourceClaims}`, `PolicyInput`, `ConstraintsInput`, `DisruptionModeInput`, `ResourceClaimsInput` (`PodGroupData`, `PathElements`) | [`map_pod_group_config`](crate::map_pod_group_config) / [`map_composite_group_config`](crate::map_composite_group_config) and [`WorkloadItem::with_config_path`](crate::WorkloadItem::with_config_path) | one path per item: the sub-paths are the API member names (`schedulingPolicy`, `schedulingConstraints`, `disruptionMode`, `resourceClaims`), not configurable per block as `PathElements` are |
+//! | `WorkloadItem.Input` (`WorkloadInput`) | [`WorkloadItem::user_config`](crate::WorkloadItem::user_config) + [`WorkloadItem::config_path`](crate::WorkloadItem::config_path) | the controller maps its blocks itself ([`map_pod_group_config`](crate::AllowList::map_pod_group)) and says where they live; the library does not map internally |
+//! | `WorkloadInput{Policy, Constraints, DisruptionMode, ResourceClaims}`, `PolicyInput`, `ConstraintsInput`, `DisruptionModeInput`, `ResourceClaimsInput` (`PodGroupData`, `PathElements`) | [`AllowList::map_pod_group`](crate::AllowList::map_pod_group) on a [`PodGroupBlock`](crate::PodGroupBlock) / [`AllowList::map_composite`](crate::AllowList::map_composite) on a [`CompositeBlock`](crate::CompositeBlock), and [`WorkloadItem::with_config_path`](crate::WorkloadItem::with_config_path) | one path per item: the sub-paths are the API member names (`schedulingPolicy`, `schedulingConstraints`, `disruptionMode`, `resourceClaims`), not configurable per block as `PathElements` are |
 //! | `WorkloadItemFunc func(*WorkloadItem)` | [`Callback`](crate::Callback), added with [`WorkloadItem::with_item_callback`](crate::WorkloadItem::with_item_callback) | the callback sees the item read-only ([`ItemView`](crate::ItemView): name, depth, path, children, config path, default and user configs) and mutates the resolved config it is given, never the item |
 //! | `SchedulingConfigFunc func(*SchedulingConfig)` | [`WorkloadItem::with_callback`](crate::WorkloadItem::with_callback) | both kinds run in the order added |
 //! | `ResolvedConfig` (each node's) | [`ResolvedItem::config`](crate::ResolvedItem::config), from [`WorkloadBuilder::resolve`](crate::WorkloadBuilder::resolve) | the resolved tree also keeps the default, the user's config, the merge and each field's [`Source`](crate::Source) |
@@ -36,15 +36,15 @@
 //! | --- | --- | --- |
 //! | `WorkloadBuilder` (interface, first KEP-6089 text), `Builder` (struct, later) | [`WorkloadBuilder`](crate::WorkloadBuilder) | |
 //! | `NewBuilder(root)`, `NewBuilder(root, opts)` | [`WorkloadBuilder::new`](crate::WorkloadBuilder::new)`(root)` + [`allow`](crate::WorkloadBuilder::allow) | the Workload's identity goes to `build`, the allow-list to `allow` (and [`allow_composite`](crate::WorkloadBuilder::allow_composite) for composite items) |
-//! | `BuildOptions{Name, Namespace, Owner}` | the arguments of [`WorkloadBuilder::build`](crate::WorkloadBuilder::build) | the owner must be a controller reference (`controller: true`) with a well-formed `apiVersion` ([`parse_group_version`](crate::parse_group_version), apimachinery's `schema.ParseGroupVersion`, stricter about an empty group or version) |
+//! | `BuildOptions{Name, Namespace, Owner}` | the arguments of [`WorkloadBuilder::build`](crate::WorkloadBuilder::build) | the owner must be a controller reference (`controller: true`) with a well-formed `apiVersion` ([`parse_group_version`](crate::validation::parse_group_version), apimachinery's `schema.ParseGroupVersion`, stricter about an empty group or version) |
 //! | `BuildOptions{AllowedPolicies, AllowedDisruptionModes}` | [`AllowList`](crate::AllowList) `{ policies, disruption_modes }` | an empty list allows nothing, as upstream |
-//! | `BuildOptions{DisableDeclarativeValidation}` | none | there is no declarative validation to switch off: the builder always runs its structural and allow-list checks; the building blocks' own rules are the explicit [`validate_scheduling_policy`](crate::validate_scheduling_policy) family, which a controller calls or not |
+//! | `BuildOptions{DisableDeclarativeValidation}` | none | there is no declarative validation to switch off: the builder always runs its structural and allow-list checks; the building blocks' own rules are the explicit [`AllowList::validate_pod_group`](crate::AllowList::validate_pod_group) family, which a controller calls or not |
 //! | `Build(ctx, name, namespace, owner)`, `(*Builder).BuildWorkload()` | [`WorkloadBuilder::build`](crate::WorkloadBuilder::build)`(name, namespace, owner) -> Result<Workload, FieldErrors>` | no context (pure); nothing is cached: instantiate groups from the returned Workload. Errors carry their [`origin`](crate::FieldError::origin) (stage and item). An item with an empty name fails before any callback runs |
 //! | "flat templates vs nested sub-group templates" (Structural Resolution) | [`WorkloadBuilder::build_flat`](crate::WorkloadBuilder::build_flat) | only `podGroupTemplates`; refuses composite levels with a gang, a topology or `all` |
 //! | `(*Builder).Validate(ctx, rootPath, ValidationInput)` | [`WorkloadBuilder::validate`](crate::WorkloadBuilder::validate) `-> Result<ResolvedItem, FieldErrors>` | `rootPath` is each item's `config_path`; returns the resolved tree when valid |
-//! | `ValidationInput{OldRoot}` | none in the builder | update rules live where the objects are: [`validate_workload_update`](crate::validate_workload_update), [`job::validate_job_scheduling_update`](crate::job::validate_job_scheduling_update), and the impossible changes of [`sync::plan_sync`](crate::sync::plan_sync) |
-//! | `NewBuilderFromExistingWorkload(workload, opts)` | [`ExistingWorkloadBuilder::new`](crate::ExistingWorkloadBuilder::new)`(&workload)` + [`with_owner`](crate::ExistingWorkloadBuilder::with_owner) | `opts.Owner` is `with_owner`; building is refused ([`ExistingWorkloadBuilder::build`](crate::ExistingWorkloadBuilder::build) returns a `Forbidden` field error); upstream's no-op `Validate` has no counterpart (check a Workload with [`validate_workload`](crate::validate_workload)) |
-//! | `(*Builder).NewPodGroup(podGroupName, templateName)` | [`ExistingWorkloadBuilder::new_pod_group`](crate::ExistingWorkloadBuilder::new_pod_group)`(name, template, parent)`, or the free [`new_pod_group`](crate::new_pod_group)`(workload, template, name, parent, owners)` | the parent CompositePodGroup is explicit (required for nested templates, refused for top-level ones); note the free function's argument order (template before name); [`new_pod_group_from_mapping`](crate::ExistingWorkloadBuilder::new_pod_group_from_mapping) takes a delegated child's annotations |
+//! | `ValidationInput{OldRoot}` | none in the builder | update rules live where the objects are: [`validate_workload_update`](crate::validation::validate_workload_update), [`job::validate_job_scheduling_update`](crate::job::validate_job_scheduling_update), and the impossible changes of [`sync::plan_sync`](crate::sync::plan_sync) |
+//! | `NewBuilderFromExistingWorkload(workload, opts)` | [`ExistingWorkloadBuilder::new`](crate::ExistingWorkloadBuilder::new)`(&workload)` + [`with_owner`](crate::ExistingWorkloadBuilder::with_owner) | `opts.Owner` is `with_owner`; building is refused ([`ExistingWorkloadBuilder::build`](crate::ExistingWorkloadBuilder::build) returns a `Forbidden` field error); upstream's no-op `Validate` has no counterpart (check a Workload with [`validate_workload`](crate::validation::validate_workload)) |
+//! | `(*Builder).NewPodGroup(podGroupName, templateName)` | [`ExistingWorkloadBuilder::new_pod_group`](crate::ExistingWorkloadBuilder::new_pod_group)`(template, &name, parent)`, or the free [`new_pod_group`](crate::new_pod_group)`(workload, template, &name, parent, owners)` | the template comes first, the name is a [`GroupName`](crate::GroupName): the two cannot be swapped |
 //! | `NewCompositePodGroup` | [`new_composite_pod_group`](crate::new_composite_pod_group), [`ExistingWorkloadBuilder::new_composite_pod_group`](crate::ExistingWorkloadBuilder::new_composite_pod_group) | |
 //! | the re-sync of `gang.minCount` ("recompiles ... and patches the delta") | [`sync::plan_sync`](crate::sync::plan_sync) | a pure plan (patches and impossible changes); the controller applies it |
 //!
@@ -52,10 +52,10 @@
 //!
 //! | Go | Rust | notes |
 //! | --- | --- | --- |
-//! | `MapPodGroupConfig(policy, constraints, disruption, claims)` | [`map_pod_group_config`](crate::map_pod_group_config) `-> Result<SchedulingConfig, FieldErrors>` | a union block with two members set is an error instead of a guess; an empty block maps to "unset" |
-//! | `MapCompositeGroupConfig(policy, constraints, disruption)` | [`map_composite_group_config`](crate::map_composite_group_config) | same |
-//! | `ValidateSchedulingPolicy(policy, fldPath, allowed...)` | [`validate_scheduling_policy`](crate::validate_scheduling_policy)`(policy, path, &allowed)`, [`validate_composite_scheduling_policy`](crate::validate_composite_scheduling_policy) | `policy` is an `Option<&_>`; the allow-list a slice |
-//! | `ValidateDisruptionMode(mode, fldPath, allowed...)` | [`validate_disruption_mode`](crate::validate_disruption_mode), [`validate_composite_disruption_mode`](crate::validate_composite_disruption_mode) | |
+//! | `MapPodGroupConfig(policy, constraints, disruption, claims)` | [`AllowList::map_pod_group`](crate::AllowList::map_pod_group)`(Some(block), &path) -> Result<Option<SchedulingConfig>, FieldErrors>` | validates first (with the same allow-list the builder gets); a union block with two members, or none, is an error |
+//! | `MapCompositeGroupConfig(policy, constraints, disruption)` | [`AllowList::map_composite`](crate::AllowList::map_composite) | same |
+//! | `ValidateSchedulingPolicy(policy, fldPath, allowed...)` | [`AllowList::validate_pod_group`](crate::AllowList::validate_pod_group)`(&block, &path)`, [`AllowList::validate_composite`](crate::AllowList::validate_composite) | the whole block at once: policy, disruption mode, constraints, claims |
+//! | `ValidateDisruptionMode(mode, fldPath, allowed...)` | the same two methods | |
 //! | `SchedulingPolicyOption`: `BasicPolicy`, `GangPolicy` | [`PolicyOption`](crate::PolicyOption)`::{Basic, Gang}` | |
 //! | `DisruptionModeOption`: `SingleMode`, `AllMode` | [`DisruptionModeOption`](crate::DisruptionModeOption)`::{Single, All}` | |
 //!
@@ -63,9 +63,9 @@
 //!
 //! | Go | Rust | notes |
 //! | --- | --- | --- |
-//! | `GeneratePodGroupName(workloadName, templateName)` | [`generate_pod_group_name`](crate::generate_pod_group_name) | bit for bit |
-//! | `GeneratePodGroupName(workloadName, templateName, job.UID)` (KEP-5547) | [`names::generate_pod_group_name_for_owner`](crate::names::generate_pod_group_name_for_owner); for a Job [`job::job_owned_pod_group_name`](crate::job::job_owned_pod_group_name); from a mapping [`ExistingWorkloadBuilder::pod_group_name_for`](crate::ExistingWorkloadBuilder::pod_group_name_for) | an empty uid gives the two-argument name |
-//! | `GenerateWorkloadName`, `computeWorkloadName(job)` | [`generate_workload_name`](crate::generate_workload_name)`(owner_name, owner_uid)`; [`job::job_workload_name`](crate::job::job_workload_name) | |
+//! | `GeneratePodGroupName(workloadName, templateName)` | [`generate_pod_group_name`](crate::generate_pod_group_name)`(TemplateKey { workload, template })` | bit for bit; returns a [`GroupName`](crate::GroupName) |
+//! | `GeneratePodGroupName(workloadName, templateName, job.UID)` (KEP-5547) | [`generate_pod_group_name_for_owner`](crate::generate_pod_group_name_for_owner)`(key, uid)`; for a Job [`job::job_owned_pod_group_name`](crate::job::job_owned_pod_group_name); from a mapping [`ExistingWorkloadBuilder::pod_group_name_for`](crate::ExistingWorkloadBuilder::pod_group_name_for) | an empty uid gives the two-argument name |
+//! | `GenerateWorkloadName`, `computeWorkloadName(job)` | [`generate_workload_name`](crate::generate_workload_name)`(OwnerKey { name, uid })` (or `&OwnerReference`); [`job::job_workload_name`](crate::job::job_workload_name) | |
 //! | `podGroupTemplateName(job)` | [`job::pod_group_template_name`](crate::job::pod_group_template_name) | `<job>-pgt-0` |
 //! | `GroupTemplateNameAnnotation` (`scheduling.k8s.io/group-template-name`) | [`annotations::GROUP_TEMPLATE_NAME`](crate::annotations::GROUP_TEMPLATE_NAME) | written and read through [`DownwardMapping`](crate::DownwardMapping) |
 //! | `ParentCompositePodGroupAnnotation` (`scheduling.k8s.io/parent-compositepodgroup`) | [`annotations::PARENT_COMPOSITE_POD_GROUP_ALT`](crate::annotations::PARENT_COMPOSITE_POD_GROUP_ALT) | KEP-6089 spells it `parent-composite-podgroup` ([`annotations::PARENT_COMPOSITE_POD_GROUP`](crate::annotations::PARENT_COMPOSITE_POD_GROUP)); [`DownwardMapping`](crate::DownwardMapping) handles both spellings |
@@ -89,7 +89,7 @@
 //! | `schedulingv1alpha3.WorkloadCompositePodGroup*` | `kwas_api_types::WorkloadCompositePodGroup*` | not in k8s-openapi; same JSON shape |
 //! | `batchv1.JobSchedulingConfiguration{Policy, Constraints, DisruptionMode, ResourceClaims}` | `k8s_openapi::api::batch::v1::JobSchedulingConfiguration{scheduling_policy, scheduling_constraints, disruption_mode, resource_claims}` | the API's names; `kwas compile` points KEP drafts' `policy` / `constraints` / `disruption` / `level` to them |
 //! | `field.ErrorList`, `field.Error`, `field.Path` | [`FieldErrors`](crate::FieldErrors), [`FieldError`](crate::FieldError), [`FieldPath`](crate::FieldPath) | same rendering (`<path>: <Type>: <detail>`); a `FieldError` also carries its [`ErrorOrigin`](crate::ErrorOrigin) |
-//! | `schema.ParseGroupVersion` | [`parse_group_version`](crate::parse_group_version), [`api_group`](crate::api_group) | |
+//! | `schema.ParseGroupVersion` | [`parse_group_version`](crate::validation::parse_group_version), [`api_group`](crate::validation::api_group) | |
 //!
 //! ## Example: KEP-5547's Job controller, ported
 //!
@@ -104,7 +104,7 @@
 //! use workloadbuilder::job::{
 //!     job_allow_list, job_controller_ref, job_owned_pod_group_name, job_workload_item, job_workload_name,
 //! };
-//! use workloadbuilder::{ExistingWorkloadBuilder, FieldErrors, WorkloadBuilder};
+//! use workloadbuilder::{ExistingWorkloadBuilder, FieldErrors, TemplateKey, WorkloadBuilder};
 //!
 //! /// KEP-6089's `multiplyMinCountForAdjustedJob`: a callback that is not a default.
 //! fn multiply_min_count_for_adjusted_job(
@@ -152,9 +152,10 @@
 //!
 //! // NewBuilderFromExistingWorkload(workload, BuildOptions{Owner: job}).NewPodGroup(name, template)
 //! let owner = job_controller_ref(&job).unwrap();
-//! let name = job_owned_pod_group_name(&job, workload.metadata.name.as_deref().unwrap(), &template.name);
+//! let key = TemplateKey { workload: workload.metadata.name.as_deref().unwrap(), template: &template.name };
+//! let name = job_owned_pod_group_name(&job, key);
 //! let builder = ExistingWorkloadBuilder::new(&workload).with_owner(owner);
-//! let group = builder.new_pod_group(&name, &template.name, None).unwrap();
+//! let group = builder.new_pod_group(&template.name, &name, None).unwrap();
 //! assert_eq!(group.spec.scheduling_policy.gang.unwrap().min_count, 84);
 //! // ... and BuildWorkload on it is refused.
 //! assert!(builder.build("train-wl", "ml", &job_controller_ref(&job).unwrap()).is_err());

@@ -62,6 +62,8 @@ fn resolve_at<'a>(item: &'a WorkloadItem, depth: usize, path: &mut Vec<&'a str>)
     ResolvedItem {
         name: item.name.clone(),
         config_path: item.config_path.clone(),
+        name_path: item.name_path.clone(),
+        children_path: item.children_path.clone(),
         default_config: item.default_config.clone(),
         user_config: item.user_config.clone(),
         sources: sources(item.user_config.as_ref(), &merged, &config),
@@ -140,15 +142,12 @@ pub fn sources(user: Option<&SchedulingConfig>, merged: &SchedulingConfig, resol
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{DisruptionMode, GangSchedulingPolicy, ResourceClaim, SchedulingPolicy};
+    use crate::types::{Disruption, GangPolicy, ResourceClaim, SchedulingPolicy};
 
     #[test]
     fn user_gang_replaces_default_basic() {
         let cfg = merge_configs(Some(&SchedulingConfig::basic()), Some(&SchedulingConfig::gang(None)));
-        assert_eq!(
-            cfg.policy,
-            Some(SchedulingPolicy::Gang(GangSchedulingPolicy { min_count: None }))
-        );
+        assert_eq!(cfg.policy, Some(SchedulingPolicy::Gang(GangPolicy { min_count: None })));
     }
 
     #[test]
@@ -164,7 +163,7 @@ mod tests {
     fn unset_user_fields_keep_defaults() {
         let default = SchedulingConfig::gang(Some(2))
             .with_topology("kwas.dev/rack")
-            .with_disruption_mode(DisruptionMode::All)
+            .with_disruption_mode(Disruption::All)
             .with_priority_class_name("high")
             .with_resource_claim(ResourceClaim {
                 name: "gpu".into(),
@@ -183,16 +182,16 @@ mod tests {
     fn user_fields_replace_whole() {
         let default = SchedulingConfig::basic()
             .with_topology("a")
-            .with_disruption_mode(DisruptionMode::Single);
+            .with_disruption_mode(Disruption::Single);
         let user = SchedulingConfig {
             constraints: Some(crate::types::SchedulingConstraints { topology: vec![] }),
-            disruption_mode: Some(DisruptionMode::All),
+            disruption_mode: Some(Disruption::All),
             ..SchedulingConfig::default()
         };
         let cfg = merge_configs(Some(&default), Some(&user));
         assert_eq!(cfg.policy, Some(SchedulingPolicy::Basic));
         assert!(cfg.constraints.unwrap().topology.is_empty());
-        assert_eq!(cfg.disruption_mode, Some(DisruptionMode::All));
+        assert_eq!(cfg.disruption_mode, Some(Disruption::All));
     }
 
     #[test]
@@ -201,7 +200,7 @@ mod tests {
             .with_topology("kwas.dev/rack")
             .with_priority_class_name("high");
         let user = SchedulingConfig {
-            disruption_mode: Some(DisruptionMode::All),
+            disruption_mode: Some(Disruption::All),
             ..SchedulingConfig::gang(None)
         };
         let item = WorkloadItem::new("job")

@@ -10,6 +10,7 @@ pub(crate) trait Node: Sized {
     fn node_name(&self) -> &str;
     fn node_children(&self) -> &[Self];
     fn node_config_path(&self) -> Option<&FieldPath>;
+    fn node_name_path(&self) -> Option<&FieldPath>;
 }
 
 impl Node for WorkloadItem {
@@ -21,6 +22,9 @@ impl Node for WorkloadItem {
     }
     fn node_config_path(&self) -> Option<&FieldPath> {
         self.config_path.as_ref()
+    }
+    fn node_name_path(&self) -> Option<&FieldPath> {
+        self.name_path.as_ref()
     }
 }
 
@@ -34,6 +38,9 @@ impl Node for ResolvedItem {
     fn node_config_path(&self) -> Option<&FieldPath> {
         self.config_path.as_ref()
     }
+    fn node_name_path(&self) -> Option<&FieldPath> {
+        self.name_path.as_ref()
+    }
 }
 
 /// One item's place in the tree.
@@ -46,6 +53,8 @@ pub(crate) struct Site {
     pub template: FieldPath,
     /// The item's `config_path`, if the controller set one.
     pub config: Option<FieldPath>,
+    /// The item's `name_path`, if the controller set one.
+    pub name: Option<FieldPath>,
     /// 0 for the root.
     pub depth: usize,
     /// True when the item has no children.
@@ -65,7 +74,10 @@ fn is_under(field: &str, prefix: &str) -> bool {
 pub(crate) fn site_of<'s>(sites: &'s [Site], field: &FieldPath) -> Option<&'s Site> {
     let mut best: Option<(&Site, usize)> = None;
     for site in sites {
-        for path in std::iter::once(&site.template).chain(site.config.as_ref()) {
+        for path in std::iter::once(&site.template)
+            .chain(site.config.as_ref())
+            .chain(site.name.as_ref())
+        {
             let len = path.as_str().len();
             if is_under(field.as_str(), path.as_str()) && best.is_none_or(|(_, l)| len > l) {
                 best = Some((site, len));
@@ -101,6 +113,7 @@ fn walk<N: Node>(item: &N, template: FieldPath, mut names: Vec<String>, depth: u
         names: names.clone(),
         template: template.clone(),
         config: item.node_config_path().cloned(),
+        name: item.node_name_path().cloned(),
         depth,
         leaf: children.is_empty(),
     });

@@ -13,7 +13,13 @@
 //!   the group, with the PodGroup / CompositePodGroup update rules, so a CompositePodGroup's `minGroupCount`
 //!   is among them). Every error has the origin stage [`Stage::Sync`];
 //! - which groups it leaves alone ([`SyncPlan::unmatched`]): those of another Workload or of a template the
-//!   target does not have.
+//!   target does not have;
+//! - which templates of the target have no group among the given ones ([`SyncPlan::missing`]): create
+//!   their groups (a controller that makes several groups per template checks its own names with
+//!   [`SyncPlan::missing_groups`]);
+//! - when the API would refuse the Workload's update, how to replace it ([`SyncPlan::replace`]): delete the
+//!   listed PodGroups, then the CompositePodGroups, then the Workload, and create the desired ones (a
+//!   Workload's spec is immutable except its gang counts, so replacing is the only way to change it).
 //!
 //! The target counts are the desired Workload's when the controller compiled the live one (it owns it), the
 //! live Workload's own otherwise (`desired: None`: a Workload another controller owns is never patched, its
@@ -25,7 +31,7 @@
 //! ```
 //! use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 //! use workloadbuilder::sync::{plan_sync, SyncInput};
-//! use workloadbuilder::{new_pod_group, AllowList, PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem};
+//! use workloadbuilder::{new_pod_group, AllowList, GroupName, PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem};
 //!
 //! let owner = OwnerReference {
 //!     api_version: "batch/v1".into(), kind: "Job".into(), name: "train".into(), uid: "u".into(),
@@ -36,7 +42,7 @@
 //!     .build("train-wl", "ml", &owner)
 //!     .unwrap();
 //! let (live, desired) = (build(4), build(8)); // the user raised parallelism from 4 to 8
-//! let group = new_pod_group(&live, "train-pgt-0", "train-pg", None, vec![]).unwrap();
+//! let group = new_pod_group(&live, "train-pgt-0", &GroupName::new("train-pg"), None, vec![]).unwrap();
 //! let plan = plan_sync(SyncInput {
 //!     desired: Some(&desired),
 //!     live: &live,
@@ -55,6 +61,7 @@ use k8s_openapi::api::scheduling::v1alpha3::{
 use serde_json::{Value, json};
 
 use crate::field::{ErrorOrigin, FieldErrors, Stage};
+use crate::names::GroupName;
 use crate::podgroup::{TemplateRef, find_template};
 use crate::validation::api::{
     validate_composite_pod_group_update, validate_pod_group_update, validate_workload_update,
@@ -153,6 +160,26 @@ pub struct SyncPlan {
     /// Names of the given groups the plan leaves alone: they reference another Workload, or a template the
     /// target does not have (or one of the other kind).
     pub unmatched: Vec<String>,
+    /// Templates of the target (pre-order, composite and leaf) that no given group was made from.
+    pub missing: Vec<String>,
+    /// When the live Workload cannot take the desired spec ([`SyncPlan::workload_rejection`]): what to
+    /// delete so that the desired Workload and its groups can be created in its place.
+    pub replace: Option<Replacement>,
+    /// Names of the given groups made from the target's templates (the others are [`unmatched`](Self::unmatched)).
+    pub matched: Vec<String>,
+}
+
+/// How to replace a Workload the API would refuse to update: delete the groups made from it (PodGroups
+/// first, then CompositePodGroups, children before parents), then the Workload itself; then create the
+/// desired Workload and instantiate its groups again.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Replacement {
+    /// The live Workload's name.
+    pub workload: String,
+    /// The given PodGroups made from the live Workload, to delete first.
+    pub pod_groups: Vec<String>,
+    /// The given CompositePodGroups made from the live Workload, deepest first, to delete next.
+    pub composite_pod_groups: Vec<String>,
 }
 
 impl SyncPlan {
@@ -171,7 +198,18 @@ impl SyncPlan {
         self.impossible.iter().find(|r| r.kind == "Workload").map(|r| &r.errors)
     }
 
-    /// True when nothing changes and nothing is impossible.
+    /// The names in `expected` (the groups a controller wants, by its own naming rule) that are not among the
+    /// given groups made from the target's templates.
+    pub fn missing_groups<'n>(&self, expected: impl IntoIterator<Item = &'n GroupName>) -> Vec<GroupName> {
+        expected
+            .into_iter()
+            .filter(|name| !self.matched.iter().any(|m| m.as_str() == name.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// True when nothing changes and nothing is impossible (missing groups are not counted: see
+    /// [`missing`](Self::missing)).
     pub fn is_noop(&self) -> bool {
         self.workload_patches().next().is_none()
             && self.pod_group_patches().next().is_none()
@@ -275,6 +313,47 @@ pub fn workload_update_errors(desired: &Workload, live: &Workload) -> FieldError
     validate_workload_update(&candidate, live)
 }
 
+/// The names of every template of `workload`, composite and leaf, in pre-order (top-level leaves first).
+fn template_names(workload: &Workload) -> Vec<&str> {
+    fn walk<'a>(list: &'a [CompositePodGroupTemplate], out: &mut Vec<&'a str>) {
+        for c in list {
+            out.push(&c.name);
+            out.extend(c.pod_group_templates.iter().flatten().map(|t| t.name.as_str()));
+            walk(c.composite_pod_group_templates.as_deref().unwrap_or_default(), out);
+        }
+    }
+    let mut out: Vec<&str> = workload
+        .spec
+        .pod_group_templates
+        .iter()
+        .flatten()
+        .map(|t| t.name.as_str())
+        .collect();
+    walk(
+        workload
+            .spec
+            .composite_pod_group_templates
+            .as_deref()
+            .unwrap_or_default(),
+        &mut out,
+    );
+    out
+}
+
+/// How many of `all` are above `group` (its parent, its parent's parent, ...), bounded by the list's size.
+fn depth(group: &CompositePodGroup, all: &[CompositePodGroup]) -> usize {
+    let mut depth = 0;
+    let mut parent = group.spec.parent_composite_pod_group_name.as_deref();
+    while let Some(name) = parent.filter(|_| depth < all.len()) {
+        depth += 1;
+        parent = all
+            .iter()
+            .find(|g| g.metadata.name.as_deref() == Some(name))
+            .and_then(|g| g.spec.parent_composite_pod_group_name.as_deref());
+    }
+    depth
+}
+
 /// Every leaf template of `workload`, in pre-order.
 fn leaves(workload: &Workload) -> Vec<&PodGroupTemplate> {
     fn walk<'a>(list: &'a [CompositePodGroupTemplate], out: &mut Vec<&'a PodGroupTemplate>) {
@@ -317,6 +396,7 @@ pub fn plan_sync(input: SyncInput<'_>) -> SyncPlan {
     let live_name = live.metadata.name.as_deref().unwrap_or_default();
     let target = desired.unwrap_or(live);
     let mut plan = SyncPlan::default();
+    let mut made_from: Vec<&str> = Vec::new();
 
     if let Some(desired) = desired {
         let errs = workload_update_errors(desired, live);
@@ -351,6 +431,8 @@ pub fn plan_sync(input: SyncInput<'_>) -> SyncPlan {
                 continue;
             }
         };
+        plan.matched.push(name.clone());
+        made_from.push(template.name.as_str());
         let mut candidate = group.clone();
         candidate.spec.scheduling_policy = template.scheduling_policy.clone();
         candidate.spec.scheduling_constraints = template.scheduling_constraints.clone();
@@ -384,6 +466,8 @@ pub fn plan_sync(input: SyncInput<'_>) -> SyncPlan {
                 continue;
             }
         };
+        plan.matched.push(name.clone());
+        made_from.push(template.name.as_str());
         let mut candidate = group.clone();
         candidate.spec.scheduling_policy = template.scheduling_policy.clone();
         candidate.spec.scheduling_constraints = template.scheduling_constraints.clone();
@@ -398,6 +482,30 @@ pub fn plan_sync(input: SyncInput<'_>) -> SyncPlan {
                 errors: sync_errors(errs),
             });
         }
+    }
+    plan.missing = template_names(target)
+        .into_iter()
+        .filter(|t| !made_from.contains(t))
+        .map(str::to_string)
+        .collect();
+    if plan.workload_rejection().is_some() {
+        let of_live = |r: Option<&str>| r == Some(live_name);
+        let pod_groups = pod_groups
+            .iter()
+            .filter(|g| of_live(g.spec.workload_ref.as_ref().map(|r| r.workload_name.as_str())))
+            .filter_map(|g| g.metadata.name.clone())
+            .collect();
+        let mut composites: Vec<(usize, String)> = composite_pod_groups
+            .iter()
+            .filter(|g| of_live(Some(g.spec.workload_ref.workload_name.as_str())))
+            .filter_map(|g| Some((depth(g, composite_pod_groups), g.metadata.name.clone()?)))
+            .collect();
+        composites.sort_by_key(|c| std::cmp::Reverse(c.0));
+        plan.replace = Some(Replacement {
+            workload: live_name.to_string(),
+            pod_groups,
+            composite_pod_groups: composites.into_iter().map(|(_, n)| n).collect(),
+        });
     }
     plan
 }

@@ -2,7 +2,7 @@
 //!
 //! The IR is the same at every level of a workload: a leaf item (no children) compiles to a PodGroupTemplate,
 //! an item with children to a CompositePodGroupTemplate. Where the API has a one-of union, the IR has a Rust
-//! enum ([`SchedulingPolicy`], [`DisruptionMode`]); `None` means "not set at this layer".
+//! enum ([`SchedulingPolicy`], [`Disruption`]); `None` means "not set at this layer".
 //!
 //! The IR serializes (and deserializes) in the API's shape and with its member names, so a tool can show it
 //! next to the objects it compiles to: `schedulingPolicy: {gang: {minCount: 4}}`,
@@ -10,10 +10,10 @@
 //! `priorityClassName`; unset fields are left out.
 //!
 //! ```
-//! use workloadbuilder::{DisruptionMode, SchedulingConfig};
+//! use workloadbuilder::{Disruption, SchedulingConfig};
 //!
 //! let cfg = SchedulingConfig::gang(Some(4)).with_topology("topology.kubernetes.io/zone")
-//!     .with_disruption_mode(DisruptionMode::All);
+//!     .with_disruption_mode(Disruption::All);
 //! let json = serde_json::to_value(&cfg).unwrap();
 //! assert_eq!(json, serde_json::json!({
 //!     "schedulingPolicy": {"gang": {"minCount": 4}},
@@ -32,17 +32,17 @@ use std::sync::Arc;
 use k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint;
 use serde::{Deserialize, Serialize};
 
-use crate::field::FieldPath;
+use crate::field::{FieldErrors, FieldPath};
 
 /// The polymorphic scheduling configuration of one group, leaf or composite.
 ///
-/// At a leaf, [`GangSchedulingPolicy::min_count`] is the PodGroup's `minCount`; at a composite it is the
+/// At a leaf, [`GangPolicy::min_count`] is the PodGroup's `minCount`; at a composite it is the
 /// CompositePodGroup's `minGroupCount`.
 ///
 /// ```
-/// use workloadbuilder::{DisruptionMode, SchedulingConfig, SchedulingPolicy};
+/// use workloadbuilder::{Disruption, SchedulingConfig, SchedulingPolicy};
 ///
-/// let cfg = SchedulingConfig::gang(None).with_topology("topology.kubernetes.io/zone").with_disruption_mode(DisruptionMode::All);
+/// let cfg = SchedulingConfig::gang(None).with_topology("topology.kubernetes.io/zone").with_disruption_mode(Disruption::All);
 /// assert!(cfg.is_gang());
 /// assert_eq!(cfg.topology_key(), Some("topology.kubernetes.io/zone"));
 /// ```
@@ -57,7 +57,7 @@ pub struct SchedulingConfig {
     pub constraints: Option<SchedulingConstraints>,
     /// Single or All; `None` = not set at this layer (the API defaults to Single).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disruption_mode: Option<DisruptionMode>,
+    pub disruption_mode: Option<Disruption>,
     /// Resource claims shared by the group's pods (leaf groups only); empty = not set at this layer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resource_claims: Vec<ResourceClaim>,
@@ -78,7 +78,7 @@ impl SchedulingConfig {
     /// A config with only the Gang policy set (`min_count` may be left to a callback).
     pub fn gang(min_count: Option<i32>) -> Self {
         Self {
-            policy: Some(SchedulingPolicy::Gang(GangSchedulingPolicy { min_count })),
+            policy: Some(SchedulingPolicy::Gang(GangPolicy { min_count })),
             ..Self::default()
         }
     }
@@ -90,7 +90,7 @@ impl SchedulingConfig {
     }
 
     /// This config with a disruption mode.
-    pub fn with_disruption_mode(mut self, mode: DisruptionMode) -> Self {
+    pub fn with_disruption_mode(mut self, mode: Disruption) -> Self {
         self.disruption_mode = Some(mode);
         self
     }
@@ -113,7 +113,7 @@ impl SchedulingConfig {
     }
 
     /// The gang policy, if the policy is Gang.
-    pub fn gang_policy(&self) -> Option<&GangSchedulingPolicy> {
+    pub fn gang_policy(&self) -> Option<&GangPolicy> {
         match &self.policy {
             Some(SchedulingPolicy::Gang(g)) => Some(g),
             _ => None,
@@ -121,7 +121,7 @@ impl SchedulingConfig {
     }
 
     /// The gang policy for in-place changes, if the policy is Gang (the usual target of callbacks).
-    pub fn gang_policy_mut(&mut self) -> Option<&mut GangSchedulingPolicy> {
+    pub fn gang_policy_mut(&mut self) -> Option<&mut GangPolicy> {
         match &mut self.policy {
             Some(SchedulingPolicy::Gang(g)) => Some(g),
             _ => None,
@@ -160,7 +160,7 @@ pub enum SchedulingPolicy {
     /// Standard, member-by-member scheduling.
     Basic,
     /// All-or-nothing scheduling of at least `min_count` members.
-    Gang(GangSchedulingPolicy),
+    Gang(GangPolicy),
 }
 
 impl SchedulingPolicy {
@@ -185,7 +185,7 @@ struct PolicyUnion {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     basic: Option<Empty>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    gang: Option<GangSchedulingPolicy>,
+    gang: Option<GangPolicy>,
 }
 
 impl From<SchedulingPolicy> for PolicyUnion {
@@ -218,7 +218,7 @@ impl TryFrom<PolicyUnion> for SchedulingPolicy {
 /// Parameters of the Gang policy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GangSchedulingPolicy {
+pub struct GangPolicy {
     /// `minCount` at a leaf, `minGroupCount` at a composite. Must be set (>= 1) once callbacks have run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_count: Option<i32>,
@@ -246,14 +246,14 @@ impl SchedulingConstraints {
 /// Serialized as the API's union: `{single: {}}` or `{all: {}}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(into = "DisruptionUnion", try_from = "DisruptionUnion")]
-pub enum DisruptionMode {
+pub enum Disruption {
     /// Members can be disrupted independently.
     Single,
     /// The whole group (subtree, at a composite) is disrupted together.
     All,
 }
 
-impl DisruptionMode {
+impl Disruption {
     /// The allow-list option this mode corresponds to.
     pub fn option(self) -> DisruptionModeOption {
         match self {
@@ -280,14 +280,14 @@ struct DisruptionUnion {
     all: Option<Empty>,
 }
 
-impl From<DisruptionMode> for DisruptionUnion {
-    fn from(mode: DisruptionMode) -> Self {
+impl From<Disruption> for DisruptionUnion {
+    fn from(mode: Disruption) -> Self {
         match mode {
-            DisruptionMode::Single => Self {
+            Disruption::Single => Self {
                 single: Some(Empty {}),
                 all: None,
             },
-            DisruptionMode::All => Self {
+            Disruption::All => Self {
                 single: None,
                 all: Some(Empty {}),
             },
@@ -295,7 +295,7 @@ impl From<DisruptionMode> for DisruptionUnion {
     }
 }
 
-impl TryFrom<DisruptionUnion> for DisruptionMode {
+impl TryFrom<DisruptionUnion> for Disruption {
     type Error = &'static str;
 
     fn try_from(u: DisruptionUnion) -> Result<Self, Self::Error> {
@@ -420,6 +420,15 @@ impl AllowList {
 /// [`WorkloadItem::with_item_callback`] one that also looks at the item.
 pub type Callback = Arc<dyn Fn(&ItemView<'_>, &mut SchedulingConfig) + Send + Sync>;
 
+/// A controller's own rule on an item's resolved config, run by [`WorkloadBuilder::validate`] and
+/// [`WorkloadBuilder::build`](crate::WorkloadBuilder::build) after the library's rules (added with
+/// [`WorkloadItem::with_check`]). Its errors are reported as returned, with the origin stage
+/// [`Stage::Validation`](crate::Stage::Validation) and the item; build their paths with
+/// [`ItemView::config_field`] so they land on the user's field.
+///
+/// [`WorkloadBuilder::validate`]: crate::WorkloadBuilder::validate
+pub type Check = Arc<dyn Fn(&ItemView<'_>, &SchedulingConfig) -> Result<(), FieldErrors> + Send + Sync>;
+
 /// What a callback sees of the item it runs for: a read-only view of the [`WorkloadItem`] and its place in
 /// the tree (KEP-6089's `WorkloadItemFunc` receives the item itself).
 ///
@@ -444,11 +453,55 @@ pub struct ItemView<'a> {
     item: &'a WorkloadItem,
     depth: usize,
     path: &'a [&'a str],
+    template: Option<&'a FieldPath>,
 }
 
 impl<'a> ItemView<'a> {
     pub(crate) fn new(item: &'a WorkloadItem, depth: usize, path: &'a [&'a str]) -> Self {
-        Self { item, depth, path }
+        Self {
+            item,
+            depth,
+            path,
+            template: None,
+        }
+    }
+
+    pub(crate) fn with_template(mut self, template: &'a FieldPath) -> Self {
+        self.template = Some(template);
+        self
+    }
+
+    /// The path of `member` of the item's configuration (`schedulingPolicy`, `disruptionMode`, ...): under
+    /// the item's [config path](WorkloadItem::with_config_path) when the controller set one (the field the
+    /// user wrote), else under the template the item compiles to (in a [`Check`]; a callback, which runs
+    /// before the tree is laid out, gets `member` alone).
+    ///
+    /// ```
+    /// use workloadbuilder::{FieldError, SchedulingConfig, WorkloadBuilder, WorkloadItem, AllowList, PolicyOption};
+    ///
+    /// // The controller's own rule: a gang no larger than the replicas the user asked for.
+    /// let replicas = 2;
+    /// let item = WorkloadItem::new("workers")
+    ///     .with_user_config(Some(SchedulingConfig::gang(Some(3))))
+    ///     .with_config_path("spec.groups[0].scheduling")
+    ///     .with_check(move |item, cfg| match cfg.gang_policy().and_then(|g| g.min_count) {
+    ///         Some(n) if n > replicas => Err(FieldError::invalid(
+    ///             item.config_field("schedulingPolicy").child("gang").child("minCount"),
+    ///             n,
+    ///             format!("must be less than or equal to replicas ({replicas})"),
+    ///         ).into()),
+    ///         _ => Ok(()),
+    ///     });
+    /// let errs = WorkloadBuilder::new(item).allow(AllowList::new().policies([PolicyOption::Gang]))
+    ///     .validate().unwrap_err();
+    /// assert_eq!(errs.to_string(),
+    ///     "spec.groups[0].scheduling.schedulingPolicy.gang.minCount: Invalid value: 3: must be less than or equal to replicas (2)");
+    /// ```
+    pub fn config_field(&self, member: &str) -> FieldPath {
+        match self.item.config_path.as_ref().or(self.template) {
+            Some(base) => base.child(member),
+            None => FieldPath::new(member),
+        }
     }
 
     /// The item's name (its template's name).
@@ -546,6 +599,15 @@ pub struct WorkloadItem {
     /// validation errors about the item's configuration are reported under this path, so users see paths
     /// of the object they wrote; otherwise under the compiled template's path in the Workload.
     pub config_path: Option<FieldPath>,
+    /// Where this item's name comes from in the controller's API (`spec.groups[1].name`). When set, errors
+    /// about the name (empty, not a DNS label, a duplicate) are reported there instead of at the template's
+    /// `name` in the Workload.
+    pub name_path: Option<FieldPath>,
+    /// Where this item's children come from in the controller's API (`spec.groups`). When set, too many
+    /// children for one template list (the API's limit of 8) is reported there.
+    pub children_path: Option<FieldPath>,
+    /// The controller's own rules, run after the library's on the resolved config.
+    pub checks: Vec<Check>,
 }
 
 impl WorkloadItem {
@@ -604,9 +666,36 @@ impl WorkloadItem {
         self
     }
 
+    /// This item with the path its name comes from in the controller's API.
+    pub fn with_name_path(mut self, path: impl Into<FieldPath>) -> Self {
+        self.name_path = Some(path.into());
+        self
+    }
+
+    /// This item with the path its children come from in the controller's API.
+    pub fn with_children_path(mut self, path: impl Into<FieldPath>) -> Self {
+        self.children_path = Some(path.into());
+        self
+    }
+
+    /// This item with a rule of the controller's own appended ([`Check`]): it sees the item and its
+    /// resolved config and returns the errors to report (build their paths with [`ItemView::config_field`]).
+    pub fn with_check(
+        mut self,
+        f: impl Fn(&ItemView<'_>, &SchedulingConfig) -> Result<(), FieldErrors> + Send + Sync + 'static,
+    ) -> Self {
+        self.checks.push(Arc::new(f));
+        self
+    }
+
     /// True when the item has no children (compiles to a PodGroupTemplate).
     pub fn is_leaf(&self) -> bool {
         self.children.is_empty()
+    }
+
+    /// True when some item of the subtree has a check.
+    pub(crate) fn iter_has_checks(&self) -> bool {
+        !self.checks.is_empty() || self.children.iter().any(WorkloadItem::iter_has_checks)
     }
 }
 
@@ -619,6 +708,9 @@ impl fmt::Debug for WorkloadItem {
             .field("callbacks", &self.callbacks.len())
             .field("children", &self.children)
             .field("config_path", &self.config_path)
+            .field("name_path", &self.name_path)
+            .field("children_path", &self.children_path)
+            .field("checks", &self.checks.len())
             .finish()
     }
 }
@@ -693,6 +785,12 @@ pub struct ResolvedItem {
     /// The item's [`WorkloadItem::config_path`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_path: Option<FieldPath>,
+    /// The item's [`WorkloadItem::name_path`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_path: Option<FieldPath>,
+    /// The item's [`WorkloadItem::children_path`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children_path: Option<FieldPath>,
     /// The controller's defaults, as given.
     #[serde(rename = "default", default, skip_serializing_if = "Option::is_none")]
     pub default_config: Option<SchedulingConfig>,

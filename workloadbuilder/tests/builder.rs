@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
 use workloadbuilder::FieldErrorType::{Invalid, Required};
+use workloadbuilder::messages::*;
+use workloadbuilder::validation::*;
 use workloadbuilder::*;
 
 fn counting(calls: &Arc<AtomicUsize>) -> impl Fn(&mut SchedulingConfig) + Send + Sync + 'static {
@@ -293,7 +295,7 @@ fn builder_errors_name_their_stage_and_item() {
         )
         .with_child(
             WorkloadItem::new("mid")
-                .with_default(SchedulingConfig::basic().with_disruption_mode(DisruptionMode::All))
+                .with_default(SchedulingConfig::basic().with_disruption_mode(Disruption::All))
                 .with_child(WorkloadItem::new("Bad_Leaf").with_default(SchedulingConfig::basic())),
         );
     // Only Basic and Single allowed: the root's gang and the mid's `all` are allow-list errors.
@@ -404,7 +406,7 @@ fn a_flat_workload_has_one_pod_group_template_per_leaf_in_pre_order() {
         .with_child(gang_leaf("driver", 1))
         .with_child(
             basic("stage")
-                .with_disruption_mode_default(DisruptionMode::Single)
+                .with_disruption_mode_default(Disruption::Single)
                 .with_child(gang_leaf("a", 2))
                 .with_child(
                     WorkloadItem::new("b").with_default(SchedulingConfig::gang(Some(3)).with_topology("kwas.dev/rack")),
@@ -443,9 +445,18 @@ fn a_flat_workload_has_one_pod_group_template_per_leaf_in_pre_order() {
     assert_eq!(workload.metadata, nested.metadata);
     assert_eq!(workload.spec.controller_ref, nested.spec.controller_ref);
     // Its runtime groups are roots.
-    let pg = new_pod_group(&workload, "b", "w-b-0", None, vec![]).unwrap();
+    let pg = new_pod_group(&workload, "b", &GroupName::new("w-b-0"), None, vec![]).unwrap();
     assert_eq!(pg.spec.parent_composite_pod_group_name, None);
-    assert!(new_pod_group(&workload, "b", "w-b-0", Some("parent"), vec![]).is_err());
+    assert!(
+        new_pod_group(
+            &workload,
+            "b",
+            &GroupName::new("w-b-0"),
+            Some(&GroupName::new("parent")),
+            vec![]
+        )
+        .is_err()
+    );
     // A single leaf compiles as `build` compiles it.
     let leaf = gang_leaf("job-pgt-0", 4);
     assert_eq!(
@@ -458,11 +469,11 @@ fn a_flat_workload_has_one_pod_group_template_per_leaf_in_pre_order() {
 }
 
 trait DefaultMode {
-    fn with_disruption_mode_default(self, mode: DisruptionMode) -> Self;
+    fn with_disruption_mode_default(self, mode: Disruption) -> Self;
 }
 
 impl DefaultMode for WorkloadItem {
-    fn with_disruption_mode_default(mut self, mode: DisruptionMode) -> Self {
+    fn with_disruption_mode_default(mut self, mode: Disruption) -> Self {
         let cfg = self.default_config.take().unwrap_or_default();
         self.default_config = Some(cfg.with_disruption_mode(mode));
         self
@@ -489,8 +500,8 @@ fn composite_levels_that_a_flat_workload_cannot_express_are_refused() {
             )],
         ),
         (
-            SchedulingConfig::gang(Some(1)).with_disruption_mode(DisruptionMode::All),
-            SchedulingConfig::gang(Some(1)).with_disruption_mode(DisruptionMode::All),
+            SchedulingConfig::gang(Some(1)).with_disruption_mode(Disruption::All),
+            SchedulingConfig::gang(Some(1)).with_disruption_mode(Disruption::All),
             vec![
                 (format!("{root}.schedulingPolicy"), vec!["root"], FLAT_COMPOSITE_GANG),
                 (format!("{root}.disruptionMode"), vec!["root"], FLAT_COMPOSITE_ALL),
@@ -504,7 +515,7 @@ fn composite_levels_that_a_flat_workload_cannot_express_are_refused() {
         ),
     ] {
         let leaf = WorkloadItem::new("leaf")
-            .with_default(SchedulingConfig::gang(Some(2)).with_disruption_mode(DisruptionMode::All));
+            .with_default(SchedulingConfig::gang(Some(2)).with_disruption_mode(Disruption::All));
         let tree = WorkloadItem::new("root")
             .with_default(root_cfg)
             .with_child(WorkloadItem::new("mid").with_default(mid_cfg).with_child(leaf));
@@ -606,39 +617,54 @@ fn an_existing_workload_instantiates_groups_like_the_free_functions() {
     ));
     assert!(builder.template("nope").is_none());
     // Root CompositePodGroup, nested CompositePodGroup, PodGroup: the same objects as the free functions.
-    let root = builder.new_composite_pod_group("root-0", "trainer", None).unwrap();
+    let root = builder
+        .new_composite_pod_group("trainer", &GroupName::new("root-0"), None)
+        .unwrap();
     assert_eq!(
         root,
-        new_composite_pod_group(&workload, "trainer", "root-0", None, vec![job.clone()]).unwrap()
+        new_composite_pod_group(&workload, "trainer", &GroupName::new("root-0"), None, vec![job.clone()]).unwrap()
     );
     let stage = builder
-        .new_composite_pod_group("stage-0", "stage", Some("root-0"))
+        .new_composite_pod_group("stage", &GroupName::new("stage-0"), Some(&GroupName::new("root-0")))
         .unwrap();
     assert_eq!(stage.spec.parent_composite_pod_group_name.as_deref(), Some("root-0"));
-    let group = builder.new_pod_group("workers-0", "workers", Some("stage-0")).unwrap();
+    let group = builder
+        .new_pod_group(
+            "workers",
+            &GroupName::new("workers-0"),
+            Some(&GroupName::new("stage-0")),
+        )
+        .unwrap();
     assert_eq!(
         group,
-        new_pod_group(&workload, "workers", "workers-0", Some("stage-0"), vec![job.clone()]).unwrap()
+        new_pod_group(
+            &workload,
+            "workers",
+            &GroupName::new("workers-0"),
+            Some(&GroupName::new("stage-0")),
+            vec![job.clone()]
+        )
+        .unwrap()
     );
     assert_eq!(group.metadata.namespace.as_deref(), Some("ml"));
     assert_eq!(group.spec.scheduling_policy.gang.as_ref().unwrap().min_count, 8);
     assert!(validate_pod_group(&group).is_empty());
     // The same errors as the free functions.
     assert!(matches!(
-        builder.new_pod_group("x", "stage", Some("root-0")),
+        builder.new_pod_group("stage", &GroupName::new("x"), Some(&GroupName::new("root-0"))),
         Err(InstantiateError::WrongKind { .. })
     ));
     assert!(matches!(
-        builder.new_pod_group("x", "workers", None),
+        builder.new_pod_group("workers", &GroupName::new("x"), None),
         Err(InstantiateError::ParentRequired { .. })
     ));
     assert!(matches!(
-        builder.new_composite_pod_group("x", "missing", None),
+        builder.new_composite_pod_group("missing", &GroupName::new("x"), None),
         Err(InstantiateError::TemplateNotFound { .. })
     ));
     // No owner: groups without ownerReferences.
     let unowned = ExistingWorkloadBuilder::new(&workload)
-        .new_pod_group("d", "driver", Some("root-0"))
+        .new_pod_group("driver", &GroupName::new("d"), Some(&GroupName::new("root-0")))
         .unwrap();
     assert!(unowned.metadata.owner_references.is_none());
 }
@@ -652,7 +678,13 @@ fn a_delegated_child_instantiates_its_group_from_its_downward_mapping() {
     let name = builder.pod_group_name_for(&mapping, &job.uid);
     assert_eq!(
         name,
-        names::generate_pod_group_name_for_owner("trainer-wl", "workers", &job.uid)
+        generate_pod_group_name_for_owner(
+            TemplateKey {
+                workload: "trainer-wl",
+                template: "workers"
+            },
+            &job.uid
+        )
     );
     let group = builder.new_pod_group_from_mapping(&name, &mapping).unwrap();
     assert_eq!(group.metadata.name.as_deref(), Some(name.as_str()));
@@ -664,11 +696,14 @@ fn a_delegated_child_instantiates_its_group_from_its_downward_mapping() {
     );
     // A mapping that names a template the Workload does not have, or omits a required parent.
     assert!(matches!(
-        builder.new_pod_group_from_mapping("x", &DownwardMapping::new("wrokers").with_parent("stage-0")),
+        builder.new_pod_group_from_mapping(
+            &GroupName::new("x"),
+            &DownwardMapping::new("wrokers").with_parent("stage-0")
+        ),
         Err(InstantiateError::TemplateNotFound { .. })
     ));
     assert!(matches!(
-        builder.new_pod_group_from_mapping("x", &DownwardMapping::new("workers")),
+        builder.new_pod_group_from_mapping(&GroupName::new("x"), &DownwardMapping::new("workers")),
         Err(InstantiateError::ParentRequired { .. })
     ));
 }

@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
+use workloadbuilder::validation::*;
 use workloadbuilder::*;
 
 fn only_template(workload: &Workload) -> &k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
@@ -24,7 +25,7 @@ fn build_leaf(cfg: SchedulingConfig) -> Workload {
 
 fn instantiate(workload: &Workload) -> PodGroup {
     let template = &only_template(workload).name;
-    new_pod_group(workload, template, "job-pg", None, vec![owner("job")]).unwrap()
+    new_pod_group(workload, template, &GroupName::new("job-pg"), None, vec![owner("job")]).unwrap()
 }
 
 #[test]
@@ -63,7 +64,7 @@ fn compiles_a_gang_policy_into_the_expected_workload_and_pod_group() {
 fn maps_topology_constraints_disruption_mode_and_resource_claims() {
     let cfg = SchedulingConfig::gang(Some(2))
         .with_topology("topology.kubernetes.io/zone")
-        .with_disruption_mode(DisruptionMode::All)
+        .with_disruption_mode(Disruption::All)
         .with_resource_claim(ResourceClaim {
             name: "gpus".into(),
             resource_claim_name: None,
@@ -125,7 +126,7 @@ fn runs_callbacks_after_the_merge_and_defaults_min_count_from_parallelism() {
         Some(
             SchedulingConfig::gang(None)
                 .with_topology("topology.kubernetes.io/zone")
-                .with_disruption_mode(DisruptionMode::All)
+                .with_disruption_mode(Disruption::All)
         )
     );
 }
@@ -134,9 +135,7 @@ fn runs_callbacks_after_the_merge_and_defaults_min_count_from_parallelism() {
 fn validate_rejects_semantically_invalid_configurations() {
     let item = WorkloadItem::new("job-pgt-0")
         .with_default(SchedulingConfig::basic())
-        .with_user_config(Some(
-            SchedulingConfig::default().with_disruption_mode(DisruptionMode::All),
-        ))
+        .with_user_config(Some(SchedulingConfig::default().with_disruption_mode(Disruption::All)))
         .with_config_path("spec.scheduling");
     let errs = WorkloadBuilder::new(item).allow(allow_all()).validate().unwrap_err();
     assert_eq!(
@@ -209,21 +208,22 @@ fn multi_level_tree_produces_a_composite_pod_group_with_parent_child_structure()
 fn map_helpers_translate_api_types_into_the_ir() {
     let js = parse_jobset("jobset-option-b.yaml");
     let s = js.spec.scheduling.as_ref().unwrap();
-    let root = map_composite_group_config(
-        s.scheduling_policy.as_ref(),
-        s.scheduling_constraints.as_ref(),
-        s.disruption_mode.as_ref(),
-    )
-    .unwrap();
+    let path = FieldPath::new("spec").child("scheduling");
+    let block = CompositeBlock {
+        scheduling_policy: s.scheduling_policy.as_ref(),
+        scheduling_constraints: s.scheduling_constraints.as_ref(),
+        disruption_mode: s.disruption_mode.as_ref(),
+    };
+    let root = allow_all().map_composite(Some(block), &path).unwrap().unwrap();
     assert_eq!(root, SchedulingConfig::basic());
     let p = &s.replicated_job_policies[0];
-    let leaf = map_pod_group_config(
-        p.scheduling_policy.as_ref(),
-        p.scheduling_constraints.as_ref(),
-        p.disruption_mode.as_ref(),
-        &[],
-    )
-    .unwrap();
+    let block = PodGroupBlock {
+        scheduling_policy: p.scheduling_policy.as_ref(),
+        scheduling_constraints: p.scheduling_constraints.as_ref(),
+        disruption_mode: p.disruption_mode.as_ref(),
+        resource_claims: &[],
+    };
+    let leaf = allow_all().map_pod_group(Some(block), &path).unwrap().unwrap();
     assert_eq!(
         leaf,
         SchedulingConfig {
@@ -249,14 +249,20 @@ fn reference_multi_level_controller_produces_composite_and_child_pod_groups() {
     );
 
     let owner = owner_of("kwas.dev/v1alpha1", "JobSet", &js.metadata);
-    let root_name = generate_pod_group_name(&wl, "jobset");
+    let root_name = generate_pod_group_name(TemplateKey {
+        workload: &wl,
+        template: "jobset",
+    });
     let cpg = new_composite_pod_group(&workload, "jobset", &root_name, None, vec![owner.clone()]).unwrap();
     assert!(validate_composite_pod_group(&cpg).is_empty());
     assert!(cpg.spec.parent_composite_pod_group_name.is_none());
     let mut groups = Vec::new();
     for rj in &js.spec.replicated_jobs {
         for i in 0..rj.replicas {
-            let name = generate_pod_group_name(&wl, &format!("pretrain-{}-{i}", rj.name));
+            let name = generate_pod_group_name(TemplateKey {
+                workload: &wl,
+                template: &format!("pretrain-{}-{i}", rj.name),
+            });
             let pg = new_pod_group(&workload, &rj.name, &name, Some(&root_name), vec![owner.clone()]).unwrap();
             assert!(validate_pod_group(&pg).is_empty(), "{}", validate_pod_group(&pg));
             groups.push(pg);
@@ -272,19 +278,25 @@ fn reference_multi_level_controller_produces_composite_and_child_pod_groups() {
     assert_eq!(names.len(), 17, "runtime names are distinct");
     // Instantiation errors are typed.
     assert!(matches!(
-        new_pod_group(&workload, "workers", "x", None, vec![]),
+        new_pod_group(&workload, "workers", &GroupName::new("x"), None, vec![]),
         Err(InstantiateError::ParentRequired { .. })
     ));
     assert!(matches!(
-        new_composite_pod_group(&workload, "jobset", "x", Some("p"), vec![]),
+        new_composite_pod_group(
+            &workload,
+            "jobset",
+            &GroupName::new("x"),
+            Some(&GroupName::new("p")),
+            vec![]
+        ),
         Err(InstantiateError::UnexpectedParent { .. })
     ));
     assert!(matches!(
-        new_pod_group(&workload, "jobset", "x", None, vec![]),
+        new_pod_group(&workload, "jobset", &GroupName::new("x"), None, vec![]),
         Err(InstantiateError::WrongKind { .. })
     ));
     assert!(matches!(
-        new_pod_group(&workload, "nope", "x", None, vec![]),
+        new_pod_group(&workload, "nope", &GroupName::new("x"), None, vec![]),
         Err(InstantiateError::TemplateNotFound { .. })
     ));
 }

@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroupTemplate, Workload};
 use proptest::prelude::*;
+use workloadbuilder::validation::*;
 use workloadbuilder::*;
 
 fn name() -> impl Strategy<Value = String> {
@@ -45,11 +46,10 @@ fn config() -> impl Strategy<Value = SchedulingConfig> {
     (
         proptest::option::of(prop_oneof![
             Just(SchedulingPolicy::Basic),
-            proptest::option::of(-1i32..6)
-                .prop_map(|min_count| SchedulingPolicy::Gang(GangSchedulingPolicy { min_count })),
+            proptest::option::of(-1i32..6).prop_map(|min_count| SchedulingPolicy::Gang(GangPolicy { min_count })),
         ]),
         proptest::option::of(proptest::collection::vec(topology_key(), 0..3)),
-        proptest::option::of(prop_oneof![Just(DisruptionMode::Single), Just(DisruptionMode::All)]),
+        proptest::option::of(prop_oneof![Just(Disruption::Single), Just(Disruption::All)]),
         proptest::collection::vec(claim(), 0..3),
         proptest::option::of(prop_oneof![
             Just(String::new()),
@@ -145,9 +145,9 @@ fn build(root: WorkloadItem) -> Result<Workload, FieldErrors> {
 
 /// Instantiate every template of a valid Workload (parents from the tree) and validate the groups.
 fn instantiate_all(workload: &Workload) {
-    fn composites(list: &[CompositePodGroupTemplate], parent: Option<&str>, workload: &Workload) {
+    fn composites(list: &[CompositePodGroupTemplate], parent: Option<&GroupName>, workload: &Workload) {
         for t in list {
-            let name = format!("{}-0", t.name);
+            let name = GroupName::new(format!("{}-0", t.name));
             let cpg = new_composite_pod_group(workload, &t.name, &name, parent, vec![]).unwrap();
             assert!(
                 validate_composite_pod_group(&cpg).is_empty(),
@@ -155,7 +155,14 @@ fn instantiate_all(workload: &Workload) {
                 validate_composite_pod_group(&cpg)
             );
             for leaf in t.pod_group_templates.iter().flatten() {
-                let pg = new_pod_group(workload, &leaf.name, &format!("{}-0", leaf.name), Some(&name), vec![]).unwrap();
+                let pg = new_pod_group(
+                    workload,
+                    &leaf.name,
+                    &GroupName::new(format!("{}-0", leaf.name)),
+                    Some(&name),
+                    vec![],
+                )
+                .unwrap();
                 assert!(validate_pod_group(&pg).is_empty(), "{}", validate_pod_group(&pg));
             }
             composites(
@@ -166,7 +173,7 @@ fn instantiate_all(workload: &Workload) {
         }
     }
     for leaf in workload.spec.pod_group_templates.iter().flatten() {
-        let pg = new_pod_group(workload, &leaf.name, "pg-0", None, vec![]).unwrap();
+        let pg = new_pod_group(workload, &leaf.name, &GroupName::new("pg-0"), None, vec![]).unwrap();
         assert!(validate_pod_group(&pg).is_empty(), "{}", validate_pod_group(&pg));
     }
     composites(
@@ -225,7 +232,7 @@ proptest! {
     }
 
     #[test]
-    fn map_helpers_never_panic_and_accept_what_validation_accepts(
+    fn mapping_a_block_never_panics_and_succeeds_exactly_when_validation_accepts_it(
         basic in any::<bool>(), gang in proptest::option::of(proptest::option::of(-2i32..3)),
         single in any::<bool>(), all in any::<bool>(),
     ) {
@@ -239,13 +246,17 @@ proptest! {
             all: all.then(|| api::WorkloadPodGroupAllDisruptionMode(serde_json::json!({}))),
         };
         let path = FieldPath::new("spec").child("scheduling");
-        let mut errs = validate_scheduling_policy(Some(&policy), &path.child("schedulingPolicy"), &POLICIES);
-        errs.extend(validate_disruption_mode(Some(&mode), &path.child("disruptionMode"), &MODES));
-        let mapped = map_pod_group_config(Some(&policy), None, Some(&mode), &[]);
-        let union_ok = !((basic && gang.is_some()) || (single && all));
-        prop_assert_eq!(mapped.is_ok(), union_ok);
-        if errs.is_empty() {
-            prop_assert!(mapped.is_ok());
+        let block = PodGroupBlock {
+            scheduling_policy: Some(&policy),
+            disruption_mode: Some(&mode),
+            ..PodGroupBlock::default()
+        };
+        let errs = allow_all().validate_pod_group(&block, &path);
+        let mapped = allow_all().map_pod_group(Some(block), &path);
+        let unions_ok = (basic != gang.is_some()) && (single != all);
+        prop_assert_eq!(mapped.is_ok(), errs.is_empty());
+        if !unions_ok {
+            prop_assert!(mapped.is_err());
         }
     }
 }

@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use workloadbuilder::validation::*;
 use workloadbuilder::*;
 
 fn build(item: WorkloadItem, name: &str) -> k8s_openapi::api::scheduling::v1alpha3::Workload {
@@ -32,7 +33,10 @@ fn job_example_2_omitted_block_is_basic() {
 fn jobset_runtime(js: &JobSet, workload: &k8s_openapi::api::scheduling::v1alpha3::Workload) -> serde_json::Value {
     let owner = owner_of("kwas.dev/v1alpha1", "JobSet", &js.metadata);
     let wl = workload.metadata.name.as_deref().unwrap();
-    let root_name = generate_pod_group_name(wl, "jobset");
+    let root_name = generate_pod_group_name(TemplateKey {
+        workload: wl,
+        template: "jobset",
+    });
     let root = new_composite_pod_group(workload, "jobset", &root_name, None, vec![owner.clone()]).unwrap();
     // One PodGroup per child Job; show the first replica of each replicated job.
     let groups: Vec<_> = js
@@ -41,7 +45,10 @@ fn jobset_runtime(js: &JobSet, workload: &k8s_openapi::api::scheduling::v1alpha3
         .iter()
         .map(|rj| {
             let job_name = format!("{}-{}-0", js.metadata.name.as_deref().unwrap(), rj.name);
-            let name = generate_pod_group_name(wl, &job_name);
+            let name = generate_pod_group_name(TemplateKey {
+                workload: wl,
+                template: &job_name,
+            });
             new_pod_group(workload, &rj.name, &name, Some(&root_name), vec![owner.clone()]).unwrap()
         })
         .collect();

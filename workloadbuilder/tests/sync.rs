@@ -27,7 +27,8 @@ fn workload(root_count: i32, workers: i32) -> Workload {
 }
 
 fn group(workload: &Workload, template: &str, name: &str, parent: Option<&str>) -> PodGroup {
-    new_pod_group(workload, template, name, parent, vec![]).unwrap()
+    let parent = parent.map(GroupName::new);
+    new_pod_group(workload, template, &GroupName::new(name), parent.as_ref(), vec![]).unwrap()
 }
 
 fn plan(desired: Option<&Workload>, live: &Workload, groups: &[PodGroup], cpgs: &[CompositePodGroup]) -> SyncPlan {
@@ -231,7 +232,7 @@ fn immutable_differences_are_reported_per_object() {
         .allow(allow_all())
         .build("wl", "ml", &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"))
         .unwrap();
-    let root = new_composite_pod_group(&live, "root", "root-0", None, vec![]).unwrap();
+    let root = new_composite_pod_group(&live, "root", &GroupName::new("root-0"), None, vec![]).unwrap();
     let workers = group(&live, "workers", "w-0", Some("root-0"));
     let p = plan(
         Some(&desired),
@@ -288,5 +289,50 @@ fn single_change_helpers_match_the_plan() {
     assert_eq!(
         pod_group_min_count_change(&g, 7).map(|c| (c.live, c.desired)),
         Some((4, 7))
+    );
+}
+
+#[test]
+fn templates_without_a_group_are_listed_as_missing_and_expected_names_are_checked() {
+    let live = workload(3, 4);
+    let root = new_composite_pod_group(&live, "root", &GroupName::new("root-0"), None, vec![]).unwrap();
+    let groups = [group(&live, "workers", "w-0", Some("root-0"))];
+    let p = plan(Some(&live), &live, &groups, std::slice::from_ref(&root));
+    assert_eq!(p.missing, ["driver", "stage", "eval"]);
+    assert_eq!(p.matched, ["w-0", "root-0"]);
+    let expected = [GroupName::new("w-0"), GroupName::new("w-1"), GroupName::new("root-0")];
+    assert_eq!(p.missing_groups(&expected), [GroupName::new("w-1")]);
+    assert!(p.replace.is_none());
+}
+
+#[test]
+fn a_workload_the_api_would_refuse_to_update_comes_with_a_replacement_plan() {
+    let live = workload(3, 4);
+    // Another shape: the stage is gone, which no update may do.
+    let desired = WorkloadBuilder::new(
+        WorkloadItem::new("root")
+            .with_default(SchedulingConfig::gang(Some(2)))
+            .with_child(WorkloadItem::new("driver").with_default(SchedulingConfig::basic()))
+            .with_child(WorkloadItem::new("workers").with_default(SchedulingConfig::gang(Some(4)))),
+    )
+    .allow(allow_all())
+    .build("wl", "ml", &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"))
+    .unwrap();
+    let root = new_composite_pod_group(&live, "root", &GroupName::new("root-0"), None, vec![]).unwrap();
+    let stage = GroupName::new("stage-0");
+    let stage_group = new_composite_pod_group(&live, "stage", &stage, Some(&GroupName::new("root-0")), vec![]).unwrap();
+    let groups = [
+        group(&live, "workers", "w-0", Some("root-0")),
+        group(&live, "eval", "e-0", Some("stage-0")),
+    ];
+    let p = plan(Some(&desired), &live, &groups, &[root, stage_group]);
+    assert!(p.workload_rejection().is_some());
+    assert_eq!(
+        p.replace,
+        Some(Replacement {
+            workload: "wl".into(),
+            pod_groups: vec!["w-0".into(), "e-0".into()],
+            composite_pod_groups: vec!["stage-0".into(), "root-0".into()],
+        })
     );
 }

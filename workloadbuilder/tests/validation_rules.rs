@@ -8,6 +8,8 @@ use k8s_openapi::api::scheduling::v1alpha3::{
     CompositePodGroup, CompositePodGroupTemplate, PodGroup, PodGroupResourceClaim, PodGroupTemplate, Workload,
 };
 use workloadbuilder::FieldErrorType::{Duplicate, Forbidden, Invalid, NotSupported, Required, TooMany};
+use workloadbuilder::messages::*;
+use workloadbuilder::validation::*;
 use workloadbuilder::*;
 
 /// Assert that `errs` holds exactly the `(type, path)` pairs of `expected` (in any order).
@@ -275,7 +277,7 @@ fn resource_claims_only_on_leaves() {
 
 #[test]
 fn all_disruption_is_rejected_with_basic() {
-    let all = SchedulingConfig::default().with_disruption_mode(DisruptionMode::All);
+    let all = SchedulingConfig::default().with_disruption_mode(Disruption::All);
     assert_errors(&check(leaf("a").with_user_config(Some(all.clone()))), &[]);
     assert_errors(
         &check(
@@ -290,9 +292,7 @@ fn all_disruption_is_rejected_with_basic() {
 #[test]
 fn children_of_an_all_composite_are_all() {
     let all = |item: WorkloadItem| {
-        item.with_user_config(Some(
-            SchedulingConfig::default().with_disruption_mode(DisruptionMode::All),
-        ))
+        item.with_user_config(Some(SchedulingConfig::default().with_disruption_mode(Disruption::All)))
     };
     assert_errors(
         &check(all(composite(
@@ -302,7 +302,7 @@ fn children_of_an_all_composite_are_all() {
         &[],
     );
     let single = leaf("c").with_user_config(Some(
-        SchedulingConfig::default().with_disruption_mode(DisruptionMode::Single),
+        SchedulingConfig::default().with_disruption_mode(Disruption::Single),
     ));
     assert_errors(
         &check(all(composite(
@@ -396,9 +396,7 @@ fn disruption_modes_outside_the_allow_list_are_forbidden() {
     let single_only = AllowList::new()
         .policies([PolicyOption::Gang])
         .disruption_modes([DisruptionModeOption::Single]);
-    let all = leaf("a").with_user_config(Some(
-        SchedulingConfig::default().with_disruption_mode(DisruptionMode::All),
-    ));
+    let all = leaf("a").with_user_config(Some(SchedulingConfig::default().with_disruption_mode(Disruption::All)));
     let errs = WorkloadBuilder::new(all)
         .allow(single_only.clone())
         .validate()
@@ -415,7 +413,7 @@ fn disruption_modes_outside_the_allow_list_are_forbidden() {
             .is_ok()
     );
     let single = leaf("a").with_user_config(Some(
-        SchedulingConfig::default().with_disruption_mode(DisruptionMode::Single),
+        SchedulingConfig::default().with_disruption_mode(Disruption::Single),
     ));
     assert!(WorkloadBuilder::new(single).allow(single_only).validate().is_ok());
 }
@@ -485,7 +483,7 @@ fn all_errors_are_collected_at_once() {
         [
             WorkloadItem::new("a").with_default(SchedulingConfig::gang(None)),
             leaf("a"),
-            WorkloadItem::new("b").with_default(SchedulingConfig::basic().with_disruption_mode(DisruptionMode::All)),
+            WorkloadItem::new("b").with_default(SchedulingConfig::basic().with_disruption_mode(Disruption::All)),
         ],
     );
     assert_eq!(check(item).len(), 3);
@@ -781,11 +779,18 @@ fn workload() -> Workload {
 
 fn pod_group() -> PodGroup {
     let w = workload();
-    new_pod_group(&w, "workers", "pg", Some("root"), vec![]).unwrap()
+    new_pod_group(
+        &w,
+        "workers",
+        &GroupName::new("pg"),
+        Some(&GroupName::new("root")),
+        vec![],
+    )
+    .unwrap()
 }
 
 fn composite_group() -> CompositePodGroup {
-    new_composite_pod_group(&workload(), "jobset", "root", None, vec![]).unwrap()
+    new_composite_pod_group(&workload(), "jobset", &GroupName::new("root"), None, vec![]).unwrap()
 }
 
 #[test]

@@ -34,7 +34,7 @@ pub fn has_parent_workload_owner(job: &Job) -> bool {
         .flatten()
         .find(|r| r.controller == Some(true))
         .is_some_and(|r| {
-            !(r.kind == "CronJob" && workloadbuilder::api_group(&r.api_version).is_ok_and(|g| g == "batch"))
+            !(r.kind == "CronJob" && workloadbuilder::validation::api_group(&r.api_version).is_ok_and(|g| g == "batch"))
         })
 }
 

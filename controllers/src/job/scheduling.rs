@@ -36,7 +36,7 @@ use workloadbuilder::job::{
     build_job_workload, delegated_pod_group_name, job_controller_ref, job_owned_pod_group_name, job_pod_group_name,
 };
 use workloadbuilder::sync::{SyncInput, plan_sync};
-use workloadbuilder::{DownwardMapping, ExistingWorkloadBuilder, TemplateRef, find_template};
+use workloadbuilder::{DownwardMapping, ExistingWorkloadBuilder, TemplateKey, TemplateRef, find_template};
 
 use super::mode::ManagementMode;
 use super::plan::SchedulingDecision;
@@ -81,8 +81,13 @@ pub fn desired_root_pod_group(
             ExistingWorkloadBuilder::new(workload),
             ExistingWorkloadBuilder::with_owner,
         );
-    let name = job_owned_pod_group_name(job, &workload.name_any(), template);
-    let mut group = builder.new_pod_group(&name, template, None)?;
+    let workload_name = workload.name_any();
+    let key = TemplateKey {
+        workload: &workload_name,
+        template,
+    };
+    let name = job_owned_pod_group_name(job, key);
+    let mut group = builder.new_pod_group(template, &name, None)?;
     mark_managed(&mut group.metadata, controller);
     Ok(group)
 }
@@ -95,7 +100,12 @@ pub fn desired_delegated_pod_group(
     mapping: &DownwardMapping,
     controller: &str,
 ) -> std::result::Result<PodGroup, workloadbuilder::InstantiateError> {
-    let name = job_owned_pod_group_name(job, &workload.name_any(), &mapping.group_template_name);
+    let workload_name = workload.name_any();
+    let key = TemplateKey {
+        workload: &workload_name,
+        template: &mapping.group_template_name,
+    };
+    let name = job_owned_pod_group_name(job, key);
     let builder = job_controller_ref(job).into_iter().fold(
         ExistingWorkloadBuilder::new(workload),
         ExistingWorkloadBuilder::with_owner,
@@ -246,11 +256,15 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job, pods: PodPresence) -> R
     for change in resync(&[]).workload_patches() {
         apply_workload_min_count(cx.client, &workload, change).await?;
     }
-    let group_name = job_owned_pod_group_name(job, &workload_name, &template);
+    let key = TemplateKey {
+        workload: &workload_name,
+        template: &template,
+    };
+    let group_name = job_owned_pod_group_name(job, key);
     let mut existing: Option<PodGroup> = get_opt(cx.client, &namespace, &group_name).await?;
     if existing.is_none() {
         // A group created under the name kwas used before KEP-5547 added the Job's uid.
-        let legacy = job_pod_group_name(&workload_name, &template);
+        let legacy = job_pod_group_name(key);
         let lookup = Lookup {
             index: cx.index,
             own_name: Some(&legacy),
@@ -306,12 +320,12 @@ async fn parent_workloads(cx: SchedulingContext<'_>, job: &Job) -> Result<(Vec<W
     let (group, kind, name, own) = match owner {
         Some(r) => (
             // A malformed apiVersion names no group a Workload's controllerRef can match.
-            workloadbuilder::api_group(&r.api_version)
+            workloadbuilder::validation::api_group(&r.api_version)
                 .unwrap_or_default()
                 .to_string(),
             r.kind.clone(),
             r.name.clone(),
-            workloadbuilder::generate_workload_name(&r.name, &r.uid),
+            workloadbuilder::generate_workload_name(r),
         ),
         None => (
             "batch".to_string(),
@@ -372,7 +386,11 @@ async fn sync_delegated(
             ));
         }
     }
-    let group_name = job_owned_pod_group_name(job, &workload_name, template);
+    let key = TemplateKey {
+        workload: &workload_name,
+        template,
+    };
+    let group_name = job_owned_pod_group_name(job, key);
     let mut existing: Option<PodGroup> = get_opt(cx.client, &namespace, &group_name).await?;
     if existing.is_none() {
         // A group created under the name kwas used before KEP-5547 added the Job's uid.

@@ -21,7 +21,8 @@ use kwas_api_types::jobset::{JobSet, MAX_CHILD_JOBS, PodGroupManagement, ROOT_TE
 use kwas_api_types::names::{JOBSET_CONTROLLER_NAME, labels};
 use workloadbuilder::job::delegated_pod_group_name;
 use workloadbuilder::{
-    DownwardMapping, InstantiateError, generate_pod_group_name, new_composite_pod_group, new_pod_group,
+    DownwardMapping, GroupName, InstantiateError, TemplateKey, generate_pod_group_name, new_composite_pod_group,
+    new_pod_group,
 };
 
 use super::compile::jobset_owner;
@@ -63,17 +64,21 @@ pub fn children(js: &JobSet) -> Vec<Child> {
 
 /// The name of the JobSet's root CompositePodGroup.
 pub fn root_group_name(workload_name: &str) -> String {
-    generate_pod_group_name(workload_name, ROOT_TEMPLATE_NAME)
+    generate_pod_group_name(TemplateKey {
+        workload: workload_name,
+        template: ROOT_TEMPLATE_NAME,
+    })
+    .into()
 }
 
 /// The name of a child Job's PodGroup (both management strategies give it the same name).
 pub fn child_group_name(child: &Child) -> String {
-    delegated_pod_group_name(&child.name, &child.replicated_job)
+    delegated_pod_group_name(&child.name, &child.replicated_job).into()
 }
 
 /// The root CompositePodGroup, owned by the JobSet.
 pub fn desired_root_group(js: &JobSet, workload: &Workload) -> Result<CompositePodGroup, InstantiateError> {
-    let name = root_group_name(&workload.name_any());
+    let name = GroupName::new(root_group_name(&workload.name_any()));
     let mut group = new_composite_pod_group(
         workload,
         ROOT_TEMPLATE_NAME,
@@ -100,11 +105,12 @@ pub fn desired_child_group_under(
     child: &Child,
     parent: Option<&str>,
 ) -> Result<PodGroup, InstantiateError> {
+    let parent = parent.map(GroupName::new);
     let mut group = new_pod_group(
         workload,
         &child.replicated_job,
-        &child_group_name(child),
-        parent,
+        &GroupName::new(child_group_name(child)),
+        parent.as_ref(),
         jobset_owner(js).into_iter().collect(),
     )?;
     let mut l = jobset_labels(js);

@@ -28,11 +28,8 @@ use kwas_api_types::jobset::{JobSet, MAX_CHILD_JOBS, ROOT_TEMPLATE_NAME};
 
 use workloadbuilder::job::pod_template_priority_class;
 use workloadbuilder::{
-    AllowList, DisruptionModeOption, FieldError, FieldErrors, FieldPath, PolicyOption, SchedulingConfig,
-    WorkloadBuilder, WorkloadItem, generate_workload_name, map_composite_group_config, map_pod_group_config,
-    validate_composite_disruption_mode, validate_composite_scheduling_constraints,
-    validate_composite_scheduling_policy, validate_disruption_mode, validate_resource_claims,
-    validate_scheduling_constraints, validate_scheduling_policy,
+    AllowList, CompositeBlock, DisruptionModeOption, FieldError, FieldErrors, FieldPath, OwnerKey, PodGroupBlock,
+    PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem, generate_workload_name,
 };
 
 /// Policies the JobSet controller supports at both levels.
@@ -52,7 +49,11 @@ pub fn jobset_owner(js: &JobSet) -> Option<OwnerReference> {
 
 /// The name of a JobSet's Workload (upstream's Workload naming on the JobSet's name and uid).
 pub fn jobset_workload_name(js: &JobSet) -> String {
-    generate_workload_name(&js.name_any(), js.metadata.uid.as_deref().unwrap_or_default())
+    let name = js.name_any();
+    generate_workload_name(OwnerKey {
+        name: &name,
+        uid: js.metadata.uid.as_deref().unwrap_or_default(),
+    })
 }
 
 /// The number of child groups of the root: one per child Job.
@@ -185,38 +186,13 @@ pub fn validate_structure(js: &JobSet) -> FieldErrors {
 /// The user's building blocks checked against the controller's allow-lists.
 pub fn validate_blocks(js: &JobSet) -> FieldErrors {
     let mut errs = FieldErrors::new();
+    let allow = allow_list();
     let root = FieldPath::new("spec").child("scheduling");
     if let Some(s) = &js.spec.scheduling {
-        errs.extend(validate_composite_scheduling_policy(
-            s.scheduling_policy.as_ref(),
-            &root.child("schedulingPolicy"),
-            &POLICIES,
-        ));
-        errs.extend(validate_composite_disruption_mode(
-            s.disruption_mode.as_ref(),
-            &root.child("disruptionMode"),
-            &DISRUPTION_MODES,
-        ));
-        errs.extend(validate_composite_scheduling_constraints(
-            s.scheduling_constraints.as_ref(),
-            &root.child("schedulingConstraints"),
-        ));
+        errs.extend(allow.validate_composite(&composite_block(s), &root));
         for (i, p) in s.replicated_job_policies.iter().enumerate() {
             let path = root.child("replicatedJobPolicies").index(i);
-            errs.extend(validate_scheduling_policy(
-                p.scheduling_policy.as_ref(),
-                &path.child("schedulingPolicy"),
-                &POLICIES,
-            ));
-            errs.extend(validate_disruption_mode(
-                p.disruption_mode.as_ref(),
-                &path.child("disruptionMode"),
-                &DISRUPTION_MODES,
-            ));
-            errs.extend(validate_scheduling_constraints(
-                p.scheduling_constraints.as_ref(),
-                &path.child("schedulingConstraints"),
-            ));
+            errs.extend(allow.validate_pod_group(&policy_block(p), &path));
         }
     }
     for (i, r) in js.spec.replicated_jobs.iter().enumerate() {
@@ -229,26 +205,28 @@ pub fn validate_blocks(js: &JobSet) -> FieldErrors {
             .child("template")
             .child("spec")
             .child("scheduling");
-        errs.extend(validate_scheduling_policy(
-            s.scheduling_policy.as_ref(),
-            &path.child("schedulingPolicy"),
-            &POLICIES,
-        ));
-        errs.extend(validate_disruption_mode(
-            s.disruption_mode.as_ref(),
-            &path.child("disruptionMode"),
-            &DISRUPTION_MODES,
-        ));
-        errs.extend(validate_scheduling_constraints(
-            s.scheduling_constraints.as_ref(),
-            &path.child("schedulingConstraints"),
-        ));
-        errs.extend(validate_resource_claims(
-            s.resource_claims.as_deref().unwrap_or_default(),
-            &path.child("resourceClaims"),
-        ));
+        errs.extend(allow.validate_pod_group(&PodGroupBlock::from(s), &path));
     }
     errs
+}
+
+/// The JobSet's root block.
+fn composite_block(s: &kwas_api_types::jobset::JobSetScheduling) -> CompositeBlock<'_> {
+    CompositeBlock {
+        scheduling_policy: s.scheduling_policy.as_ref(),
+        scheduling_constraints: s.scheduling_constraints.as_ref(),
+        disruption_mode: s.disruption_mode.as_ref(),
+    }
+}
+
+/// A replicated job's block in `replicatedJobPolicies` (no claims there).
+fn policy_block(p: &kwas_api_types::jobset::ReplicatedJobPolicy) -> PodGroupBlock<'_> {
+    PodGroupBlock {
+        scheduling_policy: p.scheduling_policy.as_ref(),
+        scheduling_constraints: p.scheduling_constraints.as_ref(),
+        disruption_mode: p.disruption_mode.as_ref(),
+        resource_claims: &[],
+    }
 }
 
 /// The JobSet's `WorkloadItem` tree (see the module docs), after the structural and block checks.
@@ -258,16 +236,7 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
     errs.into_result(())?;
     let root_path = FieldPath::new("spec").child("scheduling");
     let scheduling = js.spec.scheduling.as_ref();
-    let root_user = scheduling
-        .map(|s| {
-            map_composite_group_config(
-                s.scheduling_policy.as_ref(),
-                s.scheduling_constraints.as_ref(),
-                s.disruption_mode.as_ref(),
-            )
-        })
-        .transpose()
-        .map_err(|e| e.under(&root_path))?;
+    let root_user = allow_list().map_composite(scheduling.map(composite_block), &root_path)?;
     let mut children = Vec::new();
     for (i, rj) in js.spec.replicated_jobs.iter().enumerate() {
         let parallelism = rj
@@ -286,14 +255,7 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
         let (user, path) = match targeted {
             Some((j, p)) => {
                 let path = root_path.child("replicatedJobPolicies").index(j);
-                let cfg = map_pod_group_config(
-                    p.scheduling_policy.as_ref(),
-                    p.scheduling_constraints.as_ref(),
-                    p.disruption_mode.as_ref(),
-                    &[],
-                )
-                .map_err(|e| e.under(&path))?;
-                (Some(cfg), path)
+                (allow_list().map_pod_group(Some(policy_block(p)), &path)?, path)
             }
             None => {
                 let path = FieldPath::new("spec")

@@ -20,14 +20,14 @@ impl GroupKind for CompositePodGroup {
     const SCHEDULED_DESCRIPTION: &'static str = "The CompositePodGroupInitiallyScheduled condition.";
 
     fn validate(&self) -> FieldErrors {
-        workloadbuilder::validate_composite_pod_group(self)
+        workloadbuilder::validation::validate_composite_pod_group(self)
     }
 
     fn validate_update(&self, old: &Self) -> FieldErrors {
-        workloadbuilder::validate_composite_pod_group_update(self, old)
+        workloadbuilder::validation::validate_composite_pod_group_update(self, old)
     }
 
     fn validate_status_update(&self, old: &Self) -> FieldErrors {
-        workloadbuilder::validate_composite_pod_group_status_update(self, old)
+        workloadbuilder::validation::validate_composite_pod_group_status_update(self, old)
     }
 }

@@ -153,7 +153,7 @@ fn validate_spec(obj: &Value, causes: &mut Vec<FieldCause>) {
 fn validate_status(res: &ResourceInfo, obj: &Value, causes: &mut Vec<FieldCause>) -> Result<(), ApiError> {
     let typed: PodDisruptionBudget = decode::parse(res, obj)?;
     let conditions = typed.status.and_then(|s| s.conditions).unwrap_or_default();
-    let path = workloadbuilder::field::FieldPath::new("status").child("conditions");
+    let path = workloadbuilder::FieldPath::new("status").child("conditions");
     for e in workloadbuilder::validation::meta::validate_conditions(&conditions, &path).iter() {
         causes.push(FieldCause::from(e));
     }

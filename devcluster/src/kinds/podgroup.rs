@@ -47,15 +47,15 @@ impl GroupKind for PodGroup {
     const SCHEDULED_DESCRIPTION: &'static str = "The PodGroupInitiallyScheduled condition.";
 
     fn validate(&self) -> FieldErrors {
-        workloadbuilder::validate_pod_group(self)
+        workloadbuilder::validation::validate_pod_group(self)
     }
 
     fn validate_update(&self, old: &Self) -> FieldErrors {
-        workloadbuilder::validate_pod_group_update(self, old)
+        workloadbuilder::validation::validate_pod_group_update(self, old)
     }
 
     fn validate_status_update(&self, old: &Self) -> FieldErrors {
-        workloadbuilder::validate_pod_group_status_update(self, old)
+        workloadbuilder::validation::validate_pod_group_status_update(self, old)
     }
 }
 

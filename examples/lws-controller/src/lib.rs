@@ -36,9 +36,9 @@ use kwas_api_types::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use workloadbuilder::{
-    AllowList, DisruptionMode, DisruptionModeOption, FieldErrors, FieldPath, PolicyOption, SchedulingConfig,
-    WorkloadBuilder, WorkloadItem, generate_workload_name, map_composite_group_config, new_composite_pod_group,
-    new_pod_group, validate_composite_disruption_mode, validate_composite_scheduling_policy,
+    AllowList, CompositeBlock, Disruption, DisruptionModeOption, ExistingWorkloadBuilder, FieldError, FieldErrors,
+    FieldPath, GroupName, OwnerKey, PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem,
+    generate_workload_name,
 };
 
 /// The label with the LeaderWorkerSet's name on every object it owns.
@@ -127,8 +127,12 @@ pub struct LeaderWorkerSetStatus {
     pub workload_name: Option<String>,
 }
 
-const POLICIES: [PolicyOption; 2] = [PolicyOption::Basic, PolicyOption::Gang];
-const MODES: [DisruptionModeOption; 2] = [DisruptionModeOption::Single, DisruptionModeOption::All];
+/// What this controller supports, at every level: declared once, for the user's blocks and the builder.
+fn allow() -> AllowList {
+    AllowList::new()
+        .policies([PolicyOption::Basic, PolicyOption::Gang])
+        .disruption_modes([DisruptionModeOption::Single, DisruptionModeOption::All])
+}
 
 /// Every object a LeaderWorkerSet owns.
 #[derive(Clone, Debug, PartialEq)]
@@ -162,98 +166,76 @@ fn owner(lws: &LeaderWorkerSet) -> Option<OwnerReference> {
     })
 }
 
+/// The pods' priority class (`None` when unset or empty).
+fn class_of(t: &PodTemplateSpec) -> Option<String> {
+    t.spec
+        .as_ref()
+        .and_then(|p| p.priority_class_name.clone())
+        .filter(|c| !c.is_empty())
+}
+
 /// The LeaderWorkerSet's `WorkloadItem` tree.
 pub fn workload_item(lws: &LeaderWorkerSet) -> Result<WorkloadItem, FieldErrors> {
     let s = lws.spec.scheduling.clone().unwrap_or_default();
-    let root_path = FieldPath::new("spec").child("scheduling");
-    let group_path = root_path.child("group");
     let g = s.group.clone().unwrap_or_default();
-    let mut errs = validate_composite_scheduling_policy(
-        s.scheduling_policy.as_ref(),
-        &root_path.child("schedulingPolicy"),
-        &POLICIES,
+    let (root_path, group_path) = (
+        FieldPath::new("spec").child("scheduling"),
+        FieldPath::new("spec.scheduling.group"),
     );
-    errs.extend(validate_composite_disruption_mode(
-        s.disruption_mode.as_ref(),
-        &root_path.child("disruptionMode"),
-        &MODES,
-    ));
-    errs.extend(validate_composite_scheduling_policy(
-        g.scheduling_policy.as_ref(),
-        &group_path.child("schedulingPolicy"),
-        &POLICIES,
-    ));
-    errs.extend(validate_composite_disruption_mode(
-        g.disruption_mode.as_ref(),
-        &group_path.child("disruptionMode"),
-        &MODES,
-    ));
+    let root_block = CompositeBlock::new(&s.scheduling_policy, &s.scheduling_constraints, &s.disruption_mode);
+    let root_user = allow().map_composite(Some(root_block), &root_path)?;
+    let group_block = CompositeBlock::new(&g.scheduling_policy, &g.scheduling_constraints, &g.disruption_mode);
+    let group_user = allow().map_composite(Some(group_block), &group_path)?;
+    let user_chose_mode = group_user.as_ref().is_some_and(|u| u.disruption_mode.is_some());
     // One priority across the hierarchy and its pods (KEP-5710): every group carries the pods' class.
-    let class_of = |t: &PodTemplateSpec| {
-        t.spec
-            .as_ref()
-            .and_then(|p| p.priority_class_name.clone())
-            .filter(|c| !c.is_empty())
+    let (class, worker_class) = (class_of(&lws.spec.leader_template), class_of(&lws.spec.worker_template));
+    let with_class = |cfg| SchedulingConfig {
+        priority_class_name: class.clone(),
+        ..cfg
     };
-    let class = class_of(&lws.spec.leader_template);
-    let worker_class = class_of(&lws.spec.worker_template);
-    if worker_class != class {
-        errs.push(workloadbuilder::FieldError::invalid(
-            FieldPath::new("spec")
-                .child("workerTemplate")
-                .child("spec")
-                .child("priorityClassName"),
-            worker_class.unwrap_or_default(),
+    let gang = |count| with_class(SchedulingConfig::gang(count).with_disruption_mode(Disruption::All));
+    let leaf = |name: &str, count: i32| WorkloadItem::new(name).with_default(gang(Some(count)));
+    let same = class.clone();
+    let workers = leaf("workers", (lws.spec.size - 1).max(1)).with_check(move |_, _| match worker_class == same {
+        true => Ok(()),
+        false => Err(FieldError::invalid(
+            "spec.workerTemplate.spec.priorityClassName",
+            worker_class.clone().unwrap_or_default(),
             "must equal spec.leaderTemplate.spec.priorityClassName: leader and workers share one priority",
-        ));
-    }
-    errs.into_result(())?;
-    let with_class = |cfg: SchedulingConfig| match &class {
-        Some(c) => cfg.with_priority_class_name(c.clone()),
-        None => cfg,
-    };
-    let root_user = map_composite_group_config(
-        s.scheduling_policy.as_ref(),
-        s.scheduling_constraints.as_ref(),
-        s.disruption_mode.as_ref(),
-    )
-    .map_err(|e| e.under(&root_path))?;
-    let group_user = map_composite_group_config(
-        g.scheduling_policy.as_ref(),
-        g.scheduling_constraints.as_ref(),
-        g.disruption_mode.as_ref(),
-    )
-    .map_err(|e| e.under(&group_path))?;
-    let user_chose_mode = group_user.disruption_mode.is_some();
-    let workers = (lws.spec.size - 1).max(1);
-    let leaf = |name: &str, count: i32| {
-        WorkloadItem::new(name).with_default(with_class(
-            SchedulingConfig::gang(Some(count)).with_disruption_mode(DisruptionMode::All),
-        ))
-    };
-    let mut group = WorkloadItem::new("group")
-        .with_default(with_class(
-            SchedulingConfig::gang(None).with_disruption_mode(DisruptionMode::All),
-        ))
-        .with_user_config(Some(group_user))
+        )
+        .into()),
+    });
+    let children = if lws.spec.size > 1 { 2 } else { 1 };
+    let group = WorkloadItem::new("group")
+        .with_default(gang(None))
+        .with_user_config(group_user)
         .with_config_path(group_path)
         .with_callback(move |cfg| {
             // A gang of the leader and workers groups; an escape to Basic drops the atomic default.
             if !cfg.is_gang() && !user_chose_mode {
-                cfg.disruption_mode = Some(DisruptionMode::Single);
+                cfg.disruption_mode = Some(Disruption::Single);
             }
+            cfg.default_gang_min_count(children);
         })
-        .with_child(leaf("leader", 1));
-    let children = if lws.spec.size > 1 { 2 } else { 1 };
-    group = group.with_callback(move |cfg| {
-        cfg.default_gang_min_count(children);
-    });
-    if lws.spec.size > 1 {
-        group = group.with_child(leaf("workers", workers));
-    }
-    Ok(WorkloadItem::new("lws")
-        .with_default(with_class(SchedulingConfig::basic()))
-        .with_user_config(Some(root_user))
+        // The controller's own rule, reported at the user's field: a gang of at most the replica's groups.
+        .with_check(move |item, cfg| match cfg.gang_policy().and_then(|g| g.min_count) {
+            Some(n) if n > children => {
+                let path = item
+                    .config_field("schedulingPolicy")
+                    .child("gang")
+                    .child("minGroupCount");
+                Err(
+                    FieldError::invalid(path, n, format!("must be at most the groups of a replica ({children})"))
+                        .into(),
+                )
+            }
+            _ => Ok(()),
+        })
+        .with_child(leaf("leader", 1))
+        .with_children((lws.spec.size > 1).then_some(workers));
+    let root = WorkloadItem::new("lws").with_default(with_class(SchedulingConfig::basic()));
+    Ok(root
+        .with_user_config(root_user)
         .with_config_path(root_path)
         .with_child(group))
 }
@@ -293,78 +275,33 @@ fn pod(lws: &LeaderWorkerSet, name: String, template: &PodTemplateSpec, replica:
 
 /// Every object of `lws`, from its spec alone.
 pub fn desired(lws: &LeaderWorkerSet) -> Result<Desired, FieldErrors> {
-    let name = lws.name_any();
+    let (name, uid) = (lws.name_any(), lws.metadata.uid.clone().unwrap_or_default());
+    let workload_name = generate_workload_name(OwnerKey { name: &name, uid: &uid });
     let namespace = lws.namespace().unwrap_or_default();
-    let allow = AllowList::new().policies(POLICIES).disruption_modes(MODES);
-    let workload_name = generate_workload_name(&name, lws.metadata.uid.as_deref().unwrap_or_default());
-    let mut workload = WorkloadBuilder::new(workload_item(lws)?).allow(allow).build(
-        &workload_name,
-        &namespace,
-        &owner(lws).unwrap_or_default(),
-    )?;
+    let builder = WorkloadBuilder::new(workload_item(lws)?).allow(allow());
+    let mut workload = builder.build(&workload_name, &namespace, &owner(lws).unwrap_or_default())?;
     workload.metadata.labels = Some(labels(lws, None, None));
-    let instantiate = |e: workloadbuilder::InstantiateError| {
-        FieldErrors::from(workloadbuilder::FieldError::internal("spec", e.to_string()))
-    };
-    let root_name = format!("{name}-root");
-    let mut root = new_composite_pod_group(&workload, "lws", &root_name, None, owner(lws).into_iter().collect())
-        .map_err(instantiate)?;
-    root.metadata.labels = Some(labels(lws, None, None));
+    // Every runtime group: one owner, one naming rule (`<parent>-<key>`), template then name then parent.
+    let groups = ExistingWorkloadBuilder::new(&workload).with_owners(owner(lws));
+    let base = GroupName::new(name);
+    let label = |meta: &mut ObjectMeta, i, role| meta.labels = Some(labels(lws, i, role));
+    let root_name = base.child("root");
+    let mut root = groups.new_composite_pod_group("lws", &root_name, None)?;
+    label(&mut root.metadata, None, None);
     let mut replicas = Vec::new();
     for i in 0..lws.spec.replicas.max(0) {
-        let group_name = format!("{name}-{i}");
-        let mut group = new_composite_pod_group(
-            &workload,
-            "group",
-            &group_name,
-            Some(&root_name),
-            owner(lws).into_iter().collect(),
-        )
-        .map_err(instantiate)?;
-        group.metadata.labels = Some(labels(lws, Some(i), None));
-        let leader_group = format!("{group_name}-leader");
-        let mut leader = new_pod_group(
-            &workload,
-            "leader",
-            &leader_group,
-            Some(&group_name),
-            owner(lws).into_iter().collect(),
-        )
-        .map_err(instantiate)?;
-        leader.metadata.labels = Some(labels(lws, Some(i), Some("leader")));
-        let mut pods = vec![pod(
-            lws,
-            group_name.clone(),
-            &lws.spec.leader_template,
-            i,
-            "leader",
-            &leader_group,
-        )];
-        let workers = if lws.spec.size > 1 {
-            let workers_group = format!("{group_name}-workers");
-            let mut pg = new_pod_group(
-                &workload,
-                "workers",
-                &workers_group,
-                Some(&group_name),
-                owner(lws).into_iter().collect(),
-            )
-            .map_err(instantiate)?;
-            pg.metadata.labels = Some(labels(lws, Some(i), Some("worker")));
-            for j in 1..lws.spec.size {
-                pods.push(pod(
-                    lws,
-                    format!("{group_name}-{j}"),
-                    &lws.spec.worker_template,
-                    i,
-                    "worker",
-                    &workers_group,
-                ));
-            }
-            Some(pg)
-        } else {
-            None
-        };
+        let group_name = base.child(i);
+        let mut group = groups.new_composite_pod_group("group", &group_name, Some(&root_name))?;
+        label(&mut group.metadata, Some(i), None);
+        let mut leader = groups.new_pod_group("leader", &group_name.child("leader"), Some(&group_name))?;
+        label(&mut leader.metadata, Some(i), Some("leader"));
+        let mut workers = (lws.spec.size > 1)
+            .then(|| groups.new_pod_group("workers", &group_name.child("workers"), Some(&group_name)))
+            .transpose()?;
+        if let Some(w) = workers.as_mut() {
+            label(&mut w.metadata, Some(i), Some("worker"));
+        }
+        let pods = replica_pods(lws, i, &group_name);
         replicas.push(Replica {
             group,
             leader,
@@ -377,4 +314,21 @@ pub fn desired(lws: &LeaderWorkerSet) -> Result<Desired, FieldErrors> {
         root,
         replicas,
     })
+}
+
+/// Replica `i`'s pods: the leader (named like the replica's group), then the workers `<group>-<j>`.
+fn replica_pods(lws: &LeaderWorkerSet, i: i32, group: &GroupName) -> Vec<Pod> {
+    let leader = pod(
+        lws,
+        group.to_string(),
+        &lws.spec.leader_template,
+        i,
+        "leader",
+        &group.child("leader"),
+    );
+    let workers = (1..lws.spec.size).map(|j| {
+        let (name, template) = (group.child(j).into(), &lws.spec.worker_template);
+        pod(lws, name, template, i, "worker", &group.child("workers"))
+    });
+    std::iter::once(leader).chain(workers).collect()
 }

@@ -4,7 +4,7 @@
 
 use lws_controller::{LeaderWorkerSet, desired};
 use serde_json::json;
-use workloadbuilder::{validate_composite_pod_group, validate_pod_group, validate_workload};
+use workloadbuilder::validation::{validate_composite_pod_group, validate_pod_group, validate_workload};
 
 fn lws(scheduling: serde_json::Value) -> LeaderWorkerSet {
     serde_json::from_value(json!({
@@ -95,5 +95,26 @@ fn every_group_carries_the_pods_priority_class() {
     assert_eq!(
         errs.to_string(),
         "spec.workerTemplate.spec.priorityClassName: Invalid value: \"\": must equal spec.leaderTemplate.spec.priorityClassName: leader and workers share one priority"
+    );
+}
+
+#[test]
+fn a_replica_gang_larger_than_its_groups_is_reported_at_the_users_field() {
+    let errs = desired(&lws(
+        json!({"group": {"schedulingPolicy": {"gang": {"minGroupCount": 3}}}}),
+    ))
+    .unwrap_err();
+    assert_eq!(
+        errs.to_string(),
+        "spec.scheduling.group.schedulingPolicy.gang.minGroupCount: Invalid value: 3: must be at most the groups of a replica (2)"
+    );
+}
+
+#[test]
+fn an_empty_policy_block_is_refused_not_read_as_unset() {
+    let errs = desired(&lws(json!({"group": {"schedulingPolicy": {}}}))).unwrap_err();
+    assert_eq!(
+        errs.to_string(),
+        "spec.scheduling.group.schedulingPolicy: Invalid value: \"\": must specify one of: `basic`, `gang`"
     );
 }

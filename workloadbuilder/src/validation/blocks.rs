@@ -1,22 +1,8 @@
 //! Validation of the API building blocks a controller embeds in its own API, with the controller's
 //! allow-lists (KEP-6089 "Controller Opt-In"), plus the field checks shared with the Workload rules.
 //!
-//! ```
-//! use k8s_openapi::api::scheduling::v1alpha3 as api;
-//! use workloadbuilder::{validate_scheduling_policy, FieldPath, PolicyOption};
-//!
-//! // A controller that only supports Basic rejects a gang request.
-//! let gang = api::WorkloadPodGroupSchedulingPolicy {
-//!     basic: None,
-//!     gang: Some(api::WorkloadPodGroupGangSchedulingPolicy { min_count: Some(2) }),
-//! };
-//! let path = FieldPath::new("spec").child("scheduling").child("schedulingPolicy");
-//! let errs = validate_scheduling_policy(Some(&gang), &path, &[PolicyOption::Basic]);
-//! assert_eq!(
-//!     errs.to_string(),
-//!     "spec.scheduling.schedulingPolicy: Forbidden: gang scheduling policy is not supported by this controller"
-//! );
-//! ```
+//! Controllers reach them through [`AllowList::validate_pod_group`](crate::AllowList::validate_pod_group) and
+//! [`AllowList::validate_composite`](crate::AllowList::validate_composite).
 
 use std::collections::BTreeSet;
 
@@ -32,6 +18,7 @@ use kwas_api_types::{
 use super::strings::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
 use crate::field::{FieldError, FieldErrors, FieldPath};
 use crate::mapconfig::{DISRUPTION_UNION, POLICY_UNION};
+use crate::messages::{disruption_mode_not_supported, policy_not_supported};
 use crate::types::{DisruptionModeOption, PolicyOption};
 
 /// The API's limit on topology constraints per group.
@@ -46,22 +33,6 @@ pub(crate) const POLICY_REQUIRED: &str = "must specify one of: `basic`, `gang`";
 pub(crate) const DISRUPTION_REQUIRED: &str = "must specify one of: `single`, `all`";
 pub(crate) const CLAIM_SOURCE_UNION: &str =
     "must specify exactly one of: `resourceClaimName`, `resourceClaimTemplateName`";
-
-/// The Forbidden detail for a policy a controller does not allow.
-pub fn policy_not_supported(option: PolicyOption) -> String {
-    format!(
-        "{} scheduling policy is not supported by this controller",
-        option.as_str()
-    )
-}
-
-/// The Forbidden detail for a disruption mode a controller does not allow.
-pub fn disruption_mode_not_supported(option: DisruptionModeOption) -> String {
-    format!(
-        "the disruptionMode `{}` is not supported by this controller",
-        option.as_str()
-    )
-}
 
 fn check_policy_members(
     basic: bool,

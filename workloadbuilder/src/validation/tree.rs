@@ -11,26 +11,14 @@
 use std::collections::HashSet;
 
 use super::api::{MAX_TEMPLATE_DEPTH, MAX_TEMPLATES_PER_LIST};
-use super::blocks::{
-    MAX_TOPOLOGY_CONSTRAINTS, MIN_ONE, check_claims, check_topology, disruption_mode_not_supported,
-    policy_not_supported,
-};
+use super::blocks::{MAX_TOPOLOGY_CONSTRAINTS, MIN_ONE, check_claims, check_topology};
 use super::strings::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
 use crate::field::{BadValue, FieldError, FieldErrors, FieldPath};
-use crate::types::{AllowList, DisruptionMode, PolicyOption, ResolvedItem, SchedulingPolicy};
-
-/// The error for a gang whose count no default, user value or callback set.
-pub const GANG_MIN_COUNT_UNSET: &str = "gang scheduling requires minCount to be set after resolution";
-/// The error for `all` disruption combined with the Basic policy.
-pub const ALL_WITH_BASIC: &str = "the disruptionMode `all` is not supported with the Basic scheduling policy";
-/// The error for a child that is not `all` under an `all` composite.
-pub const ALL_PARENT_CHILD: &str =
-    "a group whose parent has the disruptionMode `all` must have the disruptionMode `all` too";
-/// The error for resource claims on a composite item.
-pub const CLAIMS_ON_COMPOSITE: &str = "resource claims are only supported on PodGroup templates";
-/// The error for differing priority classes in one tree.
-pub const MIXED_PRIORITY: &str =
-    "all priority and priorityClassName values must be identical, detected multiple values";
+use crate::messages::{
+    ALL_PARENT_CHILD, ALL_WITH_BASIC, CLAIMS_ON_COMPOSITE, GANG_MIN_COUNT_UNSET, MIXED_PRIORITY,
+    disruption_mode_not_supported, policy_not_supported,
+};
+use crate::types::{AllowList, Disruption, PolicyOption, ResolvedItem, SchedulingPolicy};
 
 /// The path of the template the root item compiles to.
 pub fn root_template_path(root: &ResolvedItem) -> FieldPath {
@@ -103,21 +91,26 @@ impl<'a> Walk<'a> {
         }
         let leaves = item.children.iter().filter(|c| c.is_leaf()).count();
         let composites = item.children.len() - leaves;
+        let list = |name: &str| {
+            item.children_path
+                .clone()
+                .unwrap_or_else(|| template.path().child(name))
+        };
         if leaves > MAX_TEMPLATES_PER_LIST {
             self.errs.push(FieldError::too_many(
-                template.path().child("podGroupTemplates"),
+                list("podGroupTemplates"),
                 leaves,
                 MAX_TEMPLATES_PER_LIST,
             ));
         }
         if composites > MAX_TEMPLATES_PER_LIST {
             self.errs.push(FieldError::too_many(
-                template.path().child("compositePodGroupTemplates"),
+                list("compositePodGroupTemplates"),
                 composites,
                 MAX_TEMPLATES_PER_LIST,
             ));
         }
-        let all = item.config.disruption_mode == Some(DisruptionMode::All);
+        let all = item.config.disruption_mode == Some(Disruption::All);
         let leaf_list = Loc::Child(&template, "podGroupTemplates");
         let composite_list = Loc::Child(&template, "compositePodGroupTemplates");
         let (mut li, mut ci) = (0, 0);
@@ -134,20 +127,16 @@ impl<'a> Walk<'a> {
     }
 
     fn name(&mut self, item: &'a ResolvedItem, template: Loc<'_>) {
+        let path = || item.name_path.clone().unwrap_or_else(|| template.path().child("name"));
         if item.name.is_empty() {
-            self.errs.push(FieldError::required(template.path().child("name"), ""));
+            self.errs.push(FieldError::required(path(), ""));
             return;
         }
         for msg in is_dns1123_label(&item.name) {
-            self.errs.push(FieldError::invalid(
-                template.path().child("name"),
-                item.name.as_str(),
-                msg,
-            ));
+            self.errs.push(FieldError::invalid(path(), item.name.as_str(), msg));
         }
         if !self.names.insert(&item.name) {
-            self.errs
-                .push(FieldError::duplicate(template.path().child("name"), item.name.as_str()));
+            self.errs.push(FieldError::duplicate(path(), item.name.as_str()));
         }
     }
 
@@ -189,7 +178,7 @@ impl<'a> Walk<'a> {
                     disruption_mode_not_supported(mode.option()),
                 ));
             }
-            if mode == DisruptionMode::All && policy.option() == PolicyOption::Basic {
+            if mode == Disruption::All && policy.option() == PolicyOption::Basic {
                 self.errs.push(FieldError::invalid(
                     cfg.path().child("disruptionMode"),
                     "",
@@ -197,8 +186,8 @@ impl<'a> Walk<'a> {
                 ));
             }
         }
-        if parent_all && c.disruption_mode != Some(DisruptionMode::All) {
-            let effective = c.disruption_mode.unwrap_or(DisruptionMode::Single);
+        if parent_all && c.disruption_mode != Some(Disruption::All) {
+            let effective = c.disruption_mode.unwrap_or(Disruption::Single);
             self.errs.push(FieldError::invalid(
                 cfg.path().child("disruptionMode"),
                 effective.as_str(),

@@ -57,35 +57,7 @@ pub fn map_job_scheduling(
     scheduling: Option<&JobSchedulingConfiguration>,
     path: &FieldPath,
 ) -> Result<Option<SchedulingConfig>, FieldErrors> {
-    let Some(s) = scheduling else { return Ok(None) };
-    let mut errs = FieldErrors::new();
-    errs.extend(validate_scheduling_policy(
-        s.scheduling_policy.as_ref(),
-        &path.child("schedulingPolicy"),
-        &POLICIES,
-    ));
-    errs.extend(validate_disruption_mode(
-        s.disruption_mode.as_ref(),
-        &path.child("disruptionMode"),
-        &MODES,
-    ));
-    errs.extend(validate_scheduling_constraints(
-        s.scheduling_constraints.as_ref(),
-        &path.child("schedulingConstraints"),
-    ));
-    errs.extend(validate_resource_claims(
-        s.resource_claims.as_deref().unwrap_or_default(),
-        &path.child("resourceClaims"),
-    ));
-    errs.into_result(())?;
-    map_pod_group_config(
-        s.scheduling_policy.as_ref(),
-        s.scheduling_constraints.as_ref(),
-        s.disruption_mode.as_ref(),
-        s.resource_claims.as_deref().unwrap_or_default(),
-    )
-    .map(Some)
-    .map_err(|e| e.under(path))
+    allow_all().map_pod_group(scheduling.map(PodGroupBlock::from), path)
 }
 
 /// The Job controller's tree: one leaf `<job>-pgt-0`, Basic by default, gang minCount = parallelism.
@@ -152,16 +124,14 @@ pub fn parse_jobset(fixture_name: &str) -> JobSet {
 pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
     let root_path = FieldPath::new("spec").child("scheduling");
     let scheduling = js.spec.scheduling.as_ref();
-    let root_user = scheduling
-        .map(|s| {
-            map_composite_group_config(
-                s.scheduling_policy.as_ref(),
-                s.scheduling_constraints.as_ref(),
-                s.disruption_mode.as_ref(),
-            )
-        })
-        .transpose()
-        .map_err(|e| e.under(&root_path))?;
+    let root_user = allow_all().map_composite(
+        scheduling.map(|s| CompositeBlock {
+            scheduling_policy: s.scheduling_policy.as_ref(),
+            scheduling_constraints: s.scheduling_constraints.as_ref(),
+            disruption_mode: s.disruption_mode.as_ref(),
+        }),
+        &root_path,
+    )?;
     let child_groups: i32 = js.spec.replicated_jobs.iter().map(|r| r.replicas).sum();
     let mut children = Vec::new();
     for (i, rj) in js.spec.replicated_jobs.iter().enumerate() {
@@ -181,14 +151,13 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
         let (user, path) = match targeted {
             Some((j, p)) => {
                 let path = root_path.child("replicatedJobPolicies").index(j);
-                let cfg = map_pod_group_config(
-                    p.scheduling_policy.as_ref(),
-                    p.scheduling_constraints.as_ref(),
-                    p.disruption_mode.as_ref(),
-                    &[],
-                )
-                .map_err(|e| e.under(&path))?;
-                (Some(cfg), path)
+                let block = PodGroupBlock {
+                    scheduling_policy: p.scheduling_policy.as_ref(),
+                    scheduling_constraints: p.scheduling_constraints.as_ref(),
+                    disruption_mode: p.disruption_mode.as_ref(),
+                    resource_claims: &[],
+                };
+                (allow_all().map_pod_group(Some(block), &path)?, path)
             }
             None => {
                 let path = FieldPath::new("spec")
@@ -223,7 +192,7 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
 
 pub fn compile_jobset(js: &JobSet) -> Result<Workload, FieldErrors> {
     let owner = owner_of("kwas.dev/v1alpha1", "JobSet", &js.metadata);
-    let name = generate_workload_name(&owner.name, &owner.uid);
+    let name = generate_workload_name(&owner);
     WorkloadBuilder::new(jobset_item(js)?).allow(allow_all()).build(
         &name,
         js.metadata.namespace.as_deref().unwrap(),
@@ -239,15 +208,15 @@ pub fn three_level_item() -> WorkloadItem {
             .with_default(
                 SchedulingConfig::gang(Some(2))
                     .with_topology("kwas.dev/rack")
-                    .with_disruption_mode(DisruptionMode::All),
+                    .with_disruption_mode(Disruption::All),
             )
             .with_child(
                 WorkloadItem::new(format!("leader-{i}"))
-                    .with_default(SchedulingConfig::gang(Some(1)).with_disruption_mode(DisruptionMode::All)),
+                    .with_default(SchedulingConfig::gang(Some(1)).with_disruption_mode(Disruption::All)),
             )
             .with_child(
                 WorkloadItem::new(format!("workers-{i}"))
-                    .with_default(SchedulingConfig::gang(Some(4)).with_disruption_mode(DisruptionMode::All)),
+                    .with_default(SchedulingConfig::gang(Some(4)).with_disruption_mode(Disruption::All)),
             )
     };
     WorkloadItem::new("serving")

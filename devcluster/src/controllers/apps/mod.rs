@@ -99,7 +99,7 @@ fn available(pod: &Value, min_ready_seconds: i64, now: jiff::Timestamp) -> bool 
 /// A template's hash (`pod-template-hash`, `controller-revision-hash`): FNV-1a of its JSON, safe-encoded.
 fn template_hash(template: &Value, collision_count: i64) -> String {
     let text = template.to_string();
-    workloadbuilder::names::safe_hash(&[text.as_bytes(), collision_count.to_string().as_bytes()])
+    workloadbuilder::safe_hash(&[text.as_bytes(), collision_count.to_string().as_bytes()])
 }
 
 /// A pod from `template`, controlled by `owner`, with extra labels; named `name` or generated from

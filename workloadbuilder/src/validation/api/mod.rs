@@ -13,7 +13,7 @@
 //!
 //! ```
 //! use k8s_openapi::api::scheduling::v1alpha3::{PodGroupSchedulingPolicy, PodGroupTemplate, Workload, WorkloadSpec};
-//! use workloadbuilder::validate_workload;
+//! use workloadbuilder::validation::validate_workload;
 //!
 //! let mut workload = Workload::default();
 //! workload.metadata.name = Some("train".into());
