@@ -43,8 +43,8 @@ use crate::index::SchedulingIndex;
 use crate::metrics::Metrics;
 use crate::sync::EventSink;
 use mode::{ManagementMode, management_mode};
-use plan::{JobConfig, PlannedEvent, SchedulingDecision, flush, plan, track};
-use pods::{PodView, job_pod_selector, new_pod};
+use plan::{JobConfig, PlannedEvent, SchedulingDecision, flush, plan_with, track_with};
+use pods::{PodOutcome, PodView, job_pod_selector, new_pod};
 use scheduling::{PodPresence, SchedulingContext, sync_scheduling};
 
 /// Configuration of the Job controller.
@@ -257,7 +257,7 @@ async fn remove_tracking_finalizer(api: &Api<Pod>, pod: &Pod) -> Result<bool> {
 fn status_patch(status: &JobStatus) -> Result<Value> {
     let mut value = serde_json::to_value(status)?;
     if let Value::Object(map) = &mut value {
-        for field in ["startTime", "completionTime", "completedIndexes"] {
+        for field in ["startTime", "completionTime", "completedIndexes", "failedIndexes"] {
             map.entry(field).or_insert(Value::Null);
         }
     }
@@ -335,7 +335,10 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
 
     // 2. Count terminated pods exactly once: record them, then release their finalizers, then flush.
     let views: Vec<PodView> = pods.iter().map(PodView::of).collect();
-    let tracking = track(job, &views);
+    // Exit codes, conditions (DisruptionTarget) and index failure counts, for the pod failure policy and
+    // backoffLimitPerIndex.
+    let outcomes = PodOutcome::all(&pods);
+    let tracking = track_with(job, &views, &outcomes, Timestamp::now());
     if tracking.changed {
         patch_status(&jobs, &name, &tracking.status).await?;
     }
@@ -354,7 +357,15 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
     flush(job, &mut status, &still_tracked);
 
     // 3. Pods, conditions and status.
-    let decided = plan(job, status, &views, &decision, Timestamp::now(), &ctx.config.job);
+    let decided = plan_with(
+        job,
+        status,
+        &views,
+        &outcomes,
+        &decision,
+        Timestamp::now(),
+        &ctx.config.job,
+    );
     for pod_name in &decided.delete {
         if let Some(pod) = pods.iter().find(|p| p.name_any() == *pod_name) {
             remove_tracking_finalizer(&pods_api, pod).await?;
@@ -374,6 +385,7 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
         job,
         &pods_api,
         &decided.create,
+        &decided.create_annotations,
         decided.pod_group.as_deref(),
         &events,
     )
@@ -414,6 +426,7 @@ async fn create_pods(
     job: &Job,
     api: &Api<Pod>,
     indexes: &[Option<i32>],
+    annotations: &std::collections::BTreeMap<i32, std::collections::BTreeMap<String, String>>,
     pod_group: Option<&str>,
     events: &EventSink,
 ) -> std::result::Result<(), (i32, Error)> {
@@ -431,6 +444,12 @@ async fn create_pods(
     let results: Vec<std::result::Result<String, kube::Error>> = futures::stream::iter(indexes.iter().copied())
         .map(|index| {
             let mut pod = new_pod(job, index, pod_group);
+            if let Some(extra) = index.and_then(|i| annotations.get(&i)) {
+                pod.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .extend(extra.clone());
+            }
             pods::share_group_claims(&mut pod, &group_claims);
             async move { api.create(&PostParams::default(), &pod).await.map(|p| p.name_any()) }
         })

@@ -80,6 +80,43 @@ impl Indexes {
             .sum()
     }
 
+    /// How many indexes `self` and `other` have in common (upstream's `matchSucceededIndexesRule` walk:
+    /// linear in the number of intervals).
+    pub fn overlap(&self, other: &Indexes) -> u64 {
+        let (mut i, mut j, mut n) = (0usize, 0usize, 0u64);
+        while let (Some(&(a1, b1)), Some(&(a2, b2))) = (self.0.get(i), other.0.get(j)) {
+            let lo = i64::from(a1.max(a2));
+            let hi = i64::from(b1.min(b2));
+            if hi >= lo {
+                n = n.saturating_add((hi - lo + 1) as u64);
+            }
+            if b1 <= b2 {
+                i += 1;
+            }
+            if b2 <= b1 {
+                j += 1;
+            }
+        }
+        n
+    }
+
+    /// Adds every index of `other`.
+    pub fn extend(&mut self, other: &Indexes) {
+        if other.is_empty() {
+            return;
+        }
+        let mut all: Vec<(i32, i32)> = self.0.iter().chain(other.0.iter()).copied().collect();
+        all.sort_unstable();
+        let mut merged: Vec<(i32, i32)> = Vec::with_capacity(all.len());
+        for (a, b) in all {
+            match merged.last_mut() {
+                Some(last) if i64::from(a) <= i64::from(last.1) + 1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        self.0 = merged;
+    }
+
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -160,7 +197,7 @@ pub(crate) fn desired<'a>(cx: &Cx<'a>, counts: &Counts) -> (Vec<&'a PodView>, Ve
     }
     let wanted = completed
         .missing(total)
-        .filter(|i| !busy.contains(i) && !terminating_idx.contains(i))
+        .filter(|i| !busy.contains(i) && !terminating_idx.contains(i) && !counts.failed_indexes.contains(*i))
         .take(room.min(super::MAX_POD_CREATE_PER_SYNC + 1))
         .map(Some)
         .collect();
