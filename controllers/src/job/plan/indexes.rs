@@ -181,14 +181,25 @@ pub(crate) fn desired<'a>(cx: &Cx<'a>, counts: &Counts) -> (Vec<&'a PodView>, Ve
         }
     }
     let busy: BTreeSet<i32> = keep.iter().filter_map(|p| p.index).collect();
-    // Indexes whose pod is still terminating are not re-created yet (no two pods per index).
-    let terminating_idx: BTreeSet<i32> = cx
-        .pods
-        .iter()
-        .filter(|p| p.state == PodState::Terminating)
-        .filter_map(|p| p.index)
-        .collect();
-    let room = parallelism.saturating_sub(keep.len());
+    // podReplacementPolicy Failed (and any Job with a pod failure policy): an index whose pod is still
+    // terminating is not re-created until that pod is terminal (upstream's `firstPendingIndexes`).
+    let terminating_idx: BTreeSet<i32> = if super::failure_policy::only_replace_failed_pods(cx.job) {
+        cx.pods
+            .iter()
+            .filter(|p| p.state == PodState::Terminating)
+            .filter_map(|p| p.index)
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
+    // With podReplacementPolicy Failed, terminating pods keep their place (upstream's
+    // `wantActive - terminating - active`).
+    let terminating = if super::failure_policy::only_replace_failed_pods(cx.job) {
+        cx.terminating
+    } else {
+        0
+    };
+    let room = parallelism.saturating_sub(keep.len()).saturating_sub(terminating);
     if keep.len() > parallelism {
         let mut by_index = keep.clone();
         by_index.sort_by_key(|p| std::cmp::Reverse(p.index));

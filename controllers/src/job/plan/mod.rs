@@ -232,11 +232,12 @@ pub(crate) fn as_i32(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-/// Sets `active`, `ready` and `terminating` from the pods that stay.
+/// Sets `active`, `ready` and `terminating` from the pods that stay; pods this reconcile deletes count as
+/// terminating (upstream adds its deletions to `status.terminating`).
 pub(crate) fn set_counts(cx: &Cx<'_>, plan: &mut Plan, active: &[&PodView]) {
     plan.status.active = Some(as_i32(active.len()));
     plan.status.ready = Some(as_i32(active.iter().filter(|p| p.ready).count()));
-    plan.status.terminating = Some(as_i32(cx.terminating));
+    plan.status.terminating = Some(as_i32(cx.terminating.saturating_add(plan.delete.len())));
 }
 
 /// Deletes every active pod.

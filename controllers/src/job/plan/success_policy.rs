@@ -65,7 +65,13 @@ pub(crate) fn counts(cx: &Cx<'_>, status: &JobStatus) -> Counts {
     };
     let (failed_indexes, delayed) = if backoff_limit_per_index(cx.job).is_some() {
         let failed_set = failed_indexes(cx.job, status, cx.pods, cx.outcomes);
-        let delayed = delayed_pods(cx.job, cx.pods, cx.outcomes, &completed, &failed_set);
+        // Once the Job ends, the tracking step records every failed pod: none is kept any more.
+        let ending = find(status, JOB_FAILURE_TARGET).is_some() || find(status, JOB_SUCCESS_CRITERIA_MET).is_some();
+        let delayed = if ending {
+            Default::default()
+        } else {
+            delayed_pods(cx.job, cx.pods, cx.outcomes, &completed, &failed_set)
+        };
         (failed_set, delayed)
     } else {
         Default::default()
@@ -215,7 +221,8 @@ pub(crate) fn ending(cx: &Cx<'_>, counts: &Counts, plan: &mut Plan) -> bool {
     };
     delete_all_active(cx, plan);
     set_counts(cx, plan, &[]);
-    if cx.active.is_empty() && cx.terminating == 0 && !counts.uncounted {
+    // Failed pods kept for a replacement are recorded by the next tracking step, before the Job ends.
+    if cx.active.is_empty() && cx.terminating == 0 && !counts.uncounted && counts.delayed.is_empty() {
         set_condition(&mut plan.status, terminal, "True", &reason, &message, cx.now);
         if terminal == JOB_COMPLETE {
             plan.status.completion_time = Some(Time(cx.now));
