@@ -14,6 +14,28 @@
 //! "expectations" are needed; pods the controller deletes on purpose (excess, suspend, finished Jobs) have
 //! their tracking finalizer removed first and are not counted as failures; an invalid `spec.scheduling` fails
 //! the Job (`Failed`, reason `FailedWorkloadCompilation`) without creating pods, as upstream does.
+//!
+//! batch/v1's failure and success policies are followed as upstream implements them ([`plan::failure_policy`],
+//! [`plan::per_index`], [`plan::success_rules`]): the pods' exit codes and conditions reach the plan as
+//! [`pods::PodOutcome`]s. The crate's `README.md` lists every JobSpec and JobStatus field and the deviations.
+//!
+//! # Gang Jobs and preemption
+//!
+//! kwas's scheduler preempts whole gangs: the victims get the `DisruptionTarget` condition and fail. Without
+//! a pod failure policy each of them counts against `backoffLimit`, so one preemption can fail the Job
+//! (`BackoffLimitExceeded`). The recommended policy for gang Jobs ignores disruptions:
+//!
+//! ```yaml
+//! podFailurePolicy:
+//!   rules:
+//!   - action: Ignore
+//!     onPodConditions:
+//!     - type: DisruptionTarget
+//! ```
+//!
+//! Ignored failures are neither counted nor delay the replacements, and (as with any pod failure policy) a
+//! pod being deleted keeps its place until it is terminal, so the gang is re-created only once its
+//! preempted members are gone.
 
 pub mod mode;
 pub mod plan;

@@ -34,6 +34,7 @@ mod tests;
 pub mod tracking;
 #[cfg(test)]
 mod upstream_tests;
+pub mod validation;
 
 use std::time::Duration;
 
