@@ -1,5 +1,5 @@
 //! `TestSyncJobWithJobSuccessPolicy` (cases with the success policy feature on, as in v1.37 where it is GA)
-//! and `TestMatchSuccessPolicy` of `success_policy_test.go`.
+//! and the rule semantics of `matchSuccessPolicy`.
 
 use super::*;
 use crate::job::plan::failure_policy::REASON_POD_FAILURE_POLICY;
@@ -294,9 +294,10 @@ fn failure_target_is_never_turned_into_success() {
     );
 }
 
-/// TestMatchSuccessPolicy (success_policy_test.go), its cases in order: no policy; an empty succeeded set;
-/// succeededIndexes only; succeededCount only; both; a rule that parses to nothing is skipped; the first
-/// matching rule names the index.
+/// The rule semantics of upstream's `matchSuccessPolicy` (the kinds of case `TestMatchSuccessPolicy`
+/// covers, written here rather than ported line by line): no policy; an empty succeeded set; succeededIndexes
+/// only; succeededCount only; both; a rule that parses to nothing is skipped; the first matching rule names
+/// the index.
 #[test]
 fn match_success_policy_cases() {
     let j = |rules| with_success_policy(indexed(job(10, Some(10), 6)), rules);
