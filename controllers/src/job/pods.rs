@@ -374,6 +374,47 @@ mod tests {
     }
 
     #[test]
+    fn outcome_of_a_disrupted_pod() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ml", "uid": "u", "annotations": {
+                "batch.kubernetes.io/job-index-failure-count": "2147483647",
+                "batch.kubernetes.io/job-index-ignored-failure-count": "-1"
+            }},
+            "status": {
+                "phase": "Failed",
+                "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}],
+                "initContainerStatuses": [{"name": "init", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                    "state": {"terminated": {"exitCode": 0}}}],
+                "containerStatuses": [
+                    {"name": "main", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                        "state": {"terminated": {"exitCode": 137, "reason": "Error"}}},
+                    {"name": "side", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                        "state": {"running": {}}}
+                ]
+            }
+        }))
+        .unwrap();
+        let o = PodOutcome::of(&pod);
+        assert_eq!(o.namespace, "ml");
+        assert_eq!(
+            o.containers,
+            vec![ContainerExit {
+                name: "main".into(),
+                exit_code: 137
+            }]
+        );
+        assert_eq!(o.init_containers.len(), 1);
+        assert_eq!(o.conditions, vec![("DisruptionTarget".to_string(), "True".to_string())]);
+        // Upstream's parseInt32: out of range or negative reads as 0.
+        assert_eq!(o.index_failure_count, i32::MAX);
+        assert_eq!(o.index_ignored_failure_count, 0);
+        let mut hostile = pod.clone();
+        hostile.metadata.annotations = Some([(JOB_INDEX_FAILURE_COUNT.to_string(), "99999999999".to_string())].into());
+        assert_eq!(PodOutcome::of(&hostile).index_failure_count, 0);
+        assert_eq!(PodOutcome::all(&[pod])["u"], o);
+    }
+
+    #[test]
     fn indexed_pod() {
         let pod = new_pod(&job(), Some(3), None);
         assert_eq!(pod.metadata.generate_name.as_deref(), Some("train-3-"));

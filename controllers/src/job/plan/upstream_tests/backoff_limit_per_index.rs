@@ -225,3 +225,34 @@ fn per_index_backoff() {
     assert!(p.create.is_empty());
     assert_eq!(p.requeue_after, Some(Duration::from_secs(9)));
 }
+
+/// Values at their limits: `completions`, `backoffLimitPerIndex` and `maxFailedIndexes` at `i32::MAX` and a
+/// failure count annotation at `i32::MAX` neither overflow nor panic; the count saturates.
+#[test]
+fn extreme_values_saturate() {
+    let mut j = per_index(3, 3, i32::MAX, i32::MAX);
+    spec(&mut j).max_failed_indexes = Some(i32::MAX);
+    let pods = [
+        pod(0, PodState::Failed).index(0).failure_count(i32::MAX - 1),
+        pod(1, PodState::Failed).index(1).failure_count(i32::MAX),
+    ];
+    let p = sync(&j, &pods);
+    // Index 1 exhausted its budget (count >= limit); index 0 gets a replacement counting i32::MAX.
+    assert_eq!(failed_indexes(&p), Some("1"));
+    assert_eq!(p.create, vec![Some(0), Some(2)]);
+    assert_eq!(p.create_annotations[&0][JOB_INDEX_FAILURE_COUNT], "2147483647");
+    // completions i32::MAX: a failed index near the top is recorded, the first indexes are created.
+    let j = per_index(3, i32::MAX, i32::MAX, 0);
+    let pods = [pod(0, PodState::Failed).index(i32::MAX - 1)];
+    let p = sync(&j, &pods);
+    assert_eq!(failed_indexes(&p), Some("2147483646"));
+    assert_eq!(p.create, vec![Some(0), Some(1), Some(2)]);
+    let j = with_policy(
+        per_index(1, 1, i32::MAX, 0),
+        vec![on_exit_codes("Ignore", None, "In", &[1])],
+    );
+    let mut ignored = pod(0, PodState::Failed).index(0).exit("main", 1);
+    ignored.outcome.index_ignored_failure_count = i32::MAX;
+    let p = sync(&j, &[ignored]);
+    assert_eq!(p.create_annotations[&0][JOB_INDEX_IGNORED_FAILURE_COUNT], "2147483647");
+}
