@@ -4,7 +4,9 @@
 //!
 //! - [`job`]: a batch/v1 Job controller integrated with workload-aware scheduling (single level,
 //!   `JobSpec.scheduling`): Workload, PodGroup and pods in upstream's order, exact pod accounting with the
-//!   tracking finalizer, upstream's conditions and events;
+//!   tracking finalizer, upstream's conditions and events, `podFailurePolicy`, `backoffLimitPerIndex`,
+//!   `successPolicy` and `podReplacementPolicy` (gang Jobs should ignore `DisruptionTarget` failures: see
+//!   [`job`]);
 //! - [`jobset`]: a JobSet-style multi-level controller (both KEP-6089 API options, centralized and delegated
 //!   PodGroup management, the downward-mapping annotations);
 //! - [`claims`]: the ResourceClaim controller upstream runs in kube-controller-manager (pod and PodGroup

@@ -14,6 +14,28 @@
 //! "expectations" are needed; pods the controller deletes on purpose (excess, suspend, finished Jobs) have
 //! their tracking finalizer removed first and are not counted as failures; an invalid `spec.scheduling` fails
 //! the Job (`Failed`, reason `FailedWorkloadCompilation`) without creating pods, as upstream does.
+//!
+//! batch/v1's failure and success policies are followed as upstream implements them ([`plan::failure_policy`],
+//! [`plan::per_index`], [`plan::success_rules`]): the pods' exit codes and conditions reach the plan as
+//! [`pods::PodOutcome`]s. The crate's `README.md` lists every JobSpec and JobStatus field and the deviations.
+//!
+//! # Gang Jobs and preemption
+//!
+//! kwas's scheduler preempts whole gangs: the victims get the `DisruptionTarget` condition and fail. Without
+//! a pod failure policy each of them counts against `backoffLimit`, so one preemption can fail the Job
+//! (`BackoffLimitExceeded`). The recommended policy for gang Jobs ignores disruptions:
+//!
+//! ```yaml
+//! podFailurePolicy:
+//!   rules:
+//!   - action: Ignore
+//!     onPodConditions:
+//!     - type: DisruptionTarget
+//! ```
+//!
+//! Ignored failures are neither counted nor delay the replacements, and (as with any pod failure policy) a
+//! pod being deleted keeps its place until it is terminal, so the gang is re-created only once its
+//! preempted members are gone.
 
 pub mod mode;
 pub mod plan;
@@ -43,8 +65,8 @@ use crate::index::SchedulingIndex;
 use crate::metrics::Metrics;
 use crate::sync::EventSink;
 use mode::{ManagementMode, management_mode};
-use plan::{JobConfig, PlannedEvent, SchedulingDecision, flush, plan, track};
-use pods::{PodView, job_pod_selector, new_pod};
+use plan::{JobConfig, PlannedEvent, SchedulingDecision, flush, plan_with, track_with};
+use pods::{PodOutcome, PodView, job_pod_selector, new_pod};
 use scheduling::{PodPresence, SchedulingContext, sync_scheduling};
 
 /// Configuration of the Job controller.
@@ -258,7 +280,7 @@ async fn remove_tracking_finalizer(api: &Api<Pod>, pod: &Pod) -> Result<bool> {
 fn status_patch(status: &JobStatus) -> Result<Value> {
     let mut value = serde_json::to_value(status)?;
     if let Value::Object(map) = &mut value {
-        for field in ["startTime", "completionTime", "completedIndexes"] {
+        for field in ["startTime", "completionTime", "completedIndexes", "failedIndexes"] {
             map.entry(field).or_insert(Value::Null);
         }
     }
@@ -336,7 +358,10 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
 
     // 2. Count terminated pods exactly once: record them, then release their finalizers, then flush.
     let views: Vec<PodView> = pods.iter().map(PodView::of).collect();
-    let tracking = track(job, &views);
+    // Exit codes, conditions (DisruptionTarget) and index failure counts, for the pod failure policy and
+    // backoffLimitPerIndex.
+    let outcomes = PodOutcome::all(&pods);
+    let tracking = track_with(job, &views, &outcomes, Timestamp::now());
     if tracking.changed {
         patch_status(&jobs, &name, &tracking.status).await?;
     }
@@ -355,7 +380,15 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
     flush(job, &mut status, &still_tracked);
 
     // 3. Pods, conditions and status.
-    let decided = plan(job, status, &views, &decision, Timestamp::now(), &ctx.config.job);
+    let decided = plan_with(
+        job,
+        status,
+        &views,
+        &outcomes,
+        &decision,
+        Timestamp::now(),
+        &ctx.config.job,
+    );
     for pod_name in &decided.delete {
         if let Some(pod) = pods.iter().find(|p| p.name_any() == *pod_name) {
             remove_tracking_finalizer(&pods_api, pod).await?;
@@ -375,6 +408,7 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
         job,
         &pods_api,
         &decided.create,
+        &decided.create_annotations,
         decided.pod_group.as_deref(),
         &events,
     )
@@ -415,6 +449,7 @@ async fn create_pods(
     job: &Job,
     api: &Api<Pod>,
     indexes: &[Option<i32>],
+    annotations: &std::collections::BTreeMap<i32, std::collections::BTreeMap<String, String>>,
     pod_group: Option<&str>,
     events: &EventSink,
 ) -> std::result::Result<(), (i32, Error)> {
@@ -432,6 +467,12 @@ async fn create_pods(
     let results: Vec<std::result::Result<String, kube::Error>> = futures::stream::iter(indexes.iter().copied())
         .map(|index| {
             let mut pod = new_pod(job, index, pod_group);
+            if let Some(extra) = index.and_then(|i| annotations.get(&i)) {
+                pod.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .extend(extra.clone());
+            }
             pods::share_group_claims(&mut pod, &group_claims);
             async move { api.create(&PostParams::default(), &pod).await.map(|p| p.name_any()) }
         })

@@ -227,6 +227,98 @@ impl PodView {
     }
 }
 
+/// The annotation holding how many counted failures the pod's index had before it (upstream's
+/// `batch.kubernetes.io/job-index-failure-count`, on pods of Jobs with `backoffLimitPerIndex`).
+pub const JOB_INDEX_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
+/// The annotation holding how many failures of the pod's index were ignored by the pod failure policy
+/// (upstream's `batch.kubernetes.io/job-index-ignored-failure-count`), set only when not zero.
+pub const JOB_INDEX_IGNORED_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-ignored-failure-count";
+
+/// A terminated container of an observed pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerExit {
+    /// The container's name.
+    pub name: String,
+    /// Its exit code.
+    pub exit_code: i32,
+}
+
+/// What the pod failure policy and `backoffLimitPerIndex` read of an observed pod, beyond its
+/// [`PodView`]: exit codes, conditions and the index failure counts. Kept apart from [`PodView`] (and
+/// keyed by pod uid in [`PodOutcomes`]) so that a view stays a plain value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodOutcome {
+    /// The pod's namespace (upstream's FailJob messages name `namespace/name`).
+    pub namespace: String,
+    /// The terminated containers of `status.containerStatuses`, in order.
+    pub containers: Vec<ContainerExit>,
+    /// The terminated containers of `status.initContainerStatuses`, in order.
+    pub init_containers: Vec<ContainerExit>,
+    /// The pod's conditions as (type, status).
+    pub conditions: Vec<(String, String)>,
+    /// [`JOB_INDEX_FAILURE_COUNT`], 0 when missing or not a number in `[0, i32::MAX]` (as upstream).
+    pub index_failure_count: i32,
+    /// [`JOB_INDEX_IGNORED_FAILURE_COUNT`], likewise.
+    pub index_ignored_failure_count: i32,
+}
+
+/// The outcomes of a Job's pods, by pod uid.
+pub type PodOutcomes = std::collections::HashMap<String, PodOutcome>;
+
+fn exits(statuses: Option<&Vec<k8s_openapi::api::core::v1::ContainerStatus>>) -> Vec<ContainerExit> {
+    statuses
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let t = c.state.as_ref()?.terminated.as_ref()?;
+            Some(ContainerExit {
+                name: c.name.clone(),
+                exit_code: t.exit_code,
+            })
+        })
+        .collect()
+}
+
+/// Upstream's `parseInt32`: a count annotation that is missing, not a number or out of `[0, i32::MAX]`
+/// reads as 0.
+fn count_annotation(pod: &Pod, key: &str) -> i32 {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .and_then(|v| v.parse::<i64>().ok())
+        .and_then(|v| i32::try_from(v).ok())
+        .filter(|v| *v >= 0)
+        .unwrap_or(0)
+}
+
+impl PodOutcome {
+    /// The outcome of `pod`.
+    pub fn of(pod: &Pod) -> Self {
+        let status = pod.status.as_ref();
+        Self {
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            containers: exits(status.and_then(|s| s.container_statuses.as_ref())),
+            init_containers: exits(status.and_then(|s| s.init_container_statuses.as_ref())),
+            conditions: status
+                .and_then(|s| s.conditions.as_ref())
+                .into_iter()
+                .flatten()
+                .map(|c| (c.type_.clone(), c.status.clone()))
+                .collect(),
+            index_failure_count: count_annotation(pod, JOB_INDEX_FAILURE_COUNT),
+            index_ignored_failure_count: count_annotation(pod, JOB_INDEX_IGNORED_FAILURE_COUNT),
+        }
+    }
+
+    /// The outcomes of `pods`, by uid.
+    pub fn all(pods: &[Pod]) -> PodOutcomes {
+        pods.iter()
+            .map(|p| (p.metadata.uid.clone().unwrap_or_default(), Self::of(p)))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,6 +371,47 @@ mod tests {
             Some("train-pg")
         );
         assert!(spec.hostname.is_none());
+    }
+
+    #[test]
+    fn outcome_of_a_disrupted_pod() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ml", "uid": "u", "annotations": {
+                "batch.kubernetes.io/job-index-failure-count": "2147483647",
+                "batch.kubernetes.io/job-index-ignored-failure-count": "-1"
+            }},
+            "status": {
+                "phase": "Failed",
+                "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}],
+                "initContainerStatuses": [{"name": "init", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                    "state": {"terminated": {"exitCode": 0}}}],
+                "containerStatuses": [
+                    {"name": "main", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                        "state": {"terminated": {"exitCode": 137, "reason": "Error"}}},
+                    {"name": "side", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                        "state": {"running": {}}}
+                ]
+            }
+        }))
+        .unwrap();
+        let o = PodOutcome::of(&pod);
+        assert_eq!(o.namespace, "ml");
+        assert_eq!(
+            o.containers,
+            vec![ContainerExit {
+                name: "main".into(),
+                exit_code: 137
+            }]
+        );
+        assert_eq!(o.init_containers.len(), 1);
+        assert_eq!(o.conditions, vec![("DisruptionTarget".to_string(), "True".to_string())]);
+        // Upstream's parseInt32: out of range or negative reads as 0.
+        assert_eq!(o.index_failure_count, i32::MAX);
+        assert_eq!(o.index_ignored_failure_count, 0);
+        let mut hostile = pod.clone();
+        hostile.metadata.annotations = Some([(JOB_INDEX_FAILURE_COUNT.to_string(), "99999999999".to_string())].into());
+        assert_eq!(PodOutcome::of(&hostile).index_failure_count, 0);
+        assert_eq!(PodOutcome::all(&[pod])["u"], o);
     }
 
     #[test]

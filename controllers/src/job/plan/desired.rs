@@ -14,6 +14,13 @@ pub(crate) fn non_indexed<'a>(cx: &Cx<'a>, counts: &Counts) -> (Vec<&'a PodView>
         None => parallelism,
     };
     let want = usize::try_from(want).unwrap_or(0);
+    // podReplacementPolicy Failed (and any Job with a pod failure policy): a pod still terminating keeps
+    // its place until it is terminal.
+    let terminating = if super::failure_policy::only_replace_failed_pods(cx.job) {
+        cx.terminating
+    } else {
+        0
+    };
     let mut excess = Vec::new();
     let mut wanted = Vec::new();
     if cx.active.len() > want {
@@ -22,7 +29,10 @@ pub(crate) fn non_indexed<'a>(cx: &Cx<'a>, counts: &Counts) -> (Vec<&'a PodView>
         excess.extend(ranked.into_iter().take(cx.active.len() - want));
     } else {
         // Never materialize more than one sync creates: `parallelism` may be i32::MAX.
-        let missing = (want - cx.active.len()).min(super::MAX_POD_CREATE_PER_SYNC + 1);
+        let missing = want
+            .saturating_sub(cx.active.len())
+            .saturating_sub(terminating)
+            .min(super::MAX_POD_CREATE_PER_SYNC + 1);
         wanted = vec![None; missing];
     }
     (excess, wanted)

@@ -80,6 +80,43 @@ impl Indexes {
             .sum()
     }
 
+    /// How many indexes `self` and `other` have in common (upstream's `matchSucceededIndexesRule` walk:
+    /// linear in the number of intervals).
+    pub fn overlap(&self, other: &Indexes) -> u64 {
+        let (mut i, mut j, mut n) = (0usize, 0usize, 0u64);
+        while let (Some(&(a1, b1)), Some(&(a2, b2))) = (self.0.get(i), other.0.get(j)) {
+            let lo = i64::from(a1.max(a2));
+            let hi = i64::from(b1.min(b2));
+            if hi >= lo {
+                n = n.saturating_add((hi - lo + 1) as u64);
+            }
+            if b1 <= b2 {
+                i += 1;
+            }
+            if b2 <= b1 {
+                j += 1;
+            }
+        }
+        n
+    }
+
+    /// Adds every index of `other`.
+    pub fn extend(&mut self, other: &Indexes) {
+        if other.is_empty() {
+            return;
+        }
+        let mut all: Vec<(i32, i32)> = self.0.iter().chain(other.0.iter()).copied().collect();
+        all.sort_unstable();
+        let mut merged: Vec<(i32, i32)> = Vec::with_capacity(all.len());
+        for (a, b) in all {
+            match merged.last_mut() {
+                Some(last) if i64::from(a) <= i64::from(last.1) + 1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        self.0 = merged;
+    }
+
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -144,14 +181,25 @@ pub(crate) fn desired<'a>(cx: &Cx<'a>, counts: &Counts) -> (Vec<&'a PodView>, Ve
         }
     }
     let busy: BTreeSet<i32> = keep.iter().filter_map(|p| p.index).collect();
-    // Indexes whose pod is still terminating are not re-created yet (no two pods per index).
-    let terminating_idx: BTreeSet<i32> = cx
-        .pods
-        .iter()
-        .filter(|p| p.state == PodState::Terminating)
-        .filter_map(|p| p.index)
-        .collect();
-    let room = parallelism.saturating_sub(keep.len());
+    // podReplacementPolicy Failed (and any Job with a pod failure policy): an index whose pod is still
+    // terminating is not re-created until that pod is terminal (upstream's `firstPendingIndexes`).
+    let terminating_idx: BTreeSet<i32> = if super::failure_policy::only_replace_failed_pods(cx.job) {
+        cx.pods
+            .iter()
+            .filter(|p| p.state == PodState::Terminating)
+            .filter_map(|p| p.index)
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
+    // With podReplacementPolicy Failed, terminating pods keep their place (upstream's
+    // `wantActive - terminating - active`).
+    let terminating = if super::failure_policy::only_replace_failed_pods(cx.job) {
+        cx.terminating
+    } else {
+        0
+    };
+    let room = parallelism.saturating_sub(keep.len()).saturating_sub(terminating);
     if keep.len() > parallelism {
         let mut by_index = keep.clone();
         by_index.sort_by_key(|p| std::cmp::Reverse(p.index));
@@ -160,7 +208,7 @@ pub(crate) fn desired<'a>(cx: &Cx<'a>, counts: &Counts) -> (Vec<&'a PodView>, Ve
     }
     let wanted = completed
         .missing(total)
-        .filter(|i| !busy.contains(i) && !terminating_idx.contains(i))
+        .filter(|i| !busy.contains(i) && !terminating_idx.contains(i) && !counts.failed_indexes.contains(*i))
         .take(room.min(super::MAX_POD_CREATE_PER_SYNC + 1))
         .map(Some)
         .collect();

@@ -23,12 +23,18 @@
 pub mod backoff;
 mod conditions;
 mod desired;
+pub mod failure_policy;
 pub mod indexes;
 pub mod lifecycle;
+pub mod per_index;
 pub mod success_policy;
+pub mod success_rules;
 #[cfg(test)]
 mod tests;
 pub mod tracking;
+#[cfg(test)]
+mod upstream_tests;
+pub mod validation;
 
 use std::time::Duration;
 
@@ -38,11 +44,11 @@ use k8s_openapi::jiff::Timestamp;
 use kwas_api_types::names::conditions::*;
 use workloadbuilder::FieldErrors;
 
-use super::pods::{PodState, PodView};
+use super::pods::{PodOutcomes, PodState, PodView};
 pub use backoff::backoff;
 use conditions::{find, remove_condition, set_condition};
 pub use indexes::Indexes;
-pub use tracking::{flush, track};
+pub use tracking::{flush, track, track_with};
 
 /// The most pods one reconcile creates (upstream's `MaxPodCreateDeletePerSync`); the rest follow on the
 /// next reconcile, requeued at once.
@@ -142,6 +148,8 @@ pub struct Plan {
     pub requeue_after: Option<Duration>,
     /// The Job's TTL after finishing has passed: delete it.
     pub delete_job: bool,
+    /// Annotations of the new pod of an index (`backoffLimitPerIndex`: the index's failure counts).
+    pub create_annotations: std::collections::BTreeMap<i32, std::collections::BTreeMap<String, String>>,
 }
 
 /// `spec.completionMode == Indexed`.
@@ -166,8 +174,15 @@ pub fn completions(job: &Job) -> Option<i32> {
     }
 }
 
+/// `spec.backoffLimit`, defaulted as the API server does: `i32::MAX` with `backoffLimitPerIndex`, else 6.
 pub(crate) fn backoff_limit(job: &Job) -> i32 {
-    job.spec.as_ref().and_then(|s| s.backoff_limit).unwrap_or(6)
+    let spec = job.spec.as_ref();
+    let default = if spec.and_then(|s| s.backoff_limit_per_index).is_some() {
+        i32::MAX
+    } else {
+        6
+    };
+    spec.and_then(|s| s.backoff_limit).unwrap_or(default)
 }
 
 pub(crate) fn suspended(job: &Job) -> bool {
@@ -197,6 +212,7 @@ pub(crate) struct Cx<'a> {
     pub terminating: usize,
     pub now: Timestamp,
     pub config: &'a JobConfig,
+    pub outcomes: &'a PodOutcomes,
 }
 
 /// The counts the terminal criteria and the desired pods are computed from.
@@ -207,17 +223,22 @@ pub(crate) struct Counts {
     pub indexed: bool,
     pub total: Option<i32>,
     pub completed: Indexes,
+    /// The failed indexes (`backoffLimitPerIndex`), empty otherwise.
+    pub failed_indexes: Indexes,
+    /// Per index, the position in the pods of its last failed pod awaiting a replacement.
+    pub delayed: std::collections::BTreeMap<i32, usize>,
 }
 
 pub(crate) fn as_i32(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-/// Sets `active`, `ready` and `terminating` from the pods that stay.
+/// Sets `active`, `ready` and `terminating` from the pods that stay; pods this reconcile deletes count as
+/// terminating (upstream adds its deletions to `status.terminating`).
 pub(crate) fn set_counts(cx: &Cx<'_>, plan: &mut Plan, active: &[&PodView]) {
     plan.status.active = Some(as_i32(active.len()));
     plan.status.ready = Some(as_i32(active.iter().filter(|p| p.ready).count()));
-    plan.status.terminating = Some(as_i32(cx.terminating));
+    plan.status.terminating = Some(as_i32(cx.terminating.saturating_add(plan.delete.len())));
 }
 
 /// Deletes every active pod.
@@ -225,12 +246,28 @@ pub(crate) fn delete_all_active(cx: &Cx<'_>, plan: &mut Plan) {
     plan.delete = cx.active.iter().map(|p| p.name.clone()).collect();
 }
 
-/// The main decision, on a status that has been tracked and flushed: dereference the counts, then each
-/// concern in upstream's order; a concern that settles the reconcile ends it.
+/// The main decision, on a status that has been tracked and flushed, for pods whose exit codes and
+/// conditions are unknown (see [`plan_with`]).
 pub fn plan(
     job: &Job,
     status: JobStatus,
     pods: &[PodView],
+    scheduling: &SchedulingDecision,
+    now: Timestamp,
+    config: &JobConfig,
+) -> Plan {
+    plan_with(job, status, pods, &PodOutcomes::default(), scheduling, now, config)
+}
+
+/// The main decision, on a status that has been tracked and flushed: dereference the counts, then each
+/// concern in upstream's order; a concern that settles the reconcile ends it. `outcomes` holds the pods'
+/// exit codes, conditions and index failure counts (by uid) the pod failure policy and
+/// `backoffLimitPerIndex` read.
+pub fn plan_with(
+    job: &Job,
+    status: JobStatus,
+    pods: &[PodView],
+    outcomes: &PodOutcomes,
     scheduling: &SchedulingDecision,
     now: Timestamp,
     config: &JobConfig,
@@ -246,6 +283,7 @@ pub fn plan(
         terminating: pods.iter().filter(|p| p.state == PodState::Terminating).count(),
         now,
         config,
+        outcomes,
     };
     if lifecycle::finished(&cx, &mut plan) {
         return plan;
@@ -256,8 +294,10 @@ pub fn plan(
     }
     let start = plan.status.start_time.get_or_insert(Time(now)).clone();
     let counts = success_policy::counts(&cx, &plan.status);
-    lifecycle::deadline(&cx, start.0, &mut plan);
-    success_policy::criteria(&cx, &counts, &mut plan);
+    if per_index::backoff_limit_per_index(job).is_some() {
+        plan.status.failed_indexes = Some(counts.failed_indexes.to_string());
+    }
+    success_policy::criteria(&cx, &counts, start.0, &mut plan);
     if success_policy::ending(&cx, &counts, &mut plan) {
         return plan;
     }
@@ -279,7 +319,11 @@ pub fn plan(
         .filter(|p| !plan.delete.contains(&p.name))
         .copied()
         .collect();
-    backoff::gate_replacements(&cx, &counts, &mut wanted, &mut plan);
+    if per_index::backoff_limit_per_index(job).is_some() {
+        backoff::gate_indexes(&cx, &counts, &mut wanted, &mut plan);
+    } else {
+        backoff::gate_replacements(&cx, &counts, &mut wanted, &mut plan);
+    }
     if wanted.len() > MAX_POD_CREATE_PER_SYNC {
         wanted.truncate(MAX_POD_CREATE_PER_SYNC);
         plan.requeue_after = min_requeue(plan.requeue_after, Duration::ZERO);
@@ -295,6 +339,13 @@ pub fn plan(
         }
     }
     plan.create = wanted;
+    if per_index::backoff_limit_per_index(job).is_some() {
+        for i in plan.create.iter().flatten() {
+            let replaced = counts.delayed.get(i).and_then(|&k| pods.get(k));
+            plan.create_annotations
+                .insert(*i, per_index::index_annotations(job, replaced, outcomes));
+        }
+    }
     set_counts(&cx, &mut plan, &remaining);
     plan.status.active = Some(as_i32(remaining.len().saturating_add(plan.create.len())));
     plan

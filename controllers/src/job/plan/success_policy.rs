@@ -8,12 +8,19 @@ use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kwas_api_types::names::conditions::*;
 
+use k8s_openapi::jiff::Timestamp;
+
 use super::conditions::{find, remove_condition, set_condition};
+use super::failure_policy::{REASON_POD_FAILURE_POLICY, fail_job_message, match_policy, outcome_of};
 use super::indexes::Indexes;
+use super::per_index::{
+    REASON_FAILED_INDEXES, REASON_MAX_FAILED_INDEXES_EXCEEDED, backoff_limit_per_index, delayed_pods, failed_indexes,
+};
+use super::success_rules::{REASON_SUCCESS_POLICY, match_success_policy};
 use super::tracking::uncounted;
 use super::{
     Counts, Cx, Plan, PlannedEvent, SchedulingDecision, as_i32, backoff_limit, completions, delete_all_active,
-    is_indexed, min_requeue, set_counts,
+    is_indexed, lifecycle, min_requeue, set_counts,
 };
 
 /// An invalid scheduling block fails the Job before any pod exists.
@@ -56,33 +63,119 @@ pub(crate) fn counts(cx: &Cx<'_>, status: &JobStatus) -> Counts {
     } else {
         succeeded.saturating_add(as_i32(uncounted_s.len()))
     };
+    let (failed_indexes, delayed) = if backoff_limit_per_index(cx.job).is_some() {
+        let failed_set = failed_indexes(cx.job, status, cx.pods, cx.outcomes);
+        // Once the Job ends, the tracking step records every failed pod: none is kept any more.
+        let ending = find(status, JOB_FAILURE_TARGET).is_some() || find(status, JOB_SUCCESS_CRITERIA_MET).is_some();
+        let delayed = if ending {
+            Default::default()
+        } else {
+            delayed_pods(cx.job, cx.pods, cx.outcomes, &completed, &failed_set)
+        };
+        (failed_set, delayed)
+    } else {
+        Default::default()
+    };
+    // Failed pods kept for their index's replacement are not recorded yet, but count (upstream's
+    // `newFailedPods`), unless the pod failure policy ignores them.
+    let pending = delayed
+        .values()
+        .filter_map(|&k| cx.pods.get(k))
+        .filter(|p| match_policy(cx.job, p, outcome_of(cx.outcomes, p)).counts)
+        .count();
     Counts {
         succeeded_now,
-        failed,
+        failed: failed.saturating_add(as_i32(pending)),
         uncounted: !uncounted_s.is_empty() || !uncounted_f.is_empty(),
         indexed,
         total: completions(cx.job),
         completed,
+        failed_indexes,
+        delayed,
     }
 }
 
-/// The backoff limit and the success criteria set `FailureTarget` / `SuccessCriteriaMet`.
-pub(crate) fn criteria(cx: &Cx<'_>, counts: &Counts, plan: &mut Plan) {
-    if find(&plan.status, JOB_FAILURE_TARGET).is_some() || find(&plan.status, JOB_SUCCESS_CRITERIA_MET).is_some() {
+fn fail(cx: &Cx<'_>, plan: &mut Plan, reason: &str, message: &str) {
+    set_condition(&mut plan.status, JOB_FAILURE_TARGET, "True", reason, message, cx.now);
+    plan.events.push(PlannedEvent::warning(reason, message));
+}
+
+/// A failed pod matching a `FailJob` rule sets `FailureTarget` (reason `PodFailurePolicy`); the tracking
+/// step usually wrote it already, with the pods' counts. Its event is recorded once.
+fn pod_failure_policy(cx: &Cx<'_>, plan: &mut Plan) {
+    let recorded = |status: Option<&JobStatus>| {
+        status
+            .and_then(|s| find(s, JOB_FAILURE_TARGET))
+            .is_some_and(|c| c.reason.as_deref() == Some(REASON_POD_FAILURE_POLICY))
+    };
+    if find(&plan.status, JOB_FAILURE_TARGET).is_some() {
+        if recorded(Some(&plan.status)) && !recorded(cx.job.status.as_ref()) {
+            let message = find(&plan.status, JOB_FAILURE_TARGET)
+                .and_then(|c| c.message.clone())
+                .unwrap_or_default();
+            plan.events
+                .push(PlannedEvent::warning(REASON_POD_FAILURE_POLICY, message));
+        }
+        return;
+    }
+    if let Some(message) = fail_job_message(cx.job, cx.pods, cx.outcomes) {
+        fail(cx, plan, REASON_POD_FAILURE_POLICY, &message);
+    }
+}
+
+/// The terminal criteria in upstream's order set `FailureTarget` / `SuccessCriteriaMet`: a `FailJob` pod,
+/// the backoff limit, the active deadline (from `start`), the failed indexes, the success policy, then the
+/// completions.
+pub(crate) fn criteria(cx: &Cx<'_>, counts: &Counts, start: Timestamp, plan: &mut Plan) {
+    if find(&plan.status, JOB_SUCCESS_CRITERIA_MET).is_some() {
+        return;
+    }
+    pod_failure_policy(cx, plan);
+    if find(&plan.status, JOB_FAILURE_TARGET).is_some() {
         return;
     }
     if counts.failed > backoff_limit(cx.job) {
-        let msg = "Job has reached the specified backoff limit";
+        fail(
+            cx,
+            plan,
+            REASON_BACKOFF_LIMIT_EXCEEDED,
+            "Job has reached the specified backoff limit",
+        );
+        return;
+    }
+    lifecycle::deadline(cx, start, plan);
+    if find(&plan.status, JOB_FAILURE_TARGET).is_some() {
+        return;
+    }
+    if backoff_limit_per_index(cx.job).is_some() {
+        let failed = counts.failed_indexes.len();
+        let max = cx.job.spec.as_ref().and_then(|s| s.max_failed_indexes);
+        if max.is_some_and(|m| failed > u64::try_from(m).unwrap_or(0)) {
+            fail(
+                cx,
+                plan,
+                REASON_MAX_FAILED_INDEXES_EXCEEDED,
+                "Job has exceeded the specified maximal number of failed indexes",
+            );
+            return;
+        }
+        let total = u64::try_from(counts.total.unwrap_or(0)).unwrap_or(0);
+        if failed > 0 && failed.saturating_add(counts.completed.len()) >= total {
+            fail(cx, plan, REASON_FAILED_INDEXES, "Job has failed indexes");
+            return;
+        }
+    }
+    if counts.indexed
+        && let Some(msg) = match_success_policy(cx.job, counts.total.unwrap_or(0), &counts.completed)
+    {
         set_condition(
             &mut plan.status,
-            JOB_FAILURE_TARGET,
+            JOB_SUCCESS_CRITERIA_MET,
             "True",
-            REASON_BACKOFF_LIMIT_EXCEEDED,
-            msg,
+            REASON_SUCCESS_POLICY,
+            &msg,
             cx.now,
         );
-        plan.events
-            .push(PlannedEvent::warning(REASON_BACKOFF_LIMIT_EXCEEDED, msg));
         return;
     }
     let success = match counts.total {
@@ -128,7 +221,8 @@ pub(crate) fn ending(cx: &Cx<'_>, counts: &Counts, plan: &mut Plan) -> bool {
     };
     delete_all_active(cx, plan);
     set_counts(cx, plan, &[]);
-    if cx.active.is_empty() && cx.terminating == 0 && !counts.uncounted {
+    // Failed pods kept for a replacement are recorded by the next tracking step, before the Job ends.
+    if cx.active.is_empty() && cx.terminating == 0 && !counts.uncounted && counts.delayed.is_empty() {
         set_condition(&mut plan.status, terminal, "True", &reason, &message, cx.now);
         if terminal == JOB_COMPLETE {
             plan.status.completion_time = Some(Time(cx.now));
