@@ -29,12 +29,17 @@ impl Strategy for WorkloadStrategy {
 
     fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
         let res = cx.res;
-        decode::check(workloadbuilder::validation::validate_workload(&decode::parse(res, obj)?), res, obj)
+        decode::check(
+            workloadbuilder::validation::validate_workload(&decode::parse(res, obj)?),
+            res,
+            obj,
+        )
     }
 
     fn validate_update(&self, cx: &mut AdmitContext<'_>, old: &Value, obj: &Value) -> Result<(), ApiError> {
         let res = cx.res;
-        let errors = workloadbuilder::validation::validate_workload_update(&decode::parse(res, obj)?, &decode::parse(res, old)?);
+        let errors =
+            workloadbuilder::validation::validate_workload_update(&decode::parse(res, obj)?, &decode::parse(res, old)?);
         decode::check(errors, res, obj)
     }
 

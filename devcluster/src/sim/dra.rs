@@ -4,12 +4,12 @@
 //!
 //! - At start ([`bootstrap`]): the DeviceClass [`DRA_DEVICE_CLASS`] (`gpu.kwas.dev`), selecting the
 //!   driver's devices (`device.driver == "gpu.kwas.dev"`), as a cluster admin installs with a driver.
-//! - For every node with DRA GPUs (the [`SIM_DRA_GPUS`] annotation, which topology nodes get from their
+//! - For every node with DRA GPUs (the [`SIM_DRA_GPUS`](crate::sim::topology::SIM_DRA_GPUS) annotation, which topology nodes get from their
 //!   pool's `draGpus`), one ResourceSlice `<node>-gpu.kwas.dev`, owned by the Node: `spec.nodeName` set,
 //!   a pool named after the node (one slice per pool), and the devices `gpu-0` .. `gpu-<n-1>`, each with
-//!   the attributes [`DRA_ATTRIBUTE_MODEL`] (string, [`SIM_DRA_GPU_MODEL`]), [`DRA_ATTRIBUTE_INDEX`] (int) and
+//!   the attributes [`DRA_ATTRIBUTE_MODEL`] (string, [`SIM_DRA_GPU_MODEL`](crate::sim::topology::SIM_DRA_GPU_MODEL)), [`DRA_ATTRIBUTE_INDEX`] (int) and
 //!   [`DRA_ATTRIBUTE_INTERCONNECT_DOMAIN`] (string: the node's `kwas.dev/rack` label, else its name) and the
-//!   capacity [`DRA_CAPACITY_MEMORY`] ([`SIM_DRA_GPU_MEMORY`]). A CEL selector reads them as
+//!   capacity [`DRA_CAPACITY_MEMORY`] ([`SIM_DRA_GPU_MEMORY`](crate::sim::topology::SIM_DRA_GPU_MEMORY)). A CEL selector reads them as
 //!   `device.attributes["gpu.kwas.dev"].model == "KW100"` and
 //!   `device.capacity["gpu.kwas.dev"].memory.compareTo(quantity("40Gi")) >= 0`.
 //! - The slices follow the nodes: a node added gets its slice, a node whose GPUs, model, memory or rack
@@ -29,10 +29,10 @@ use serde_json::{Value, json};
 
 use crate::api::{DeleteOptions, State};
 use crate::cluster::Shared;
-use crate::kinds::dra::{GROUP, MAX_ATTRIBUTE_VALUE_LENGTH, MAX_DEVICES};
+use crate::kinds::dra::{GROUP, MAX_ATTRIBUTE_VALUE_LENGTH};
 use crate::meta;
 use crate::request::RequestContext;
-use crate::sim::topology::{DraGpus, SIM_DRA_GPU_MEMORY, SIM_DRA_GPU_MODEL, SIM_DRA_GPUS};
+use crate::sim::topology::{DraGpus, node_gpus};
 use crate::store::{EventType, GroupResource};
 
 /// The simulated DRA driver's name.
@@ -43,9 +43,7 @@ pub const DRA_DEVICE_CLASS: &str = "gpu.kwas.dev";
 pub const DRA_ATTRIBUTE_MODEL: &str = "model";
 /// The device attribute with the GPU's index on its node (an int, 0 ..).
 pub const DRA_ATTRIBUTE_INDEX: &str = "index";
-/// The device attribute naming the GPUs' interconnect domain (a string: the node's `kwas.dev/rack`
-/// label, else the node name), for `matchAttribute` constraints.
-pub const DRA_ATTRIBUTE_INTERCONNECT_DOMAIN: &str = "interconnectDomain";
+pub use crate::sim::topology::DRA_ATTRIBUTE_INTERCONNECT_DOMAIN;
 /// The device capacity with the GPU's memory (a quantity).
 pub const DRA_CAPACITY_MEMORY: &str = "memory";
 
@@ -91,26 +89,6 @@ pub fn dra_slice_name(node: &str) -> String {
 fn fnv(s: &str) -> u32 {
     s.bytes()
         .fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
-}
-
-/// The DRA GPUs a node declares (its annotations; none without [`SIM_DRA_GPUS`]). Counts above what one
-/// slice holds are capped; a model too long for an attribute or a memory that is no quantity falls back
-/// to the default.
-pub(crate) fn node_gpus(node: &Value) -> DraGpus {
-    let Some(count) = meta::annotation(node, SIM_DRA_GPUS) else {
-        return DraGpus::none();
-    };
-    let default = DraGpus::default();
-    let max = u32::try_from(MAX_DEVICES).unwrap_or(u32::MAX);
-    DraGpus {
-        count: count.trim().parse::<u32>().map_or(0, |n| n.min(max)),
-        model: meta::annotation(node, SIM_DRA_GPU_MODEL)
-            .filter(|m| !m.is_empty() && m.len() <= MAX_ATTRIBUTE_VALUE_LENGTH)
-            .map_or(default.model, str::to_string),
-        memory: meta::annotation(node, SIM_DRA_GPU_MEMORY)
-            .filter(|m| matches!(kwas_api_types::quantity::parse_units(m), Ok(n) if n > 0))
-            .map_or(default.memory, str::to_string),
-    }
 }
 
 /// A node's interconnect domain: its `kwas.dev/rack` label, else its name (shortened with a hash past an
@@ -339,7 +317,8 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::topology::{NodeSpec, node_object};
+    use crate::kinds::dra::MAX_DEVICES;
+    use crate::sim::topology::{NodeSpec, SIM_DRA_GPUS, node_object};
 
     fn state_with_node(spec: &NodeSpec) -> State {
         let mut state = State::new(1000, Default::default());

@@ -70,7 +70,7 @@ fn racks(state: &State) -> BTreeSet<String> {
         .store
         .list(&GroupResource::new("", "nodes"), None)
         .iter()
-        .filter(|n| !meta::is_deleting(n) && super::dra::node_gpus(n).count > 0)
+        .filter(|n| !meta::is_deleting(n) && super::topology::node_gpus(n).count > 0)
         .filter_map(|n| {
             meta::string_map(n, "labels")
                 .into_iter()
@@ -86,7 +86,7 @@ pub(crate) fn ensure_for_node(state: &mut State, node: &str) {
     let Some(n) = state.store.get(&GroupResource::new("", "nodes"), "", node) else {
         return;
     };
-    if meta::is_deleting(&n) || super::dra::node_gpus(&n).count == 0 {
+    if meta::is_deleting(&n) || super::topology::node_gpus(&n).count == 0 {
         return;
     }
     let Some(rack) = meta::string_map(&n, "labels")
@@ -109,7 +109,7 @@ fn publish(state: &mut State, rack: &str) {
     let devices: Vec<Value> = (0..CHANNELS_PER_DOMAIN)
         .map(|i| {
             json!({"name": format!("channel-{i}"), "attributes": {
-                super::dra::DRA_ATTRIBUTE_INTERCONNECT_DOMAIN: {"string": rack}}})
+                super::topology::DRA_ATTRIBUTE_INTERCONNECT_DOMAIN: {"string": rack}}})
         })
         .collect();
     let slice = json!({

@@ -28,6 +28,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
+use crate::kinds::dra::{MAX_ATTRIBUTE_VALUE_LENGTH, MAX_DEVICES};
+use crate::meta;
 
 /// The default pool prefix: its nodes are `node-b0-r0-n0`, its domains `b0` and `b0-r0`.
 pub const DEFAULT_PREFIX: &str = "node";
@@ -490,6 +492,30 @@ pub fn node_object(spec: &NodeSpec, index: usize) -> Value {
         });
     }
     node
+}
+
+/// The device attribute naming the GPUs' interconnect domain (a string: the node's `kwas.dev/rack`
+/// label, else the node name), for `matchAttribute` constraints.
+pub const DRA_ATTRIBUTE_INTERCONNECT_DOMAIN: &str = "interconnectDomain";
+
+/// The DRA GPUs a node declares (its annotations; none without [`SIM_DRA_GPUS`]). Counts above what one
+/// slice holds are capped; a model too long for an attribute or a memory that is no quantity falls back
+/// to the default.
+pub(crate) fn node_gpus(node: &Value) -> DraGpus {
+    let Some(count) = meta::annotation(node, SIM_DRA_GPUS) else {
+        return DraGpus::none();
+    };
+    let default = DraGpus::default();
+    let max = u32::try_from(MAX_DEVICES).unwrap_or(u32::MAX);
+    DraGpus {
+        count: count.trim().parse::<u32>().map_or(0, |n| n.min(max)),
+        model: meta::annotation(node, SIM_DRA_GPU_MODEL)
+            .filter(|m| !m.is_empty() && m.len() <= MAX_ATTRIBUTE_VALUE_LENGTH)
+            .map_or(default.model, str::to_string),
+        memory: meta::annotation(node, SIM_DRA_GPU_MEMORY)
+            .filter(|m| matches!(kwas_api_types::quantity::parse_units(m), Ok(n) if n > 0))
+            .map_or(default.memory, str::to_string),
+    }
 }
 
 #[cfg(test)]
