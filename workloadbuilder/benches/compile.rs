@@ -4,7 +4,7 @@
 //! `cargo bench -p workloadbuilder --bench compile`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/workloadbuilder/common/mod.rs"]
 mod common;
 
 use std::hint::black_box;

@@ -2,6 +2,7 @@
 //! would look at. Review changes with `cargo insta review` (or `INSTA_UPDATE=always` and `git diff`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "workloadbuilder/common/mod.rs"]
 mod common;
 
 use common::*;

@@ -33,9 +33,10 @@ pub mod meta;
 pub mod strings;
 pub(crate) mod tree;
 
-pub use crate::builder::{GroupVersion, GroupVersionError, api_group, parse_group_version};
+mod group_version;
 pub use api::{
     MAX_TEMPLATE_DEPTH, MAX_TEMPLATES_PER_LIST, validate_composite_pod_group,
     validate_composite_pod_group_status_update, validate_composite_pod_group_update, validate_pod_group,
     validate_pod_group_status_update, validate_pod_group_update, validate_workload, validate_workload_update,
 };
+pub use group_version::{GroupVersion, GroupVersionError, api_group, parse_group_version};

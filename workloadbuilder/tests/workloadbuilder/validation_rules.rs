@@ -1,9 +1,7 @@
 //! Every validation rule with a passing and a failing case, asserting the error type and the field path.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use k8s_openapi::api::scheduling::v1alpha3::{
     CompositePodGroup, CompositePodGroupTemplate, PodGroup, PodGroupResourceClaim, PodGroupTemplate, Workload,
 };

@@ -1,9 +1,7 @@
 //! The re-sync plan: which minCounts to patch in a live Workload and its groups, what the API would refuse.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use workloadbuilder::sync::*;
 use workloadbuilder::*;

@@ -2,12 +2,10 @@
 //! item-aware callbacks, error origins, provenance of resolved values, flat compilation, existing Workloads.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::*;
+use crate::common::*;
 use workloadbuilder::FieldErrorType::{Invalid, Required};
 use workloadbuilder::messages::*;
 use workloadbuilder::validation::*;

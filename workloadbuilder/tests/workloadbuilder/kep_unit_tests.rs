@@ -2,9 +2,7 @@
 //! multi-level controllers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
 use workloadbuilder::validation::*;
 use workloadbuilder::*;

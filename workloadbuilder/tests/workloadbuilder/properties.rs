@@ -3,9 +3,7 @@
 //! groups); compilation is deterministic.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroupTemplate, Workload};
 use proptest::prelude::*;
 use workloadbuilder::validation::*;
