@@ -69,6 +69,7 @@
 pub mod constants;
 pub mod convert;
 pub mod defaults;
+mod field;
 mod types;
 pub mod validation;
 
@@ -128,3 +129,6 @@ pub fn coordinator_endpoint(name: &str, spec: &JobSetSpec) -> Option<String> {
 pub fn pvc_name(jobset: &str, template: &str) -> String {
     format!("{template}-{jobset}")
 }
+
+#[cfg(test)]
+mod tests;
