@@ -79,3 +79,52 @@ fn jobset_crd_shape() {
         "!(has(self.basic) && has(self.gang))"
     );
 }
+
+#[test]
+fn jobset_v1alpha2_crd_shape() {
+    let crd = serde_json::to_value(v1alpha2::JobSet::crd()).unwrap();
+    assert_eq!(crd["metadata"]["name"], "jobsets.jobset.x-k8s.io");
+    assert!(
+        crd["spec"]["names"]["shortNames"].is_null(),
+        "no short name, as upstream"
+    );
+    let version = &crd["spec"]["versions"][0];
+    assert_eq!(version["name"], "v1alpha2");
+    assert!(version["subresources"]["status"].is_object());
+    let columns: Vec<&str> = version["additionalPrinterColumns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["TerminalState", "Restarts", "Completed", "Suspended", "Age"]);
+    let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let rjob = &spec["properties"]["replicatedJobs"]["items"]["properties"];
+    assert_eq!(rjob["groupName"]["default"], "default");
+    assert_eq!(rjob["replicas"]["default"], 1);
+    assert_eq!(
+        rjob["dependsOn"]["x-kubernetes-validations"][0]["rule"],
+        "self == oldSelf"
+    );
+    assert_eq!(
+        spec["properties"]["failurePolicy"]["properties"]["restartStrategy"]["default"],
+        "Recreate"
+    );
+    for immutable in [
+        "network",
+        "successPolicy",
+        "failurePolicy",
+        "startupPolicy",
+        "volumeClaimPolicies",
+    ] {
+        assert_eq!(
+            spec["properties"][immutable]["x-kubernetes-validations"][0]["message"], "Value is immutable",
+            "{immutable}"
+        );
+    }
+    assert_eq!(
+        spec["x-kubernetes-validations"][0]["message"],
+        "StartupPolicy and DependsOn APIs are mutually exclusive"
+    );
+    assert!(spec["properties"]["scheduling"]["properties"]["replicatedJobPolicies"].is_object());
+}

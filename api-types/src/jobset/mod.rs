@@ -11,6 +11,9 @@
 //! target names no replicated job. Those rules are CEL validations in the CRD schema and are checked again
 //! by the controller with field paths.
 //!
+//! [`v1alpha2`] holds the JobSet project's own API (`jobset.x-k8s.io/v1alpha2`) with the same scheduling
+//! block, and conversions between it and this one.
+//!
 //! ```
 //! use kwas_api_types::jobset::JobSet;
 //! let js: JobSet = serde_json::from_value(serde_json::json!({

@@ -8,7 +8,7 @@
 //!   `omitempty` values are skipped when empty) and kubebuilder defaults (`groupName: default`,
 //!   `replicas: 1`, `restartStrategy: Recreate`, `whenDeleted: Delete`), which serde applies on reading
 //!   and the CRD states as schema defaults;
-//! - [`JobSet::crd()`] mirrors `config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml`: group, names
+//! - `JobSet::crd()` (`kube::CustomResourceExt`) mirrors `config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml`: group, names
 //!   (no short name, as upstream), the status subresource, printer columns and every CEL rule with its
 //!   message (the `self == oldSelf` immutability of `network`, `successPolicy`, `failurePolicy`,
 //!   `startupPolicy`, `volumeClaimPolicies` and `dependsOn`, the StartupPolicy/DependsOn exclusivity, no
@@ -42,10 +42,17 @@
 //!   schema requires it, its mutating webhook names unnamed rules first); the controller is to apply
 //!   [`defaults::default_jobset`] to what it reads and reject what [`validation::validate_create`] /
 //!   [`validation::validate_update`] reject.
-//! - **kwas additions**: `spec.scheduling`; replicated job names are at most 63 characters (implied
-//!   upstream by the generated Job names, stated in the schema so the scheduling rules' cost is bounded)
-//!   and may not be `jobset` (the Workload's root template name); status `workloadName`,
-//!   `compositePodGroupName` and `observedGeneration`.
+//! - **kwas additions and bounds**: `spec.scheduling`; at most 8 replicated jobs (a JobSet is one Workload
+//!   whose root CompositePodGroupTemplate holds at most 8 PodGroupTemplates; the bound also keeps the CEL
+//!   rules within kube-apiserver's cost budgets); replicated job names at most 63 characters (implied
+//!   upstream by the generated Job names) and not `jobset` (the Workload's root template name); status
+//!   `workloadName`, `compositePodGroupName` and `observedGeneration`. [`validation::validate_scheduling`]
+//!   checks these with field paths.
+//! - **The PVC template rule reads `t.metadata.__namespace__`**: upstream's rule reads
+//!   `t.metadata.namespace`, which kube-apiserver cannot compile (`namespace` is a CEL reserved word, so
+//!   the property is escaped), and errs when `templates` or `metadata` is absent; kwas' rule escapes the
+//!   name and checks presence first. (kube's client-side `validate_cel` does not escape, so unit tests
+//!   cannot exercise this rule.)
 //! - `replicas: 0` is serialized (Go's `omitempty` drops it, and the schema default then turns it into 1).
 //! - `coordinator.jobIndex`/`podIndex` (Go `int`) are `i64`.
 //! - Validation that needs the cluster (an existing PVC of a volume claim template) takes the existing PVC

@@ -57,9 +57,10 @@ const IMMUTABLE: &str = "Value is immutable";
 )]
 #[serde(rename_all = "camelCase")]
 pub struct JobSetSpec {
-    /// replicatedJobs is the group of jobs that will form the set.
+    /// replicatedJobs is the group of jobs that will form the set. (kwas: at most 8, the PodGroupTemplates
+    /// one CompositePodGroupTemplate holds; unbounded upstream.)
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    #[schemars(length(max = 8), extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub replicated_jobs: Vec<ReplicatedJob>,
 
     /// network defines the networking options for the jobset.
@@ -364,7 +365,7 @@ pub struct Coordinator {
 /// Volume claim templates and lifecycle management for shared PVCs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("self.templates.all(t, !has(t.metadata.namespace) || size(t.metadata.namespace) == 0)")
+#[x_kube(validation = Rule::new("!has(self.templates) || self.templates.all(t, !has(t.metadata) || !has(t.metadata.__namespace__) || size(t.metadata.__namespace__) == 0)")
     .message("namespace cannot be set for VolumeClaimPolicies templates"))]
 pub struct VolumeClaimPolicy {
     /// templates is a list of shared PVC claims that ReplicatedJobs are allowed to reference. Generated PVC
@@ -496,12 +497,12 @@ pub struct ReplicatedJobStatus {
     pub active: i32,
     /// suspended is the number of child Jobs which are in a suspended state.
     pub suspended: i32,
-    /// jobRestarts[jobIndex] is the number of times the Job with that index was individually recreated
+    /// `jobRestarts[jobIndex]` is the number of times the Job with that index was individually recreated
     /// (RestartJob or RestartJobAndIgnoreMaxRestarts).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 1024), extend("x-kubernetes-list-type" = "atomic"))]
     pub job_restarts: Vec<i32>,
-    /// jobRestartsCountTowardsMax[jobIndex] is the number of individual restarts of that Job that count
+    /// `jobRestartsCountTowardsMax[jobIndex]` is the number of individual restarts of that Job that count
     /// towards `maxRestarts` (RestartJob).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 1024), extend("x-kubernetes-list-type" = "atomic"))]

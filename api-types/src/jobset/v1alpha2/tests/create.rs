@@ -861,3 +861,34 @@ fn generate_name_uses_apiserver_truncation_rules() {
 fn empty_metadata_returns_empty_name() {
     assert_eq!(jobset_name_for_validation(&ObjectMeta::default()), "");
 }
+
+/// kwas: the scheduling block's rules with field paths.
+#[test]
+fn kwas_scheduling_rules() {
+    use crate::jobset::v1alpha2::validation::validate_scheduling;
+    use crate::jobset::{JobSetScheduling, ReplicatedJobPolicy};
+    let policy = |target: &str| ReplicatedJobPolicy {
+        target_replicated_job: target.to_string(),
+        ..Default::default()
+    };
+    let mut js = jobset("js", vec![rj("jobset", 1), rj("workers", 1)]);
+    js.spec.scheduling = Some(JobSetScheduling {
+        replicated_job_policies: vec![policy("nope"), policy("workers")],
+        ..Default::default()
+    });
+    js.spec.replicated_jobs[1] = with_job(rj("workers", 1), |j| j.scheduling = Some(Default::default()));
+    assert_errors(
+        &validate_scheduling(&js.spec),
+        &[
+            "spec.replicatedJobs[0].name: Invalid value: \"jobset\"",
+            "spec.scheduling.replicatedJobPolicies[0].targetReplicatedJob: Invalid value: \"nope\": every targetReplicatedJob must name a replicated job",
+            "spec.scheduling.replicatedJobPolicies[1].targetReplicatedJob: Invalid value: \"workers\": a replicated job's scheduling may be set in its Job template (spec.replicatedJobs[1].template.spec.scheduling) or in spec.scheduling.replicatedJobPolicies, not both",
+        ],
+    );
+    js.spec.replicated_jobs = (0..9).map(|i| rj(&format!("r{i}"), 1)).collect();
+    js.spec.scheduling = None;
+    assert_errors(
+        &validate_scheduling(&js.spec),
+        &["spec.replicatedJobs: Too long: must have at most 8 items"],
+    );
+}

@@ -16,7 +16,7 @@ use super::{
     COORDINATOR_KEY, FailurePolicyAction, JobSet, JobSetRestartStrategy, JobSetSpec, ReplicatedJob,
     RetentionPolicyType, coordinator_endpoint, gen_job_name, gen_pod_name, pvc_name,
 };
-use crate::jobset::ROOT_TEMPLATE_NAME;
+use crate::jobset::{MAX_REPLICATED_JOBS, ROOT_TEMPLATE_NAME};
 
 /// The feature gates of upstream's JobSet controller that change validation (all alpha, off by default).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -443,11 +443,21 @@ fn validate_replicated_jobs_volume_claims(rjobs: &[ReplicatedJob], claim: &str, 
     }
 }
 
-/// kwas' rules on the scheduling block (the CRD's CEL rules again, with field paths): replicated job names
-/// are not `jobset` (the Workload's root template), every `targetReplicatedJob` names a replicated job,
+/// kwas' rules on the scheduling block (the CRD's rules again, with field paths): at most
+/// [`MAX_REPLICATED_JOBS`] replicated jobs, whose names are not `jobset` (the Workload's root template), every `targetReplicatedJob` names a replicated job,
 /// and no replicated job has both a template `spec.scheduling` (Option A) and a policy (Option B).
 pub fn validate_scheduling(spec: &JobSetSpec) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    if spec.replicated_jobs.len() > MAX_REPLICATED_JOBS {
+        errs.push(FieldError {
+            kind: ErrorType::TooLong,
+            field: "spec.replicatedJobs".to_string(),
+            bad_value: None,
+            detail: format!(
+                "must have at most {MAX_REPLICATED_JOBS} items (the PodGroupTemplates one CompositePodGroupTemplate holds)"
+            ),
+        });
+    }
     for (i, rjob) in spec.replicated_jobs.iter().enumerate() {
         if rjob.name == ROOT_TEMPLATE_NAME {
             errs.push(FieldError::invalid(
