@@ -75,3 +75,51 @@ fn scheduling_rules() {
     changed["scheduling"]["schedulingPolicy"] = json!({"gang": {}});
     rejected(&changed, Some(&b), "spec.scheduling is immutable");
 }
+
+/// KEP-6089's two JobSet examples (Option A and Option B, with the v1.37 field names) read, default,
+/// validate and pass the CRD's rules.
+#[test]
+fn kep_6089_examples() {
+    use crate::jobset::v1alpha2::validation::{Features, validate_create, validate_scheduling};
+    use crate::jobset::v1alpha2::{JobSet, defaults::default_jobset};
+    let rack = json!({"topology": [{"key": "topology.kubernetes.io/rack"}]});
+    let pod = |name: &str| json!({"spec": {"containers": [{"name": name, "image": format!("{name}-image")}]}});
+    let option_a = json!({
+        "scheduling": {"schedulingPolicy": {"basic": {}}},
+        "replicatedJobs": [
+            {"name": "driver", "replicas": 1, "template": {"spec": {"template": pod("main")}}},
+            {"name": "workers", "replicas": 16, "template": {"spec": {
+                "scheduling": {"schedulingConstraints": rack}, "template": pod("worker")}}},
+        ]
+    });
+    let option_b = json!({
+        "scheduling": {"schedulingPolicy": {"basic": {}},
+            "replicatedJobPolicies": [{"targetReplicatedJob": "workers", "schedulingConstraints": rack}]},
+        "replicatedJobs": [
+            {"name": "driver", "replicas": 1, "template": {"spec": {"template": pod("main")}}},
+            {"name": "workers", "replicas": 16, "template": {"spec": {"template": pod("worker")}}},
+        ]
+    });
+    for spec in [option_a, option_b] {
+        assert!(JobSetSpec::validate_cel(&spec, None).is_ok(), "{spec}");
+        let manifest = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "pretrain"}, "spec": spec});
+        let mut js: JobSet = serde_json::from_value(manifest).unwrap_or_default();
+        assert_eq!(js.spec.replicated_jobs.len(), 2);
+        default_jobset(&mut js);
+        assert!(validate_create(&js, &Features::default(), &[]).is_empty());
+        assert!(validate_scheduling(&js.spec).is_empty());
+        let out = serde_json::to_value(&js).unwrap_or_default();
+        assert_eq!(
+            out["spec"]["network"],
+            json!({"enableDNSHostnames": true, "publishNotReadyAddresses": true})
+        );
+        assert_eq!(out["spec"]["replicatedJobs"][1]["groupName"], "default");
+        assert_eq!(out["spec"]["startupPolicy"]["startupPolicyOrder"], "AnyOrder");
+        assert_eq!(out["spec"]["successPolicy"]["operator"], "All");
+        assert_eq!(
+            out["spec"]["replicatedJobs"][1]["template"]["spec"]["completionMode"],
+            "Indexed"
+        );
+    }
+}
