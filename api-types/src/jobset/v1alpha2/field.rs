@@ -95,13 +95,17 @@ impl fmt::Display for FieldError {
                     .bad_value
                     .as_ref()
                     .map_or_else(|| "null".to_string(), |v| v.to_string());
-                write!(f, "Invalid value: {value}: {}", self.detail)
+                write!(f, "Invalid value: {value}")?;
             }
-            ErrorType::Required => write!(f, "Required value: {}", self.detail),
-            ErrorType::Forbidden => write!(f, "Forbidden: {}", self.detail),
-            ErrorType::TooLong => write!(f, "Too long: {}", self.detail),
-            ErrorType::Internal => write!(f, "Internal error: {}", self.detail),
+            ErrorType::Required => write!(f, "Required value")?,
+            ErrorType::Forbidden => write!(f, "Forbidden")?,
+            ErrorType::TooLong => write!(f, "Too long")?,
+            ErrorType::Internal => write!(f, "Internal error")?,
         }
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        Ok(())
     }
 }
 
@@ -253,5 +257,7 @@ mod tests {
         let e = FieldError::too_long("spec.managedBy", "x", 63);
         assert_eq!(e.to_string(), "spec.managedBy: Too long: may not be more than 63 bytes");
         assert_eq!(FieldError::internal("oops").to_string(), "Internal error: oops");
+        let required = FieldError::required("spec.managedBy", "");
+        assert_eq!(required.to_string(), "spec.managedBy: Required value");
     }
 }
