@@ -7,6 +7,9 @@
 //!   serde, schemars schemas usable inside CRDs (union rules as CEL) and garde validation;
 //! - [`v1alpha3`]: one module with every `scheduling.k8s.io/v1alpha3` type, the leaf building blocks from
 //!   k8s-openapi and the composite ones from this crate side by side;
+//! - [`jobset`]: kwas' JobSet (`jobsets.kwas.dev/v1alpha1`) and, in [`jobset::v1alpha2`], the JobSet
+//!   project's `jobset.x-k8s.io/v1alpha2` API with KEP-6089's scheduling block: types, CRD, upstream's
+//!   webhook defaulting and validation as pure functions, and conversions between the two;
 //! - [`names`]: the well-known annotation keys, labels, finalizers, conditions and reasons;
 //! - [`served`]: which versions of `scheduling.k8s.io` a cluster serves, the one to use per kind, and
 //!   converting between them;

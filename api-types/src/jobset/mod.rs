@@ -11,6 +11,9 @@
 //! target names no replicated job. Those rules are CEL validations in the CRD schema and are checked again
 //! by the controller with field paths.
 //!
+//! [`v1alpha2`] holds the JobSet project's own API (`jobset.x-k8s.io/v1alpha2`) with the same scheduling
+//! block, and conversions between it and this one.
+//!
 //! ```
 //! use kwas_api_types::jobset::JobSet;
 //! let js: JobSet = serde_json::from_value(serde_json::json!({
@@ -34,6 +37,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
+
+pub mod v1alpha2;
 
 use crate::composite::{
     WorkloadCompositePodGroupDisruptionMode, WorkloadCompositePodGroupSchedulingConstraints,
@@ -204,12 +209,20 @@ fn template_transition_rules() -> serde_json::Value {
          "fieldPath": ".spec.template"},
         {"rule": spec_fields, "message": "parallelism, completions, completionMode and backoffLimit are immutable",
          "fieldPath": ".spec"},
-        {"rule": format!(
+        template_scheduling_transition_rule(),
+    ])
+}
+
+/// The transition rule of a Job template's `spec.scheduling`: set or unset for good, and fixed but for the
+/// gang's `minCount`.
+fn template_scheduling_transition_rule() -> serde_json::Value {
+    serde_json::json!({
+        "rule": format!(
             "has(self.spec.scheduling) == has(oldSelf.spec.scheduling) && (!has(self.spec.scheduling) || {})",
             same_but_min_count("self.spec.scheduling", "oldSelf.spec.scheduling", true)),
-         "message": "spec.scheduling is immutable, except the gang's minCount",
-         "fieldPath": ".spec.scheduling"},
-    ])
+        "message": "spec.scheduling is immutable, except the gang's minCount",
+        "fieldPath": ".spec.scheduling",
+    })
 }
 
 /// A structural schema for the Job template that spells out the fields the JobSet's rules read
@@ -217,6 +230,11 @@ fn template_transition_rules() -> serde_json::Value {
 /// CRD stays small enough for client-side `kubectl apply`. The Job controller and the API server validate
 /// the Jobs themselves when they are created.
 fn job_template_schema(generator: &mut SchemaGenerator) -> Schema {
+    job_template_schema_with_rules(generator, template_transition_rules())
+}
+
+/// [`job_template_schema`] with the given transition rules on the template.
+fn job_template_schema_with_rules(generator: &mut SchemaGenerator, rules: serde_json::Value) -> Schema {
     let scheduling = generator.subschema_for::<JobSetJobSchedulingSchema>();
     json_schema!({
         "description": "The batch/v1 Job template of this replicated job.",
@@ -241,7 +259,7 @@ fn job_template_schema(generator: &mut SchemaGenerator) -> Schema {
             }
         },
         "required": ["spec"],
-        "x-kubernetes-validations": template_transition_rules()
+        "x-kubernetes-validations": rules
     })
 }
 
