@@ -31,15 +31,34 @@ async fn one_leader_at_a_time_and_a_partitioned_leader_steps_down_in_time() {
     let a = Leadership::start(c.client(), config("a"));
     until("a leads", || a.is_leader()).await;
     let b = Leadership::start(c.client(), config("b"));
-    // b waits while a renews: watched for longer than a Lease lasts.
-    let watch_until = Instant::now() + Duration::from_millis(3500);
-    while Instant::now() < watch_until {
-        assert!(
-            a.is_leader() && !b.is_leader(),
-            "leadership moved while the leader renewed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // b waits while a renews: watched until a has renewed the Lease past the time it would have expired
+    // without renewals (read from the Lease itself, not from a clock of the test's).
+    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> = kube::Api::namespaced(c.client(), "default");
+    let renewed_ms = || async {
+        leases
+            .get_opt("test-lease")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.spec?.renew_time)
+            .map(|t| t.0.as_millisecond())
+    };
+    let first = renewed_ms().await.expect("a holds the Lease");
+    kwas_test_tools::wait::eventually_within(
+        Duration::from_secs(30),
+        "a to renew past one lease duration",
+        || async {
+            assert!(
+                a.is_leader() && !b.is_leader(),
+                "leadership moved while the leader renewed"
+            );
+            match renewed_ms().await {
+                Some(t) if t - first > 3000 => Ok(()),
+                other => Err(format!("renewTime {other:?} ms, first {first} ms")),
+            }
+        },
+    )
+    .await;
 
     // Every Lease write now fails: a cannot renew. It must stop leading within the renew deadline of its
     // last renewal, before the Lease (3 s) could expire for b.

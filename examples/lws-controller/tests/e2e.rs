@@ -3,8 +3,6 @@
 //! worker pod is replaced and placed again. Every wait polls and, on timeout, reports what it saw last.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -14,26 +12,7 @@ use kwas_stack::{Stack, StackConfig};
 use lws_controller::{LeaderWorkerSet, SET_LABEL};
 use serde_json::json;
 
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Poll `f` until it returns `Ok`; on timeout, panic with the last `Err` it returned (what it saw).
-async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
-{
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    loop {
-        let last_seen = match f().await {
-            Ok(v) => return v,
-            Err(seen) => seen,
-        };
-        if tokio::time::Instant::now() > deadline {
-            panic!("timed out after {TIMEOUT:?} waiting for {what}; last seen: {last_seen}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use kwas_test_tools::wait::eventually;
 
 async fn install_crd(client: &Client) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
