@@ -35,7 +35,7 @@ pub enum HierarchyError {
     /// The parent references form a cycle.
     #[error("invalid group hierarchy: the parent references form a cycle: {}", .0.join(" -> "))]
     Cycle(Vec<String>),
-    /// The hierarchy is deeper than [`MAX_DEPTH`].
+    /// The hierarchy is deeper than `MAX_DEPTH` (4, KEP-6012).
     #[error("invalid group hierarchy: maximum hierarchy depth is {MAX_DEPTH}, {group} is at depth {depth}")]
     TooDeep {
         /// The group found too deep.

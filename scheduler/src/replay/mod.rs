@@ -5,12 +5,10 @@
 //! (`kwas snapshot`); [`SchedulingSnapshot::parse`] reads one back, rejecting anything else with the
 //! item and field at fault.
 //!
-//! [`replay`] (`kwas replay`) feeds the objects to the runtime's [`Engine`](crate::runtime::Engine) the
-//! way the informers do at start-up (a list of every kind), then runs the live loop's turns as the
-//! leader: binding results and informer updates applied,
-//! [`end_of_batch`](crate::runtime::Engine::end_of_batch), eviction retries, gang health
-//! ([`publish_health`](crate::runtime::Engine::publish_health)), one
-//! [`schedule_one`](crate::runtime::Engine::schedule_one). Decisions are therefore
+//! [`replay`] (`kwas replay`) feeds the objects to the runtime's `Engine` the way the informers do at
+//! start-up (a list of every kind), then runs the live loop's turns as the leader: binding results and
+//! informer updates applied, `end_of_batch`, eviction retries, gang health (`publish_health`), one
+//! `schedule_one`. Decisions are therefore
 //! the live scheduler's own: the same engine, queue, cycle, preemption and condition code; only the I/O
 //! is simulated:
 //!
