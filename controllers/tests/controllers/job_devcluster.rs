@@ -18,16 +18,6 @@ use workloadbuilder::{GroupName, TemplateKey};
 
 const T: Duration = Duration::from_secs(20);
 
-fn job(name: &str, spec: Value) -> Job {
-    let mut spec = spec;
-    if spec.get("template").is_none() {
-        spec["template"] =
-            json!({"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}});
-    }
-    serde_json::from_value(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"}, "spec": spec}))
-        .unwrap()
-}
-
 fn pod_template(run: Option<&str>, exit: Option<&str>) -> Value {
     let mut annotations = serde_json::Map::new();
     if let Some(r) = run {
@@ -49,13 +39,6 @@ async fn create(client: &Client, j: &Job) -> Job {
         .unwrap()
 }
 
-async fn get(client: &Client, name: &str) -> Job {
-    Api::<Job>::namespaced(client.clone(), "default")
-        .get(name)
-        .await
-        .unwrap()
-}
-
 fn condition<'a>(j: &'a Job, type_: &str) -> Option<&'a k8s_openapi::api::batch::v1::JobCondition> {
     j.status
         .as_ref()?
@@ -71,14 +54,6 @@ async fn wait_condition(client: &Client, name: &str, type_: &str) -> Job {
         condition(&j, type_).is_some().then_some(j)
     })
     .await
-}
-
-async fn pods_of(client: &Client, job: &str) -> Vec<Pod> {
-    Api::<Pod>::namespaced(client.clone(), "default")
-        .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
-        .await
-        .unwrap()
-        .items
 }
 
 async fn workloads(client: &Client) -> Vec<Workload> {

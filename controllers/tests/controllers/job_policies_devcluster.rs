@@ -8,16 +8,11 @@ use std::time::Duration;
 use crate::common::*;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 const T: Duration = Duration::from_secs(30);
-
-fn job(name: &str, spec: Value) -> Job {
-    serde_json::from_value(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"}, "spec": spec}))
-        .unwrap()
-}
 
 fn template(run: &str, exit: Option<&str>) -> Value {
     let mut annotations = serde_json::Map::new();
@@ -29,13 +24,6 @@ fn template(run: &str, exit: Option<&str>) -> Value {
         "metadata": {"annotations": annotations},
         "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}
     })
-}
-
-async fn get(client: &Client, name: &str) -> Job {
-    Api::<Job>::namespaced(client.clone(), "default")
-        .get(name)
-        .await
-        .unwrap()
 }
 
 fn condition(j: &Job, type_: &str) -> Option<(String, String)> {
@@ -55,14 +43,6 @@ async fn wait_finished(client: &Client, name: &str) -> Job {
         (condition(&j, "Complete").is_some() || condition(&j, "Failed").is_some()).then_some(j)
     })
     .await
-}
-
-async fn pods_of(client: &Client, job: &str) -> Vec<Pod> {
-    Api::<Pod>::namespaced(client.clone(), "default")
-        .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
-        .await
-        .unwrap()
-        .items
 }
 
 fn phase(p: &Pod) -> &str {

@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use kwas_controllers::job::plan::JobConfig;
@@ -16,6 +17,7 @@ use kwas_controllers::job::{self, JobControllerConfig};
 use kwas_controllers::jobset::{self, JobSetControllerConfig};
 use kwas_controllers::metrics::Metrics;
 use kwas_devcluster::{DevCluster, DevClusterConfig};
+use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -211,4 +213,32 @@ where
         )
         .await
         .expect("poke");
+}
+
+/// A Job in `default` with `spec` (a one-container template when `spec` has none).
+pub fn job(name: &str, spec: Value) -> Job {
+    let mut spec = spec;
+    if spec.get("template").is_none() {
+        spec["template"] =
+            json!({"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}});
+    }
+    serde_json::from_value(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"}, "spec": spec}))
+        .unwrap()
+}
+
+/// The Job `name` in `default`.
+pub async fn get(client: &Client, name: &str) -> Job {
+    Api::<Job>::namespaced(client.clone(), "default")
+        .get(name)
+        .await
+        .unwrap()
+}
+
+/// The pods of Job `job` in `default`, by its job-name label.
+pub async fn pods_of(client: &Client, job: &str) -> Vec<Pod> {
+    Api::<Pod>::namespaced(client.clone(), "default")
+        .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
+        .await
+        .unwrap()
+        .items
 }
