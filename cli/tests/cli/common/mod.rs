@@ -68,10 +68,8 @@ pub fn apply(dev: &Dev, manifest: &str) {
 }
 
 /// The repository root.
-#[allow(unused_imports)]
 pub use kwas_test_tools::run::repo_root as repo;
 /// The toolkit's waits: poll a condition, report what was last seen on timeout.
-#[allow(unused_imports)]
 pub use kwas_test_tools::wait::blocking::eventually;
 
 /// `kubectl get <args> -o json`, which must succeed.

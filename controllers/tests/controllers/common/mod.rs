@@ -168,7 +168,6 @@ pub fn start_binder(client: Client, nodes: Vec<String>) -> Task {
 }
 
 /// The toolkit's wait (polls a condition, reports what it last saw on timeout).
-#[allow(unused_imports)]
 pub use kwas_test_tools::wait::eventually_within;
 /// Waits until `controller` (run by `task`) has finished a reconcile that started after this call: the
 /// positive signal that must come before asserting that the controller did *not* do something. Twice, it

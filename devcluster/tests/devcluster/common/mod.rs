@@ -19,7 +19,6 @@ pub async fn cluster_with(tweak: impl FnOnce(&mut DevClusterConfig)) -> DevClust
 }
 
 /// The toolkit's wait (polls a condition, reports what it last saw on timeout).
-#[allow(unused_imports)]
 pub use kwas_test_tools::wait::eventually_within;
 
 /// A python3 that has the `kubernetes` client 37, provisioned by `kwas-test-tools` when missing.
@@ -28,7 +27,6 @@ pub fn python_path() -> PathBuf {
 }
 
 /// The output of one kubectl run.
-#[allow(unused_imports)]
 pub use kwas_test_tools::run::Run as Out;
 
 /// Runs kubectl 1.37 against a cluster with `stdin` as input.
