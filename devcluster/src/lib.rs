@@ -27,7 +27,7 @@
 //! Public: [`DevCluster`], [`DevClusterConfig`] and the configuration types, [`testing`]. Every other
 //! module is private. The modules are layered like kube-apiserver (`apimachinery` and `apiserver` below
 //! the kinds' registry, the HTTP handlers above it, controllers and kubelet as clients on top): a module
-//! uses only modules of lower layers (`tests/layering` checks every `crate::` path against this table and
+//! uses only modules of lower layers (`tests/devcluster/layering.rs` checks every `crate::` path against this table and
 //! that there is no cycle). `lib` wires the layers together: it gives `api` the kinds' registry.
 //!
 //! | layer | module | role |

@@ -20,7 +20,7 @@
 //! (or its own descendants), never one below: the plugins (`filters`, `dra`, `scores`) read the views of
 //! `framework` and the `snapshot`, never the cycle; the cycle's steps (`podgroup`, `topology`,
 //! `composite`) sit between the cycle state (`cycle`) and the entry point (`scheduler`); `runtime` is
-//! above `core` and `replay` above `runtime`. The shape test (`tests/shape`) reads every `crate::` path
+//! above `core` and `replay` above `runtime`. The shape test (`tests/scheduler/shape.rs`) reads every `crate::` path
 //! and fails on an edge that goes the other way or on any cycle.
 //!
 //! | module | concern |
