@@ -381,27 +381,28 @@ fn attribute(errs: FieldErrors, root: &ResolvedItem) -> FieldErrors {
 
 fn validate_workload_identity(name: &str, namespace: &str, owner: &OwnerReference) -> FieldErrors {
     let mut errs = FieldErrors::new();
-    let meta = FieldPath::new("metadata");
+    // Paths are built only for an error: a valid identity allocates nothing here.
+    let meta = |field: &str| FieldPath::new("metadata").child(field);
     let origin = || ErrorOrigin::stage(Stage::Compile);
     if name.is_empty() {
-        errs.push(FieldError::required(meta.child("name"), ""));
+        errs.push(FieldError::required(meta("name"), ""));
     }
     for msg in is_dns1123_subdomain(name).into_iter().filter(|_| !name.is_empty()) {
-        errs.push(FieldError::invalid(meta.child("name"), name, msg));
+        errs.push(FieldError::invalid(meta("name"), name, msg));
     }
     if namespace.is_empty() {
-        errs.push(FieldError::required(meta.child("namespace"), ""));
+        errs.push(FieldError::required(meta("namespace"), ""));
     }
     for msg in is_dns1123_label(namespace)
         .into_iter()
         .filter(|_| !namespace.is_empty())
     {
-        errs.push(FieldError::invalid(meta.child("namespace"), namespace, msg));
+        errs.push(FieldError::invalid(meta("namespace"), namespace, msg));
     }
-    let owner_path = meta.child("ownerReferences").index(0);
+    let owner_path = || meta("ownerReferences").index(0);
     if owner.controller != Some(true) {
         errs.push(FieldError::invalid(
-            owner_path.child("controller"),
+            owner_path().child("controller"),
             owner.controller,
             OWNER_NOT_CONTROLLER,
         ));
@@ -413,17 +414,20 @@ fn validate_workload_identity(name: &str, namespace: &str, owner: &OwnerReferenc
         ("uid", &owner.uid),
     ] {
         if value.is_empty() {
-            errs.push(FieldError::required(owner_path.child(field), OWNER_NOT_CONTROLLER));
+            errs.push(FieldError::required(owner_path().child(field), OWNER_NOT_CONTROLLER));
         }
     }
     if !owner.api_version.is_empty()
         && let Err(e) = parse_group_version(&owner.api_version)
     {
         errs.push(FieldError::invalid(
-            owner_path.child("apiVersion"),
+            owner_path().child("apiVersion"),
             owner.api_version.as_str(),
             e.to_string(),
         ));
+    }
+    if errs.is_empty() {
+        return errs;
     }
     errs.into_iter().map(|e| e.or_origin(origin)).collect()
 }

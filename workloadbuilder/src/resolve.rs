@@ -47,7 +47,7 @@ fn resolve_at<'a>(item: &'a WorkloadItem, depth: usize, path: &mut Vec<&'a str>)
     let merged = merge_configs(item.default_config.as_ref(), item.user_config.as_ref());
     let mut config = merged.clone();
     path.push(&item.name);
-    {
+    if !item.callbacks.is_empty() {
         let view = ItemView::new(item, depth, path);
         for callback in &item.callbacks {
             callback(&view, &mut config);
@@ -66,7 +66,12 @@ fn resolve_at<'a>(item: &'a WorkloadItem, depth: usize, path: &mut Vec<&'a str>)
         children_path: item.children_path.clone(),
         default_config: item.default_config.clone(),
         user_config: item.user_config.clone(),
-        sources: sources(item.user_config.as_ref(), &merged, &config),
+        // With no callback the resolved config is the merge: nothing to compare.
+        sources: sources(
+            item.user_config.as_ref(),
+            &merged,
+            (!item.callbacks.is_empty()).then_some(&config),
+        ),
         merged,
         config,
         callbacks: item.callbacks.len(),
@@ -94,26 +99,38 @@ fn resolved_source(changed: bool, resolved_set: bool, merged: Option<Source>) ->
     }
 }
 
-/// Where each field of `resolved` came from, given the user's config, the merge and the resolved config.
-pub fn sources(user: Option<&SchedulingConfig>, merged: &SchedulingConfig, resolved: &SchedulingConfig) -> Sources {
+/// Where each field of `resolved` came from, given the user's config, the merge and the resolved config
+/// (`None` when no callback ran, so that the resolved config is the merge).
+pub fn sources(
+    user: Option<&SchedulingConfig>,
+    merged: &SchedulingConfig,
+    resolved: Option<&SchedulingConfig>,
+) -> Sources {
     let user_sets = |f: fn(&SchedulingConfig) -> bool| user.is_some_and(f);
+    // Whether the callbacks changed the field `f` compares.
+    let changed = |f: &dyn Fn(&SchedulingConfig, &SchedulingConfig) -> bool| resolved.is_some_and(|r| f(r, merged));
+    let resolved = resolved.unwrap_or(merged);
     let policy_source = merged_source(user_sets(|u| u.policy.is_some()), merged.policy.is_some());
     let kind = |c: &SchedulingConfig| c.policy.as_ref().map(SchedulingPolicy::option);
     let count = |c: &SchedulingConfig| c.gang_policy().and_then(|g| g.min_count);
     Sources {
-        scheduling_policy: resolved_source(kind(resolved) != kind(merged), resolved.policy.is_some(), policy_source),
+        scheduling_policy: resolved_source(
+            changed(&|r, m| kind(r) != kind(m)),
+            resolved.policy.is_some(),
+            policy_source,
+        ),
         min_count: resolved_source(
-            count(resolved) != count(merged),
+            changed(&|r, m| count(r) != count(m)),
             count(resolved).is_some(),
             policy_source,
         ),
         scheduling_constraints: resolved_source(
-            resolved.constraints != merged.constraints,
+            changed(&|r, m| r.constraints != m.constraints),
             resolved.constraints.is_some(),
             merged_source(user_sets(|u| u.constraints.is_some()), merged.constraints.is_some()),
         ),
         disruption_mode: resolved_source(
-            resolved.disruption_mode != merged.disruption_mode,
+            changed(&|r, m| r.disruption_mode != m.disruption_mode),
             resolved.disruption_mode.is_some(),
             merged_source(
                 user_sets(|u| u.disruption_mode.is_some()),
@@ -121,7 +138,7 @@ pub fn sources(user: Option<&SchedulingConfig>, merged: &SchedulingConfig, resol
             ),
         ),
         resource_claims: resolved_source(
-            resolved.resource_claims != merged.resource_claims,
+            changed(&|r, m| r.resource_claims != m.resource_claims),
             !resolved.resource_claims.is_empty(),
             merged_source(
                 user_sets(|u| !u.resource_claims.is_empty()),
@@ -129,7 +146,7 @@ pub fn sources(user: Option<&SchedulingConfig>, merged: &SchedulingConfig, resol
             ),
         ),
         priority_class_name: resolved_source(
-            resolved.priority_class() != merged.priority_class(),
+            changed(&|r, m| r.priority_class() != m.priority_class()),
             resolved.priority_class().is_some(),
             merged_source(
                 user_sets(|u| u.priority_class().is_some()),

@@ -76,10 +76,10 @@ fn is_qualified_name_part(s: &str) -> bool {
 /// (label keys, annotation keys, finalizers, condition types).
 pub fn is_qualified_name(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
+    let mut parts = value.splitn(3, '/');
+    let name = match (parts.next(), parts.next(), parts.next()) {
+        (Some(name), None, _) => name,
+        (Some(prefix), Some(name), None) => {
             if prefix.is_empty() {
                 errs.push("prefix part must be non-empty".to_string());
             } else {
@@ -89,7 +89,7 @@ pub fn is_qualified_name(value: &str) -> Vec<String> {
                         .map(|m| format!("prefix part {m}")),
                 );
             }
-            *name
+            name
         }
         _ => {
             errs.push(format!(

@@ -34,6 +34,8 @@ pub fn root_template_path(root: &ResolvedItem) -> FieldPath {
 /// no paths.
 #[derive(Clone, Copy)]
 enum Loc<'a> {
+    /// The template the root compiles to ([`root_template_path`]).
+    Root(&'a ResolvedItem),
     Path(&'a FieldPath),
     Child(&'a Loc<'a>, &'static str),
     Index(&'a Loc<'a>, usize),
@@ -42,6 +44,7 @@ enum Loc<'a> {
 impl Loc<'_> {
     fn path(&self) -> FieldPath {
         match self {
+            Self::Root(root) => root_template_path(root),
             Self::Path(p) => (*p).clone(),
             Self::Child(parent, name) => parent.path().child(name),
             Self::Index(parent, i) => parent.path().index(*i),
@@ -53,8 +56,35 @@ struct Walk<'a> {
     leaf_allow: &'a AllowList,
     composite_allow: &'a AllowList,
     root_class: &'a str,
-    names: HashSet<&'a str>,
+    names: Seen<'a>,
     errs: FieldErrors,
+}
+
+/// The names seen so far: a short list scanned in order for the usual small tree (no hashing, no table),
+/// a hash set once the tree is large.
+#[derive(Default)]
+struct Seen<'a> {
+    few: Vec<&'a str>,
+    many: HashSet<&'a str>,
+}
+
+impl<'a> Seen<'a> {
+    const FEW: usize = 16;
+
+    /// False when `name` was seen before.
+    fn insert(&mut self, name: &'a str) -> bool {
+        if !self.many.is_empty() {
+            return self.many.insert(name);
+        }
+        if self.few.contains(&name) {
+            return false;
+        }
+        self.few.push(name);
+        if self.few.len() > Self::FEW {
+            self.many.extend(self.few.drain(..));
+        }
+        true
+    }
 }
 
 /// Validate a resolved tree against the structural rules and the allow-lists (`leaf_allow` for items that
@@ -64,11 +94,10 @@ pub fn validate_tree(root: &ResolvedItem, leaf_allow: &AllowList, composite_allo
         leaf_allow,
         composite_allow,
         root_class: root.config.priority_class().unwrap_or(""),
-        names: HashSet::new(),
+        names: Seen::default(),
         errs: FieldErrors::new(),
     };
-    let root_path = root_template_path(root);
-    walk.item(root, Loc::Path(&root_path), 1, false);
+    walk.item(root, Loc::Root(root), 1, false);
     walk.errs
 }
 
@@ -218,7 +247,9 @@ impl<'a> Walk<'a> {
                     .push(FieldError::invalid(cfg.path().child("priorityClassName"), class, msg));
             }
         }
-        if class != self.root_class {
+        // Lengths first: glibc's AVX-512 memcmp of two empty strings (dangling pointers) takes a slow
+        // masked-load path, and no priority class is the common case.
+        if class.len() != self.root_class.len() || (!class.is_empty() && class != self.root_class) {
             self.errs.push(FieldError::invalid(
                 cfg.path().child("priorityClassName"),
                 class,

@@ -74,6 +74,25 @@ fn names_are_unique_across_the_tree() {
 }
 
 #[test]
+fn duplicate_names_are_found_in_a_large_tree_too() {
+    // Past the first names validation switches from a list to a hash set: a duplicate of an early name,
+    // and one of a late name, are both found, at the later item.
+    let mut mids: Vec<WorkloadItem> = (0..7)
+        .map(|i| composite(&format!("m{i}"), (0..3).map(|j| leaf(&format!("m{i}-l{j}")))))
+        .collect();
+    mids.push(composite("m7", [leaf("m0-l0"), leaf("m6-l2")]));
+    let errs = check(composite("root", mids));
+    let late = "spec.compositePodGroupTemplates[0].compositePodGroupTemplates[7].podGroupTemplates";
+    assert_errors(
+        &errs,
+        &[
+            (Duplicate, &format!("{late}[0].name")),
+            (Duplicate, &format!("{late}[1].name")),
+        ],
+    );
+}
+
+#[test]
 fn at_most_four_levels_as_the_apiserver_counts_them() {
     // Three composite levels plus leaves: allowed.
     let ok = composite("c1", [composite("c2", [composite("c3", [leaf("l")])])]);
