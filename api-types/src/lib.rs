@@ -10,6 +10,9 @@
 //! - [`jobset`]: kwas' JobSet (`jobsets.kwas.dev/v1alpha1`) and, in [`jobset::v1alpha2`], the JobSet
 //!   project's `jobset.x-k8s.io/v1alpha2` API with KEP-6089's scheduling block: types, CRD, upstream's
 //!   webhook defaulting and validation as pure functions, and conversions between the two;
+//! - [`batch`]: upstream's API validation of the `batch/v1` Job fields the Job controller's failure and
+//!   success policies read (what kube-apiserver refuses, with its paths and messages);
+//! - [`field`]: field errors as apimachinery's `field.Error` and its name checks;
 //! - [`names`]: the well-known annotation keys, labels, finalizers, conditions and reasons;
 //! - [`served`]: which versions of `scheduling.k8s.io` a cluster serves, the one to use per kind, and
 //!   converting between them;
@@ -27,11 +30,13 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod claims;
 #[cfg(feature = "client")]
 pub mod client;
 mod composite;
 pub mod duration;
+pub mod field;
 pub mod group;
 pub mod jobset;
 pub mod names;

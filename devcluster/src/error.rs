@@ -44,6 +44,16 @@ impl From<&workloadbuilder::FieldError> for FieldCause {
     }
 }
 
+impl From<&kwas_api_types::field::FieldError> for FieldCause {
+    fn from(e: &kwas_api_types::field::FieldError) -> Self {
+        FieldCause {
+            field: e.field.clone(),
+            reason: e.cause_type(),
+            message: e.body(),
+        }
+    }
+}
+
 impl FieldCause {
     /// `<field>: Required value[: detail]`.
     pub fn required(field: impl Into<String>, detail: &str) -> Self {

@@ -247,7 +247,16 @@ fn validate_job(
         }
     }
     if let Some(old) = old {
-        for f in ["selector", "completionMode", "manualSelector"] {
+        // Upstream's ValidateJobSpecUpdate: these never change after creation.
+        for f in [
+            "selector",
+            "completionMode",
+            "manualSelector",
+            "podFailurePolicy",
+            "backoffLimitPerIndex",
+            "managedBy",
+            "successPolicy",
+        ] {
             if old["spec"].get(f) != spec.get(f) {
                 causes.push(FieldCause::immutable(
                     format!("spec.{f}"),
@@ -264,8 +273,17 @@ fn validate_job(
             ));
         }
     }
+    // The failure and success policies (upstream's ValidateJobSpec for those fields).
+    let job = serde_json::from_value::<k8s_openapi::api::batch::v1::Job>(obj.clone());
+    if let Ok(Some(spec)) = job.as_ref().map(|j| j.spec.as_ref()) {
+        causes.extend(
+            kwas_api_types::batch::validate_policies(spec)
+                .iter()
+                .map(FieldCause::from),
+        );
+    }
     // spec.scheduling (KEP-6089 Job integration): the same rules the Job controller compiles with.
-    if scheduling_validation && let Ok(job) = serde_json::from_value::<k8s_openapi::api::batch::v1::Job>(obj.clone()) {
+    if scheduling_validation && let Ok(job) = job {
         let errs = match old.map(|o| serde_json::from_value::<k8s_openapi::api::batch::v1::Job>(o.clone())) {
             Some(Ok(old_job)) => workloadbuilder::job::validate_job_scheduling_update(&job, &old_job),
             _ => workloadbuilder::job::validate_job_scheduling(&job),

@@ -829,3 +829,48 @@ async fn disruption_budgets_hold_drain_until_they_allow_it() {
     assert!(drain.stdout.contains("node/node-b0-r0-n0 drained"), "{}", drain.stdout);
     c.shutdown().await;
 }
+
+/// The Job admission runs upstream's validation of the failure and success policies: `kubectl apply` of an
+/// invalid policy is refused with every cause at its field path, a valid one is stored, and the policy
+/// fields are immutable afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_policies_are_validated_as_kube_apiserver_does() {
+    let c = crate::common::cluster().await;
+    let job = |name: &str, extra: &str| {
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\nspec:\n{extra}  template:\n    spec:\n      \
+             restartPolicy: Never\n      containers:\n      - name: main\n        image: busybox\n"
+        )
+    };
+    let bad = job(
+        "bad",
+        "  podFailurePolicy:\n    rules:\n    - action: FailIndex\n      onExitCodes: {operator: In, values: [0, 2, 1]}\n    \
+         - action: Ignore\n  successPolicy:\n    rules: [{succeededCount: 1}]\n",
+    );
+    let out = kubectl_in(&c, &["apply", "-f", "-"], Some(&bad));
+    assert!(!out.ok, "an invalid Job was accepted: {}", out.stdout);
+    for cause in [
+        "spec.podFailurePolicy.rules[0].action: Invalid value: \"FailIndex\": requires the backoffLimitPerIndex to be set",
+        "spec.podFailurePolicy.rules[0].onExitCodes.values[0]: Invalid value: 0: must not be 0 for the In operator",
+        "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: \"[0, 2, 1]\": must be ordered",
+        "spec.podFailurePolicy.rules[1]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required",
+        "spec.successPolicy: Invalid value: requires indexed completion mode",
+    ] {
+        assert!(out.stderr.contains(cause), "missing {cause:?} in:\n{}", out.stderr);
+    }
+    assert!(out.stderr.contains("is invalid"), "{}", out.stderr);
+
+    let good = job(
+        "good",
+        "  podFailurePolicy:\n    rules:\n    - action: Ignore\n      onPodConditions: [{type: DisruptionTarget}]\n",
+    );
+    kubectl_ok(&c, &["apply", "-f", "-"], Some(&good));
+    let patch = r#"{"spec":{"podFailurePolicy":{"rules":[{"action":"Count","onPodConditions":[{"type":"DisruptionTarget"}]}]}}}"#;
+    let out = kubectl_in(&c, &["patch", "job", "good", "--type=merge", "-p", patch], None);
+    assert!(!out.ok, "podFailurePolicy changed: {}", out.stdout);
+    assert!(
+        out.stderr.contains("spec.podFailurePolicy: Invalid value") && out.stderr.contains("field is immutable"),
+        "{}",
+        out.stderr
+    );
+}

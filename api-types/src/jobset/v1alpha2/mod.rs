@@ -76,7 +76,7 @@
 pub mod constants;
 pub mod convert;
 pub mod defaults;
-mod field;
+pub(crate) use crate::field;
 mod types;
 pub mod validation;
 

@@ -10,20 +10,12 @@ use k8s_openapi::api::batch::v1::{
 
 use crate::job::pods::{ContainerExit, PodOutcome, PodOutcomes, PodState, PodView};
 
-/// `FailJob`.
-pub const ACTION_FAIL_JOB: &str = "FailJob";
-/// `FailIndex`.
-pub const ACTION_FAIL_INDEX: &str = "FailIndex";
-/// `Ignore`.
-pub const ACTION_IGNORE: &str = "Ignore";
-/// `Count`.
-pub const ACTION_COUNT: &str = "Count";
+pub use kwas_api_types::batch::{
+    ACTION_COUNT, ACTION_FAIL_INDEX, ACTION_FAIL_JOB, ACTION_IGNORE, REPLACE_FAILED, REPLACE_TERMINATING_OR_FAILED,
+};
+
 /// The Job reason of a `FailJob` match.
 pub const REASON_POD_FAILURE_POLICY: &str = "PodFailurePolicy";
-/// `podReplacementPolicy: Failed`.
-pub const REPLACE_FAILED: &str = "Failed";
-/// `podReplacementPolicy: TerminatingOrFailed`.
-pub const REPLACE_TERMINATING_OR_FAILED: &str = "TerminatingOrFailed";
 
 /// The action of the rule a failed pod matched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -34,7 +34,6 @@ mod tests;
 pub mod tracking;
 #[cfg(test)]
 mod upstream_tests;
-pub mod validation;
 
 use std::time::Duration;
 

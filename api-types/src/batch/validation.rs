@@ -1,15 +1,47 @@
 //! Upstream's API validation (`pkg/apis/batch/validation`) of the JobSpec fields the failure and success
 //! policies add: `podFailurePolicy`, `backoffLimitPerIndex`, `maxFailedIndexes`, `successPolicy` and
-//! `podReplacementPolicy`, with upstream's limits and messages. The API server refuses such Jobs; this
-//! function is the same check for an admission (the dev cluster's Job admission does not run it yet). The
-//! plan never relies on it: on an invalid spec it still decides without overflow or panic.
+//! `podReplacementPolicy`, with upstream's limits and messages. The API server refuses such Jobs (the dev
+//! cluster's Job admission runs [`validate_policies`]); the Job controller never relies on it: on an
+//! invalid spec it still decides without overflow or panic.
 
 use k8s_openapi::api::batch::v1::{JobSpec, PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyRule};
-use workloadbuilder::{FieldError, FieldErrors, FieldPath};
 
-use super::failure_policy::{
+use super::{
     ACTION_COUNT, ACTION_FAIL_INDEX, ACTION_FAIL_JOB, ACTION_IGNORE, REPLACE_FAILED, REPLACE_TERMINATING_OR_FAILED,
 };
+use crate::field::FieldError;
+
+type FieldErrors = Vec<FieldError>;
+
+/// A field path being built (`spec.podFailurePolicy.rules[0]`).
+#[derive(Clone, Debug)]
+struct FieldPath(String);
+
+impl FieldPath {
+    fn new(root: &str) -> Self {
+        Self(root.to_string())
+    }
+
+    fn child(&self, name: &str) -> Self {
+        Self(format!("{}.{name}", self.0))
+    }
+
+    fn index(&self, i: usize) -> Self {
+        Self(format!("{}[{i}]", self.0))
+    }
+}
+
+impl From<FieldPath> for String {
+    fn from(p: FieldPath) -> Self {
+        p.0
+    }
+}
+
+impl From<&FieldPath> for String {
+    fn from(p: &FieldPath) -> Self {
+        p.0.clone()
+    }
+}
 
 const MAX_POD_FAILURE_POLICY_RULES: usize = 20;
 const MAX_EXIT_CODE_VALUES: usize = 255;
@@ -179,14 +211,12 @@ fn validate_rule(
         }
     }
     match (rule.on_exit_codes.is_some(), !patterns.is_empty()) {
-        (true, true) => errs.push(FieldError::invalid(
+        (true, true) => errs.push(FieldError::invalid_omitted(
             path,
-            workloadbuilder::BadValue::Omitted,
             "specifying both OnExitCodes and OnPodConditions is not supported",
         )),
-        (false, false) => errs.push(FieldError::invalid(
+        (false, false) => errs.push(FieldError::invalid_omitted(
             path,
-            workloadbuilder::BadValue::Omitted,
             "specifying one of OnExitCodes and OnPodConditions is required",
         )),
         _ => {}
@@ -296,11 +326,7 @@ pub fn validate_policies(spec: &JobSpec) -> FieldErrors {
     if let Some(policy) = &spec.success_policy {
         let path = root.child("successPolicy");
         if !indexed {
-            errs.push(FieldError::invalid(
-                &path,
-                workloadbuilder::BadValue::Omitted,
-                "requires indexed completion mode",
-            ));
+            errs.push(FieldError::invalid_omitted(&path, "requires indexed completion mode"));
         } else {
             let rules = path.child("rules");
             if policy.rules.is_empty() {
@@ -329,7 +355,7 @@ pub fn validate_policies(spec: &JobSpec) -> FieldErrors {
                 if let Some(s) = &rule.succeeded_indexes {
                     let ip = rp.child("succeededIndexes");
                     if s.len() > MAX_SUCCEEDED_INDEXES_LEN {
-                        errs.push(FieldError::too_long(&ip, MAX_SUCCEEDED_INDEXES_LEN));
+                        errs.push(FieldError::too_long(&ip, s, MAX_SUCCEEDED_INDEXES_LEN));
                     }
                     match validate_indexes_format(s, completions) {
                         Ok(t) => total = t,
@@ -403,7 +429,7 @@ mod tests {
         s
     }
 
-    fn messages(errs: &FieldErrors) -> Vec<String> {
+    fn messages(errs: &[FieldError]) -> Vec<String> {
         errs.iter().map(|e| e.to_string()).collect()
     }
 

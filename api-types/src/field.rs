@@ -1,5 +1,6 @@
 //! Field errors as apimachinery's `field.Error`, and the name checks of
-//! `k8s.io/apimachinery/pkg/util/validation` the JobSet webhook uses, with their messages.
+//! `k8s.io/apimachinery/pkg/util/validation` the JobSet webhook and the Job validation ([`crate::batch`])
+//! use, with their messages.
 
 use std::fmt;
 
@@ -14,6 +15,12 @@ pub enum ErrorType {
     Forbidden,
     /// `Too long`.
     TooLong,
+    /// `Unsupported value`.
+    NotSupported,
+    /// `Too many`.
+    TooMany,
+    /// `Duplicate value`.
+    Duplicate,
     /// `Internal error`: upstream's plain `fmt.Errorf` errors, which its webhook wraps without a field.
     Internal,
 }
@@ -40,6 +47,47 @@ impl FieldError {
             field: field.into(),
             bad_value: serde_json::to_value(value).ok(),
             detail: detail.into(),
+        }
+    }
+
+    /// `field.Invalid(field, field.OmitValueType{}, detail)`: rendered without a value.
+    pub fn invalid_omitted(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self {
+            kind: ErrorType::Invalid,
+            field: field.into(),
+            bad_value: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// `field.NotSupported(field, value, validValues)`.
+    pub fn not_supported(field: impl Into<String>, value: &str, valid: &[&str]) -> Self {
+        let quoted: Vec<String> = valid.iter().map(|v| format!("{v:?}")).collect();
+        Self {
+            kind: ErrorType::NotSupported,
+            field: field.into(),
+            bad_value: Some(serde_json::Value::String(value.to_string())),
+            detail: format!("supported values: {}", quoted.join(", ")),
+        }
+    }
+
+    /// `field.TooMany(field, actual, max)`.
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        Self {
+            kind: ErrorType::TooMany,
+            field: field.into(),
+            bad_value: Some(serde_json::Value::from(actual)),
+            detail: format!("must have at most {max} items"),
+        }
+    }
+
+    /// `field.Duplicate(field, value)`.
+    pub fn duplicate(field: impl Into<String>, value: impl serde::Serialize) -> Self {
+        Self {
+            kind: ErrorType::Duplicate,
+            field: field.into(),
+            bad_value: serde_json::to_value(value).ok(),
+            detail: String::new(),
         }
     }
 
@@ -84,28 +132,55 @@ impl FieldError {
     }
 }
 
+impl FieldError {
+    /// The message without the field path (Go's `ErrorBody`): `Invalid value: 3: must be ...`.
+    pub fn body(&self) -> String {
+        let mut out = match self.kind {
+            ErrorType::Invalid | ErrorType::NotSupported | ErrorType::TooMany | ErrorType::Duplicate => {
+                let kind = match self.kind {
+                    ErrorType::NotSupported => "Unsupported value",
+                    ErrorType::TooMany => "Too many",
+                    ErrorType::Duplicate => "Duplicate value",
+                    _ => "Invalid value",
+                };
+                match &self.bad_value {
+                    Some(v) => format!("{kind}: {v}"),
+                    None => kind.to_string(),
+                }
+            }
+            ErrorType::Required => "Required value".to_string(),
+            ErrorType::Forbidden => "Forbidden".to_string(),
+            ErrorType::TooLong => "Too long".to_string(),
+            ErrorType::Internal => "Internal error".to_string(),
+        };
+        if !self.detail.is_empty() {
+            out.push_str(": ");
+            out.push_str(&self.detail);
+        }
+        out
+    }
+
+    /// The `StatusCause` reason of this error (`FieldValueInvalid`, ...).
+    pub fn cause_type(&self) -> &'static str {
+        match self.kind {
+            ErrorType::Invalid => "FieldValueInvalid",
+            ErrorType::Required => "FieldValueRequired",
+            ErrorType::Forbidden => "FieldValueForbidden",
+            ErrorType::TooLong => "FieldValueTooLong",
+            ErrorType::NotSupported => "FieldValueNotSupported",
+            ErrorType::TooMany => "FieldValueTooMany",
+            ErrorType::Duplicate => "FieldValueDuplicate",
+            ErrorType::Internal => "InternalError",
+        }
+    }
+}
+
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if !self.field.is_empty() {
             write!(f, "{}: ", self.field)?;
         }
-        match self.kind {
-            ErrorType::Invalid => {
-                let value = self
-                    .bad_value
-                    .as_ref()
-                    .map_or_else(|| "null".to_string(), |v| v.to_string());
-                write!(f, "Invalid value: {value}")?;
-            }
-            ErrorType::Required => write!(f, "Required value")?,
-            ErrorType::Forbidden => write!(f, "Forbidden")?,
-            ErrorType::TooLong => write!(f, "Too long")?,
-            ErrorType::Internal => write!(f, "Internal error")?,
-        }
-        if !self.detail.is_empty() {
-            write!(f, ": {}", self.detail)?;
-        }
-        Ok(())
+        f.write_str(&self.body())
     }
 }
 
