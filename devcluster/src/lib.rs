@@ -49,6 +49,7 @@
 //! | 2 | `selectors` | label and field selectors |
 //! | 2 | `views` | read-only views of built-in objects the layers share (pod readiness, conditions, `claimRef`) |
 //! | 1 | `request` | the per-request context (dry run, field manager, field validation, warnings) |
+//! | 1 | `requests` | the request counter (`apiserver_request_total` by client, verb and resource) |
 //! | 1 | `meta` | object metadata accessors and timestamps |
 //! | 1 | `cron` | cron schedules |
 //! | 1 | `logs` | the simulated containers' logs (`pods/log`) |
@@ -77,6 +78,7 @@ mod patch;
 mod protobuf;
 mod recorder;
 mod request;
+mod requests;
 mod resource;
 mod selectors;
 mod sim;
@@ -95,6 +97,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 pub use error::{ApiError, Error, Result};
+pub use requests::RequestKey;
 pub use supervise::TaskHealth;
 
 /// The Kubernetes version devcluster reports (`/version`, the nodes' kubelet version).
@@ -323,6 +326,27 @@ impl DevCluster {
     /// A kube-rs client for the cluster (default namespace `default`).
     pub fn client(&self) -> kube::Client {
         self.client.clone()
+    }
+
+    /// A kube-rs client that names itself `user_agent` (its `User-Agent` header), so that the
+    /// [request counts](Self::request_counts) tell its requests apart, as kube-apiserver's audit log and
+    /// `apiserver_request_total` tell components apart.
+    pub fn client_as(&self, user_agent: &str) -> Result<kube::Client> {
+        let uri: http_uri::Uri = self
+            .base_url
+            .parse()
+            .map_err(|e: http_uri::InvalidUri| Error::Client(e.to_string()))?;
+        let mut kcfg = kube::Config::new(uri);
+        kcfg.default_namespace = "default".into();
+        let value = axum::http::HeaderValue::from_str(user_agent).map_err(|e| Error::Client(e.to_string()))?;
+        kcfg.headers.push((axum::http::header::USER_AGENT, value));
+        kwas_api_types::client::client(kcfg).map_err(|e| Error::Client(e.to_string()))
+    }
+
+    /// Every resource request served so far, counted by client (`User-Agent`), verb, group, resource
+    /// and subresource (kube-apiserver's `apiserver_request_total`).
+    pub fn request_counts(&self) -> Vec<(RequestKey, u64)> {
+        self.shared.requests.snapshot()
     }
 
     /// The server URL (`http://127.0.0.1:<port>`).

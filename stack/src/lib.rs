@@ -158,6 +158,11 @@ pub async fn install_crds(client: &Client) -> Result<()> {
     Err(Error::NotReady("the JobSet resource was not served"))
 }
 
+/// The `User-Agent` of the controllers' client (the Job, JobSet and ResourceClaim controllers).
+pub const CONTROLLERS_USER_AGENT: &str = "kwas-controllers";
+/// The `User-Agent` of the scheduler's client.
+pub const SCHEDULER_USER_AGENT: &str = "kwas-scheduler";
+
 impl Stack {
     /// Start the cluster, install the CRDs, then start the controllers and the scheduler.
     pub async fn start(config: StackConfig) -> Result<Self> {
@@ -204,7 +209,11 @@ impl Stack {
             // devcluster has no kube-controller-manager: the stack runs the ResourceClaim controller.
             resource_claims: true,
         };
-        let client = self.client();
+        // Named, so that the cluster's request counts tell the components apart.
+        let client = self
+            .cluster
+            .client_as(CONTROLLERS_USER_AGENT)
+            .unwrap_or_else(|_| self.client());
         let task = tokio::spawn(async move {
             if let Err(e) = kwas_controllers::process::run(client, config, stopped).await {
                 tracing::error!(error = %e, "controllers stopped");
@@ -225,7 +234,11 @@ impl Stack {
         if self.scheduler.is_some() {
             return Ok(());
         }
-        let runtime = SchedulerRuntime::new(self.client(), self.config.scheduler.clone())?;
+        let client = self
+            .cluster
+            .client_as(SCHEDULER_USER_AGENT)
+            .unwrap_or_else(|_| self.client());
+        let runtime = SchedulerRuntime::new(client, self.config.scheduler.clone())?;
         self.scheduler_handle = Some(runtime.handle());
         let (stop, stopped) = stopper();
         let task = tokio::spawn(async move {

@@ -57,6 +57,13 @@ fn main() {
             m.creation_to_bound.as_secs_f64(),
             m.submission_to_bound.as_secs_f64()
         );
+        for client in [kwas_stack::CONTROLLERS_USER_AGENT, kwas_stack::SCHEDULER_USER_AGENT] {
+            eprintln!(
+                "  {client}: {:.2} API requests per pod ({})",
+                m.requests_per_pod(client),
+                m.request_breakdown(client).join(", ")
+            );
+        }
         results.push(m);
     }
     print!("{}", markdown(&results));

@@ -189,9 +189,50 @@ pub struct Measurement {
     pub submission_to_bound: Duration,
     /// Upstream's figure.
     pub upstream: &'static str,
+    /// API requests from the first Job submission to the last bind, per client (`kwas-controllers`,
+    /// `kwas-scheduler`), verb and resource.
+    pub requests: Vec<(kwas_devcluster::RequestKey, u64)>,
 }
 
 impl Measurement {
+    /// API requests per pod bound made by `client` (a `User-Agent`, such as
+    /// [`kwas_stack::CONTROLLERS_USER_AGENT`]).
+    pub fn requests_per_pod(&self, client: &str) -> f64 {
+        let n: u64 = self
+            .requests
+            .iter()
+            .filter(|(k, _)| k.client == client)
+            .map(|(_, n)| n)
+            .sum();
+        n as f64 / (self.pods.max(1) as f64)
+    }
+
+    /// `client`'s requests per pod by verb and resource (`PATCH jobs/status 0.50`), largest first.
+    pub fn request_breakdown(&self, client: &str) -> Vec<String> {
+        let mut rows: Vec<(&kwas_devcluster::RequestKey, u64)> = self
+            .requests
+            .iter()
+            .filter(|(k, _)| k.client == client)
+            .map(|(k, n)| (k, *n))
+            .collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.1));
+        rows.iter()
+            .map(|(k, n)| {
+                let sub = if k.subresource.is_empty() {
+                    String::new()
+                } else {
+                    format!("/{}", k.subresource)
+                };
+                format!(
+                    "{} {}{sub} {:.2}",
+                    k.verb,
+                    k.resource,
+                    *n as f64 / self.pods.max(1) as f64
+                )
+            })
+            .collect()
+    }
+
     /// Pods per second from the first pod's creation to the last bind.
     pub fn pods_per_s(&self) -> f64 {
         self.pods as f64 / self.creation_to_bound.as_secs_f64().max(f64::EPSILON)
@@ -206,11 +247,11 @@ impl Measurement {
 /// The results as a markdown table.
 pub fn markdown(results: &[Measurement]) -> String {
     let mut out = String::from(
-        "| workload | Jobs | pods | submitted in | all pods created after | first pod created -> last bind | pods/s (creation to bound) | Job submission -> last bind | pods/s (submission to bound) | upstream (scheduler_perf) |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
+        "| workload | Jobs | pods | submitted in | all pods created after | first pod created -> last bind | pods/s (creation to bound) | Job submission -> last bind | pods/s (submission to bound) | API requests per pod: controllers / scheduler | upstream (scheduler_perf) |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
     );
     for r in results {
         out.push_str(&format!(
-            "| {} | {} | {} | {:.2} s | {:.2} s | {:.2} s | {:.0} | {:.2} s | {:.0} | {} |\n",
+            "| {} | {} | {} | {:.2} s | {:.2} s | {:.2} s | {:.0} | {:.2} s | {:.0} | {:.2} / {:.2} | {} |\n",
             r.name,
             r.objects,
             r.pods,
@@ -220,6 +261,8 @@ pub fn markdown(results: &[Measurement]) -> String {
             r.pods_per_s(),
             r.submission_to_bound.as_secs_f64(),
             r.pods_per_s_from_submission(),
+            r.requests_per_pod(kwas_stack::CONTROLLERS_USER_AGENT),
+            r.requests_per_pod(kwas_stack::SCHEDULER_USER_AGENT),
             r.upstream
         ));
     }
@@ -339,6 +382,8 @@ async fn measure(e2e: &E2e, s: &Scenario) -> Result<Measurement> {
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     let objects = objects(s)?;
+    let cluster = e2e.stack().cluster();
+    let before = cluster.request_counts();
     let start = Instant::now();
     let errors = futures::stream::iter(objects)
         .map(|o| {
@@ -372,6 +417,7 @@ async fn measure(e2e: &E2e, s: &Scenario) -> Result<Measurement> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let bound_at = Instant::now();
+    let requests = requests_since(&before, cluster.request_counts());
     // The watch may lag the bindings: give it a moment to see the last creations.
     let mut c = Creations::default();
     for _ in 0..200 {
@@ -400,7 +446,23 @@ async fn measure(e2e: &E2e, s: &Scenario) -> Result<Measurement> {
         pods_created: last.saturating_duration_since(start),
         submission_to_bound: bound_at.saturating_duration_since(start),
         upstream: s.upstream,
+        requests,
     })
+}
+
+/// The counts of `after` minus those of `before` (requests served in between), zero counts left out.
+fn requests_since(
+    before: &[(kwas_devcluster::RequestKey, u64)],
+    after: Vec<(kwas_devcluster::RequestKey, u64)>,
+) -> Vec<(kwas_devcluster::RequestKey, u64)> {
+    after
+        .into_iter()
+        .filter_map(|(k, n)| {
+            let was = before.iter().find(|(b, _)| *b == k).map_or(0, |(_, n)| *n);
+            let d = n.saturating_sub(was);
+            (d > 0).then_some((k, d))
+        })
+        .collect()
 }
 
 /// Every pod bound, exactly the expected number, and rack-bound Jobs in one rack each.
@@ -467,9 +529,23 @@ mod tests {
             pods_created: Duration::from_millis(2500),
             submission_to_bound: Duration::from_secs(4),
             upstream: "-",
+            requests: vec![(
+                kwas_devcluster::RequestKey {
+                    client: kwas_stack::CONTROLLERS_USER_AGENT.into(),
+                    verb: "POST",
+                    group: String::new(),
+                    resource: "pods".into(),
+                    subresource: String::new(),
+                },
+                3000,
+            )],
         };
+        assert_eq!(
+            m.request_breakdown(kwas_stack::CONTROLLERS_USER_AGENT),
+            vec!["POST pods 1.00"]
+        );
         let t = markdown(&[m]);
-        assert!(t.contains("| GangScheduling/1000Nodes_1000Gangs_3000Pods | 1000 | 3000 | 2.00 s | 2.50 s | 3.00 s | 1000 | 4.00 s | 750 | - |"), "{t}");
+        assert!(t.contains("| GangScheduling/1000Nodes_1000Gangs_3000Pods | 1000 | 3000 | 2.00 s | 2.50 s | 3.00 s | 1000 | 4.00 s | 750 | 1.00 / 0.00 | - |"), "{t}");
         assert_eq!(t.lines().count(), 3);
     }
 }

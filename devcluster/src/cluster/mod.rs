@@ -125,6 +125,8 @@ pub struct Shared {
     pub logs: Mutex<crate::logs::PodLogs>,
     /// The turns of HTTP writes to each object.
     pub(crate) write_turns: guaranteed::WriteTurns,
+    /// Served requests by client, verb and resource.
+    pub requests: crate::requests::RequestCounts,
     shutdown: watch::Sender<bool>,
 }
 
@@ -151,6 +153,7 @@ impl Shared {
             restarts: Default::default(),
             logs: Default::default(),
             write_turns: Default::default(),
+            requests: Default::default(),
             shutdown,
         }
     }

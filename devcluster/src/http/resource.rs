@@ -43,6 +43,17 @@ pub(super) async fn resource(
     }
     let watch = matches!(req.q("watch"), Some("true" | "1"));
     let verb = verb_of(&req.method, name.is_some(), watch);
+    shared.requests.record(crate::requests::RequestKey {
+        client: crate::requests::client_of(
+            req.headers
+                .get(axum::http::header::USER_AGENT)
+                .and_then(|h| h.to_str().ok()),
+        ),
+        verb: verb_label(verb, req),
+        group: res.group.clone(),
+        resource: res.plural.clone(),
+        subresource: sub.clone().unwrap_or_default(),
+    });
     let decision = shared
         .faults
         .decide_sub(&res.plural, sub.as_deref().unwrap_or(""), verb);
@@ -57,6 +68,28 @@ pub(super) async fn resource(
     match (handled, decision.lost_response) {
         (Ok(_), Some(e)) => Err(e),
         (handled, _) => handled,
+    }
+}
+
+/// kube-apiserver's `verb` label of `apiserver_request_total` (a server-side apply patch is `APPLY`).
+fn verb_label(verb: crate::faults::Verb, req: &Request) -> &'static str {
+    use crate::faults::Verb;
+    match verb {
+        Verb::Get => "GET",
+        Verb::List => "LIST",
+        Verb::Watch => "WATCH",
+        Verb::Create => "POST",
+        Verb::Update => "PUT",
+        Verb::Patch => {
+            let apply = req
+                .headers
+                .get(axum::http::header::CONTENT_TYPE)
+                .and_then(|h| h.to_str().ok())
+                .is_some_and(|c| c.starts_with("application/apply-patch"));
+            if apply { "APPLY" } else { "PATCH" }
+        }
+        Verb::Delete => "DELETE",
+        Verb::Deletecollection => "DELETECOLLECTION",
     }
 }
 
