@@ -3,11 +3,13 @@
 //! A reconcile has to find the Workloads whose `spec.controllerRef` names its object and the PodGroups
 //! instantiated from a template of a Workload. Listing every Workload and PodGroup of the namespace per
 //! reconcile makes the controllers' API traffic grow with the square of the number of Jobs, so the
-//! controllers keep an informer cache of both ([`SchedulingIndex`]) and use it for one thing only:
-//! *which names* to look at. The objects a decision rests on are then read from the API by name
-//! ([`crate::sync::find_workloads`], [`crate::sync::find_pod_groups`]), together with the name the controller
-//! itself would have given the object (upstream's deterministic names), so a cache that lags never makes a
-//! controller miss what it created, and never makes it act on something already gone.
+//! controllers keep an informer cache of both ([`SchedulingIndex`]): it says *which names* to look at, and
+//! it serves the objects themselves ([`crate::sync::get_cached`], [`crate::sync::find_workloads`],
+//! [`crate::sync::find_pod_groups`]), falling back to a read from the API by name when it does not hold one
+//! yet, together with the name the controller itself would have given the object (upstream's deterministic
+//! names). So a cache that lags never makes a controller miss what it created: creating it again answers
+//! AlreadyExists. A cached copy may be stale (a deletion not seen yet, an old minCount); every write made
+//! from one is idempotent and the change it missed triggers the next reconcile, as with upstream's informers.
 //!
 //! A user-provided object with a name of its own is found once the cache has seen it (like upstream's
 //! informer-indexed lookups); a Job blocked on a Workload it cannot find yet retries every 5 s.
@@ -117,6 +119,20 @@ impl SchedulingIndex {
             })
             .map(|g| g.name_any())
             .collect()
+    }
+
+    /// The cached Workload `namespace/name`, if the cache holds it (it may lag behind the API server).
+    pub fn workload(&self, namespace: &str, name: &str) -> Option<Arc<Workload>> {
+        self.workloads
+            .as_ref()?
+            .get(&reflector::ObjectRef::new(name).within(namespace))
+    }
+
+    /// The cached PodGroup `namespace/name`, if the cache holds it (it may lag behind the API server).
+    pub fn pod_group(&self, namespace: &str, name: &str) -> Option<Arc<PodGroup>> {
+        self.pod_groups
+            .as_ref()?
+            .get(&reflector::ObjectRef::new(name).within(namespace))
     }
 
     /// The cached PodGroups in `namespace` instantiated from any template of Workload `workload`. The copies

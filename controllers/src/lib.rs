@@ -11,7 +11,8 @@
 //!   PodGroup management, the downward-mapping annotations);
 //! - [`claims`]: the ResourceClaim controller upstream runs in kube-controller-manager (pod and PodGroup
 //!   claims from templates, reservations released, claims deallocated), for clusters that have none;
-//! - [`sync`]: the scheduling-object sync shared by the controllers, [`index`] its discovery cache;
+//! - [`sync`]: the scheduling-object sync shared by the controllers, [`index`] its discovery cache,
+//!   [`triggers`] which watch events re-run a reconcile (a pod's binding or a PodGroup's status does not);
 //! - [`decode`]: watching a kind object by object, so one object that does not decode is reported on itself
 //!   and never stops a controller;
 //! - [`retry`]: per-object backoff after failures and panic containment (one bad object never stops a
@@ -33,6 +34,7 @@ pub mod metrics;
 pub mod process;
 pub mod retry;
 pub mod sync;
+pub mod triggers;
 
 pub use error::{Error, Result};
 pub use metrics::Metrics;

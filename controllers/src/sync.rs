@@ -110,6 +110,16 @@ impl EventSink {
     pub async fn warning(&self, reason: &str, note: impl Into<String>) {
         self.publish(EventType::Warning, reason, note.into(), "Reconcile").await;
     }
+
+    /// Send an event in the background: the reconcile does not wait for the API server to record it (as
+    /// client-go's recorder, whose broadcaster sends from its own goroutine). A failure is logged.
+    pub fn emit(&self, warning: bool, reason: &str, note: impl Into<String>) {
+        let sink = self.clone();
+        let reason = reason.to_string();
+        let note = note.into();
+        let type_ = if warning { EventType::Warning } else { EventType::Normal };
+        tokio::spawn(async move { sink.publish(type_, &reason, note, "Reconcile").await });
+    }
 }
 
 /// Where to look for a controller's scheduling objects: the discovery cache and the name the controller
@@ -122,15 +132,53 @@ pub struct Lookup<'a> {
     pub own_name: Option<&'a str>,
 }
 
-/// Reads the candidate names from the API (in name order), keeping those that still exist and match.
+/// A kind the [`SchedulingIndex`] caches.
+pub trait Indexed: Sized {
+    /// The cached object `namespace/name`, if the cache holds it.
+    fn cached(index: &SchedulingIndex, namespace: &str, name: &str) -> Option<Self>;
+}
+
+impl Indexed for Workload {
+    fn cached(index: &SchedulingIndex, namespace: &str, name: &str) -> Option<Self> {
+        index.workload(namespace, name).map(|w| (*w).clone())
+    }
+}
+
+impl Indexed for PodGroup {
+    fn cached(index: &SchedulingIndex, namespace: &str, name: &str) -> Option<Self> {
+        index.pod_group(namespace, name).map(|g| (*g).clone())
+    }
+}
+
+/// The object `namespace/name` from the cache, or from the API when the cache does not hold it (yet):
+/// an informer read, as upstream's controllers do. A cached copy may be stale; every write made from it is
+/// idempotent (creation by name answers AlreadyExists, patches are recomputed from the live object on the
+/// next reconcile), so a stale read costs at most one more reconcile, never a duplicate.
+pub async fn get_cached<K>(client: &Client, index: &SchedulingIndex, namespace: &str, name: &str) -> Result<Option<K>>
+where
+    K: Indexed
+        + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    match K::cached(index, namespace, name) {
+        Some(o) => Ok(Some(o)),
+        None => get_opt(client, namespace, name).await,
+    }
+}
+
+/// Reads the candidate names (in name order) from the cache or the API, keeping those that exist and match.
 async fn read_candidates<K>(
     client: &Client,
+    index: &SchedulingIndex,
     namespace: &str,
     mut names: Vec<String>,
     keep: impl Fn(&K) -> bool,
 ) -> Result<Vec<K>>
 where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    K: Indexed
+        + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
@@ -139,7 +187,7 @@ where
     names.dedup();
     let mut out = Vec::new();
     for name in names {
-        if let Some(o) = get_opt::<K>(client, namespace, &name).await?
+        if let Some(o) = get_cached::<K>(client, index, namespace, &name).await?
             && keep(&o)
         {
             out.push(o);
@@ -148,7 +196,8 @@ where
     Ok(out)
 }
 
-/// Workloads in `namespace` whose `spec.controllerRef` names `(api_group, kind, name)`, read from the API.
+/// Workloads in `namespace` whose `spec.controllerRef` names `(api_group, kind, name)`, read from the cache
+/// or the API ([`get_cached`]).
 pub async fn find_workloads(
     client: &Client,
     lookup: Lookup<'_>,
@@ -159,7 +208,7 @@ pub async fn find_workloads(
 ) -> Result<Vec<Workload>> {
     let mut names = lookup.index.workload_names(namespace, api_group, kind, name);
     names.extend(lookup.own_name.map(str::to_string));
-    read_candidates(client, namespace, names, |w: &Workload| {
+    read_candidates(client, lookup.index, namespace, names, |w: &Workload| {
         w.spec
             .controller_ref
             .as_ref()
@@ -168,7 +217,8 @@ pub async fn find_workloads(
     .await
 }
 
-/// PodGroups in `namespace` instantiated from template `template` of Workload `workload`, read from the API.
+/// PodGroups in `namespace` instantiated from template `template` of Workload `workload`, read from the
+/// cache or the API ([`get_cached`]).
 pub async fn find_pod_groups(
     client: &Client,
     lookup: Lookup<'_>,
@@ -178,7 +228,7 @@ pub async fn find_pod_groups(
 ) -> Result<Vec<PodGroup>> {
     let mut names = lookup.index.pod_group_names(namespace, workload, template);
     names.extend(lookup.own_name.map(str::to_string));
-    read_candidates(client, namespace, names, |pg: &PodGroup| {
+    read_candidates(client, lookup.index, namespace, names, |pg: &PodGroup| {
         pg.spec
             .workload_ref
             .as_ref()

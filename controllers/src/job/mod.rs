@@ -9,11 +9,15 @@
 //!    [`plan::flush`]);
 //! 4. creates and deletes pods and writes the status and conditions ([`plan::plan`]) by patch.
 //!
-//! Choices: pods and scheduling objects are read from the API server rather than a cache at every
-//! reconcile, so a controller restarted mid-way never duplicates pods or groups and no in-memory
-//! "expectations" are needed; pods the controller deletes on purpose (excess, suspend, finished Jobs) have
-//! their tracking finalizer removed first and are not counted as failures; an invalid `spec.scheduling` fails
-//! the Job (`Failed`, reason `FailedWorkloadCompilation`) without creating pods, as upstream does.
+//! Choices: the Job and its pods are read from the API server at every reconcile (not from a cache), so a
+//! controller restarted mid-way never duplicates pods and no in-memory "expectations" are needed; the
+//! Workload and PodGroup come from the informer cache ([`crate::index`], falling back to the API when it
+//! does not hold them yet: creating them is idempotent). A reconcile runs only on events that change what
+//! it computes ([`crate::triggers`]: not on a pod's binding, a PodGroup's status or the Job's own status
+//! write), writes the status only when it changed, and sends its events in the background. Pods the
+//! controller deletes on purpose (excess, suspend, finished Jobs) have their tracking finalizer removed
+//! first and are not counted as failures; an invalid `spec.scheduling` fails the Job (`Failed`, reason
+//! `FailedWorkloadCompilation`) without creating pods, as upstream does.
 //!
 //! batch/v1's failure and success policies are followed as upstream implements them ([`plan::failure_policy`],
 //! [`plan::per_index`], [`plan::success_rules`]): the pods' exit codes and conditions reach the plan as
@@ -64,6 +68,7 @@ use crate::error::{Error, Result, is_not_found};
 use crate::index::SchedulingIndex;
 use crate::metrics::Metrics;
 use crate::sync::EventSink;
+use crate::triggers::{job_pod_projection, relevant, spec_projection};
 use mode::{ManagementMode, management_mode};
 use plan::{JobConfig, PlannedEvent, SchedulingDecision, flush, plan_with, track_with};
 use pods::{PodOutcome, PodView, job_pod_selector, new_pod};
@@ -161,12 +166,31 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
     let ctx = Arc::new(ctx);
     // Aborted when `run` returns or is dropped.
     let _sweeper = AbortOnDrop(tokio::spawn(sweep_orphan_pods(client.clone())));
-    let controller = Controller::new(jobs, watcher::Config::default());
-    let store = controller.store();
+    // A Job's own status (which this controller writes) does not re-run its reconcile; its spec, metadata
+    // and deletion do.
+    let (store, writer) = kube::runtime::reflector::store();
+    let job_events = relevant(
+        watcher::watcher(jobs, watcher::Config::default())
+            .default_backoff()
+            .reflect(writer),
+        spec_projection::<Job>,
+    );
+    let controller = Controller::for_stream(job_events, store.clone());
+    // Only events that change what the reconcile computes re-run it: not a pod's binding, not the
+    // scheduler's writes of a PodGroup's status.
+    let pod_events = relevant(watcher::watcher(pods, pod_cfg).default_backoff(), job_pod_projection);
+    let group_events = relevant(
+        watcher::watcher(groups, watcher::Config::default()).default_backoff(),
+        spec_projection::<PodGroup>,
+    );
+    let workload_events = relevant(
+        watcher::watcher(workloads.clone(), watcher::Config::default()).default_backoff(),
+        spec_projection::<Workload>,
+    );
     controller
-        .owns(pods, pod_cfg)
-        .owns(groups, watcher::Config::default())
-        .owns(workloads.clone(), watcher::Config::default())
+        .owns_stream(pod_events)
+        .owns_stream(group_events)
+        .owns_stream(workload_events)
         // A parent's Workload appearing unblocks its delegated child Jobs.
         .watches(workloads, watcher::Config::default(), move |w: Workload| {
             let Some(r) = w.spec.controller_ref.clone() else {
@@ -293,13 +317,9 @@ async fn patch_status(api: &Api<Job>, name: &str, status: &JobStatus) -> Result<
     Ok(())
 }
 
-async fn record(events: &EventSink, planned: &[PlannedEvent]) {
+fn record(events: &EventSink, planned: &[PlannedEvent]) {
     for e in planned {
-        if e.warning {
-            events.warning(&e.reason, e.message.clone()).await;
-        } else {
-            events.normal(&e.reason, e.message.clone()).await;
-        }
+        events.emit(e.warning, &e.reason, e.message.clone());
     }
 }
 
@@ -362,8 +382,11 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
     // backoffLimitPerIndex.
     let outcomes = PodOutcome::all(&pods);
     let tracking = track_with(job, &views, &outcomes, Timestamp::now());
+    // The status as the API server holds it: written only when a step changes it.
+    let mut written = job.status.clone().unwrap_or_default();
     if tracking.changed {
         patch_status(&jobs, &name, &tracking.status).await?;
+        written = tracking.status.clone();
     }
     let mut still_tracked: HashSet<String> = views.iter().filter(|p| p.tracked).map(|p| p.uid.clone()).collect();
     for pod in pods
@@ -393,11 +416,7 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
         if let Some(pod) = pods.iter().find(|p| p.name_any() == *pod_name) {
             remove_tracking_finalizer(&pods_api, pod).await?;
             match pods_api.delete(pod_name, &DeleteParams::default()).await {
-                Ok(_) => {
-                    events
-                        .normal("SuccessfulDelete", format!("Deleted pod: {pod_name}"))
-                        .await
-                }
+                Ok(_) => events.emit(false, "SuccessfulDelete", format!("Deleted pod: {pod_name}")),
                 Err(e) if is_not_found(&e) => {}
                 Err(e) => return Err(e.into()),
             }
@@ -418,8 +437,10 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
         // Pods that could not be created are not active; the status reflects what exists.
         status.active = Some(status.active.unwrap_or(0) - failed.0);
     }
-    record(&events, &decided.events).await;
-    patch_status(&jobs, &name, &status).await?;
+    record(&events, &decided.events);
+    if status != written {
+        patch_status(&jobs, &name, &status).await?;
+    }
     if let Err((_, e)) = created {
         return Err(e);
     }
@@ -456,7 +477,7 @@ async fn create_pods(
     // KEP-5729: the PodGroup's claims are shared by its pods; each pod names them identically.
     let group_claims = match pod_group {
         Some(g) if !indexes.is_empty() => {
-            crate::sync::get_opt::<PodGroup>(&ctx.client, &job.namespace().unwrap_or_default(), g)
+            crate::sync::get_cached::<PodGroup>(&ctx.client, &ctx.index, &job.namespace().unwrap_or_default(), g)
                 .await
                 .map_err(|e| (indexes.len() as i32, e))?
                 .and_then(|g| g.spec.resource_claims)
@@ -483,11 +504,11 @@ async fn create_pods(
     let mut first = None;
     for r in results {
         match r {
-            Ok(name) => events.normal("SuccessfulCreate", format!("Created pod: {name}")).await,
+            Ok(name) => events.emit(false, "SuccessfulCreate", format!("Created pod: {name}")),
             Err(e) => {
                 failed += 1;
                 if first.is_none() {
-                    events.warning("FailedCreate", format!("Error creating: {e}")).await;
+                    events.emit(true, "FailedCreate", format!("Error creating: {e}"));
                     first = Some(e);
                 }
             }

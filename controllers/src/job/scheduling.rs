@@ -44,7 +44,7 @@ use crate::error::Result;
 use crate::index::SchedulingIndex;
 use crate::sync::{
     EventSink, Lookup, apply_pod_group_min_count, apply_workload_min_count, create_pod_group, create_workload, delete,
-    find_pod_groups, find_workloads, get_opt, is_owned, mark_managed,
+    find_pod_groups, find_workloads, get_cached, is_owned, mark_managed,
 };
 
 fn blocked(reason: &str, message: impl Into<String>) -> SchedulingDecision {
@@ -261,7 +261,7 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job, pods: PodPresence) -> R
         template: &template,
     };
     let group_name = job_owned_pod_group_name(job, key);
-    let mut existing: Option<PodGroup> = get_opt(cx.client, &namespace, &group_name).await?;
+    let mut existing: Option<PodGroup> = get_cached(cx.client, cx.index, &namespace, &group_name).await?;
     if existing.is_none() {
         // A group created under the name kwas used before KEP-5547 added the Job's uid.
         let legacy = job_pod_group_name(key);
@@ -391,11 +391,11 @@ async fn sync_delegated(
         template,
     };
     let group_name = job_owned_pod_group_name(job, key);
-    let mut existing: Option<PodGroup> = get_opt(cx.client, &namespace, &group_name).await?;
+    let mut existing: Option<PodGroup> = get_cached(cx.client, cx.index, &namespace, &group_name).await?;
     if existing.is_none() {
         // A group created under the name kwas used before KEP-5547 added the Job's uid.
         let legacy = delegated_pod_group_name(&job.name_any(), template);
-        existing = get_opt::<PodGroup>(cx.client, &namespace, &legacy)
+        existing = get_cached::<PodGroup>(cx.client, cx.index, &namespace, &legacy)
             .await?
             .filter(|g| is_owned(&g.metadata, cx.controller, &uid));
     }

@@ -1,0 +1,194 @@
+//! Which watch events re-run a reconcile: only those that change what it computes.
+//!
+//! kube-runtime's `owns` re-runs the owner's reconcile on every event of a child; the scheduler's binding
+//! of a pod or its write of a PodGroup's status would each re-run the Job's, for nothing (upstream's Job
+//! controller filters its pod updates the same way: `updatePod` ignores updates that change no field it
+//! reads). [`relevant`] keeps, per object, a hash of what the reconcile reads of it (its *projection*) and
+//! passes an event only when that hash changed, the object is new, or it was deleted. Passing too much is
+//! harmless (one more reconcile); the projections below include everything the reconciles read.
+//!
+//! The table of hashes loses an entry only on a deletion event; objects deleted while the watch was
+//! disconnected keep theirs (a few bytes each) until the process restarts, as kube-runtime's
+//! `predicate_filter` does.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use kube::Resource;
+use kube::runtime::watcher;
+
+/// The events of `events` that change `projection` of their object (plus new and deleted objects), as the
+/// objects a controller's `owns_stream` expects.
+pub fn relevant<K>(
+    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
+    projection: fn(&K) -> u64,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send
+where
+    K: Resource + Send,
+{
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    events.filter_map(move |event| {
+        let out = match event {
+            Err(e) => Some(Err(e)),
+            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                let p = projection(&o);
+                (seen.insert(key(&o), p) != Some(p)).then_some(Ok(o))
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                seen.remove(&key(&o));
+                Some(Ok(o))
+            }
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+        };
+        futures::future::ready(out)
+    })
+}
+
+fn key<K: Resource>(o: &K) -> String {
+    let m = o.meta();
+    match &m.uid {
+        Some(uid) => uid.clone(),
+        None => format!(
+            "{}/{}",
+            m.namespace.as_deref().unwrap_or(""),
+            m.name.as_deref().unwrap_or("")
+        ),
+    }
+}
+
+/// What the Job reconcile reads of a pod: its phase, deletion, finalizers, labels, annotations and owners,
+/// readiness, its containers' restarts and terminations, and (once terminal, for the pod failure policy)
+/// its conditions. Not its node (a binding changes nothing the Job computes) nor the other conditions of a
+/// running pod (`PodScheduled`, `Initialized`).
+pub fn job_pod_projection(pod: &Pod) -> u64 {
+    let mut h = DefaultHasher::new();
+    let m = &pod.metadata;
+    m.deletion_timestamp.is_some().hash(&mut h);
+    m.finalizers.hash(&mut h);
+    m.labels.hash(&mut h);
+    m.annotations.hash(&mut h);
+    for r in m.owner_references.iter().flatten() {
+        (&r.uid, r.controller).hash(&mut h);
+    }
+    let status = pod.status.as_ref();
+    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
+    phase.hash(&mut h);
+    let terminal = matches!(phase, "Succeeded" | "Failed");
+    for c in status.and_then(|s| s.conditions.as_deref()).unwrap_or_default() {
+        if terminal || c.type_ == "Ready" || c.type_ == "DisruptionTarget" {
+            (&c.type_, &c.status).hash(&mut h);
+        }
+    }
+    let containers = |list: Option<&Vec<ContainerStatus>>, h: &mut DefaultHasher| {
+        for c in list.into_iter().flatten() {
+            (&c.name, c.restart_count).hash(h);
+            if let Some(t) = c.state.as_ref().and_then(|s| s.terminated.as_ref()) {
+                (t.exit_code, &t.reason).hash(h);
+            }
+        }
+    };
+    containers(status.and_then(|s| s.container_statuses.as_ref()), &mut h);
+    containers(status.and_then(|s| s.init_container_statuses.as_ref()), &mut h);
+    h.finish()
+}
+
+/// What a reconcile reads of an object whose status it does not need to react to: its spec (its
+/// generation), deletion, finalizers, labels, annotations and owners. For a scheduling object (Workload,
+/// PodGroup) the status is the scheduler's; for the Job, the Job controller's own (its writes must not
+/// re-run it).
+pub fn spec_projection<K: Resource>(o: &K) -> u64 {
+    let mut h = DefaultHasher::new();
+    let m = o.meta();
+    m.generation.hash(&mut h);
+    m.deletion_timestamp.is_some().hash(&mut h);
+    m.finalizers.hash(&mut h);
+    m.labels.hash(&mut h);
+    m.annotations.hash(&mut h);
+    for r in m.owner_references.iter().flatten() {
+        (&r.uid, r.controller).hash(&mut h);
+    }
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{PodCondition, PodSpec, PodStatus};
+    use k8s_openapi::api::scheduling::v1alpha3::PodGroup;
+
+    fn pod(phase: &str) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.uid = Some("u1".into());
+        p.status = Some(PodStatus {
+            phase: Some(phase.into()),
+            ..PodStatus::default()
+        });
+        p
+    }
+
+    async fn passed(events: Vec<watcher::Event<Pod>>) -> usize {
+        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        relevant(stream, job_pod_projection).count().await
+    }
+
+    #[tokio::test]
+    async fn a_binding_does_not_re_run_the_job_but_a_phase_change_and_a_deletion_do() {
+        let created = pod("Pending");
+        let mut bound = created.clone();
+        bound.spec = Some(PodSpec {
+            node_name: Some("n1".into()),
+            ..PodSpec::default()
+        });
+        bound.status.as_mut().unwrap().conditions = Some(vec![PodCondition {
+            type_: "PodScheduled".into(),
+            status: "True".into(),
+            ..PodCondition::default()
+        }]);
+        let running = pod("Running");
+        let n = passed(vec![
+            watcher::Event::Apply(created),
+            watcher::Event::Apply(bound),
+            watcher::Event::Apply(running.clone()),
+            watcher::Event::Apply(running.clone()),
+            watcher::Event::Delete(running),
+        ])
+        .await;
+        assert_eq!(
+            n, 3,
+            "creation, Running and the deletion pass; the binding and the repeat do not"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_terminal_pods_conditions_and_exit_codes_count() {
+        let failed = pod("Failed");
+        let mut disrupted = failed.clone();
+        disrupted.status.as_mut().unwrap().conditions = Some(vec![PodCondition {
+            type_: "ConfigIssue".into(),
+            status: "True".into(),
+            ..PodCondition::default()
+        }]);
+        assert_ne!(job_pod_projection(&failed), job_pod_projection(&disrupted));
+        let mut running = pod("Running");
+        let before = job_pod_projection(&running);
+        running.status.as_mut().unwrap().conditions = disrupted.status.as_ref().unwrap().conditions.clone();
+        assert_eq!(
+            before,
+            job_pod_projection(&running),
+            "a running pod's other conditions are not read"
+        );
+    }
+
+    #[test]
+    fn a_status_write_leaves_a_groups_projection_unchanged() {
+        let mut g = PodGroup::default();
+        g.metadata.generation = Some(1);
+        let before = spec_projection(&g);
+        g.status = Some(Default::default());
+        assert_eq!(before, spec_projection(&g));
+        g.metadata.generation = Some(2);
+        assert_ne!(before, spec_projection(&g));
+    }
+}
