@@ -128,6 +128,8 @@ fn source_paths(text: &str) -> Vec<String> {
             !t.contains(' ')
                 && !t.contains("::")
                 && !t.starts_with('-')
+                // Build outputs are not sources: a clean checkout has none.
+                && !t.starts_with("target/")
                 && (t.ends_with(".rs") || (t.ends_with('/') && t.len() > 1))
         })
         .map(str::to_string)
