@@ -36,6 +36,18 @@ pub mod annotations {
     /// Devcluster's simulated kubelet: the phase a pod ends in after its run duration (`Succeeded`, the
     /// default, or `Failed`).
     pub const SIM_EXIT_PHASE: &str = "kwas.dev/sim-exit-phase";
+    /// Devcluster's simulated kubelet: the exit codes containers end their runs with, per container,
+    /// completion index and attempt (`42`, `main=42,sidecar=0`, `0:0,1:42`, `1:42/42/0`; the grammar is
+    /// in devcluster's README). Overrides [`SIM_EXIT_PHASE`].
+    pub const SIM_EXIT_CODE: &str = "kwas.dev/sim-exit-code";
+    /// Devcluster's simulated kubelet: the `reason` of the containers' terminated state (`OOMKilled`,
+    /// `Error`), with [`SIM_EXIT_CODE`]'s selectors. Default `Completed` for exit code 0, else `Error`.
+    pub const SIM_EXIT_REASON: &str = "kwas.dev/sim-exit-reason";
+    /// How many pods of a completion index failed before this one, set by the Job controller on pods of
+    /// Jobs with `backoffLimitPerIndex`.
+    pub const JOB_INDEX_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
+    /// As [`JOB_INDEX_FAILURE_COUNT`], for failures a pod failure policy's `Ignore` rule did not count.
+    pub const JOB_INDEX_IGNORED_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-ignored-failure-count";
 }
 
 /// Label keys.

@@ -5,8 +5,10 @@
 //! ([`podgroup_protection`]: the `scheduling.k8s.io/podgroup-protection` finalizer, so groups go away leaves
 //! first), event expiry ([`events`]), the apps/v1 workload controllers ([`apps`]: Deployments,
 //! ReplicaSets, StatefulSets, DaemonSets), the CronJob controller ([`cronjob`]), the resource quota
-//! controller ([`quota`]), the disruption controller ([`disruption`]: PodDisruptionBudget status) and the
-//! volume controllers ([`volume`]: the PersistentVolume controller, PVC and PV protection).
+//! controller ([`quota`]), the disruption controller ([`disruption`]: PodDisruptionBudget status), the
+//! taint eviction controller ([`taint_eviction`]: pods on nodes with `NoExecute` taints they do not
+//! tolerate) and the volume controllers ([`volume`]: the PersistentVolume controller, PVC and PV
+//! protection).
 //!
 //! Work arrives through [`State::enqueue`](crate::api::State::enqueue); [`process`] handles queued items
 //! synchronously, and [`sweep`] does the periodic checks.
@@ -20,6 +22,7 @@ mod gc;
 mod namespace;
 mod podgroup_protection;
 mod quota;
+pub(crate) mod taint_eviction;
 pub(crate) mod volume;
 
 use std::sync::Arc;
@@ -39,6 +42,7 @@ const MANAGER: &str = "generic-garbage-collector";
 pub(crate) async fn run(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown_signal();
     let mut tick = tokio::time::interval(shared.settings.sweep_interval);
+    let mut taints = taint_eviction::TaintEviction::default();
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // Drain in slices so API requests interleave with long cascades.
@@ -53,7 +57,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             _ = shared.gc_notify.notified() => {}
             _ = tick.tick() => {
                 let ttl = shared.settings.event_ttl;
-                shared.with(|s| sweep(s, ttl));
+                shared.with(|s| sweep(s, ttl, &mut taints));
             }
             _ = crate::cluster::stopped(&mut shutdown) => return,
         }
@@ -78,9 +82,9 @@ fn process(state: &mut State, budget: usize) -> usize {
 }
 
 /// Periodic checks: PodGroup protection, event expiry, and the workload controllers (apps, CronJobs,
-/// quotas, disruption budgets, volumes and the simulated CSI driver), which read the whole cluster on every
-/// pass.
-fn sweep(state: &mut State, event_ttl: Duration) {
+/// quotas, disruption budgets, taint evictions, volumes and the simulated CSI driver), which read the whole
+/// cluster on every pass.
+fn sweep(state: &mut State, event_ttl: Duration, taints: &mut taint_eviction::TaintEviction) {
     let now = jiff::Timestamp::now();
     podgroup_protection::sweep(state);
     events::expire(state, event_ttl);
@@ -88,6 +92,7 @@ fn sweep(state: &mut State, event_ttl: Duration) {
     cronjob::sync(state, now);
     quota::sync(state);
     disruption::sync(state, now);
+    taints.sync(state, now);
     sync_storage(state);
 }
 

@@ -4,14 +4,22 @@
 //!   (`PodReadyToStartContainers`, `Initialized`, `Ready`, `ContainersReady`, `PodScheduled`),
 //!   `containerStatuses`, `startTime`, host and pod IPs a real kubelet reports.
 //! - With the [`SIM_RUN_DURATION`] annotation (a Go duration: `30s`, `1m30s`, `500ms`) its containers
-//!   exit after that long, with exit code 0 or, when [`SIM_EXIT_PHASE`] is `Failed`, 1. Then the pod's
-//!   `restartPolicy` decides like a kubelet: `Never` (and `OnFailure` after a success) ends the pod in
-//!   `Succeeded` / `Failed`; `Always` (and `OnFailure` after a failure) restarts the containers
-//!   (`restartCount` + 1, `lastState.terminated`). Without the annotation the pod runs until deleted.
+//!   exit after that long; a pod owned by a Job (`batch/v1`) without it runs for
+//!   [`KubeletConfig::job_pod_duration`] when that is set (as KWOK's default stages complete Job pods).
+//!   Each container's exit code and reason come from [`SIM_EXIT_CODE`] and [`SIM_EXIT_REASON`], per
+//!   container, completion index and attempt (the grammar is in [`outcome`](super::outcome)); without
+//!   them the code is 0, or 1 when [`SIM_EXIT_PHASE`] is `Failed`, and the reason `Completed` or `Error`.
+//!   Then the pod's `restartPolicy` decides per container like a kubelet ([`run_end`](super::run_end)):
+//!   `Always` restarts every container, `OnFailure` those that failed (`restartCount` + 1,
+//!   `lastState.terminated`); when no container runs any more the pod ends `Failed` (some container's
+//!   last exit code is not 0) or `Succeeded`. Otherwise the pod runs until deleted. An invalid annotation
+//!   is reported as a `Warning` event (`InvalidSimAnnotation`) and its default applies.
 //! - A deleted pod (deletionTimestamp set) stops after [`SIM_SHUTDOWN_DURATION`] (default 0: the
 //!   containers exit on SIGTERM), never later than its grace period; containers stopped by the grace
-//!   period end with 137 and the pod `Failed`, others with 0 and `Succeeded`. Then the kubelet deletes it
-//!   with grace period 0, as a real kubelet does.
+//!   period end with 137 and the pod `Failed`, others with 0 and `Succeeded`, but those of a disrupted pod
+//!   (a `DisruptionTarget` condition: evicted by the taint manager, preempted) with 143 (SIGTERM) and the
+//!   pod `Failed`, as workloads killed mid-run report. Then the kubelet deletes it with grace period 0, as
+//!   a real kubelet does.
 //! - A pod that mounts PersistentVolumeClaims starts only once each of them exists, is `Bound` and its
 //!   volume's node affinity admits the node; until then it stays `Pending`, its containers
 //!   `ContainerCreating`, with a `FailedMount` event saying why (the kubelet volume manager's reasons:
@@ -26,7 +34,12 @@
 //!   reason. It looks again whenever a ResourceClaim or a PodGroup changes.
 //! - When a Node is removed, its non-terminal pods fail (`reason: NodeLost`, a `DisruptionTarget`
 //!   condition with reason `DeletionByPodGC`); pods already being deleted there are removed, like the pod
-//!   garbage collector does for pods on nodes that no longer exist.
+//!   garbage collector does for pods on nodes that no longer exist. (A `NoExecute` taint evicts pods
+//!   through the taint manager instead: `controllers::taint_eviction`.)
+//!
+//! [`SIM_EXIT_CODE`]: kwas_api_types::names::annotations::SIM_EXIT_CODE
+//! [`SIM_EXIT_REASON`]: kwas_api_types::names::annotations::SIM_EXIT_REASON
+//! [`SIM_EXIT_PHASE`]: kwas_api_types::names::annotations::SIM_EXIT_PHASE
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,8 +50,8 @@ use serde_json::{Value, json};
 use kwas_api_types::claims::{self, ClaimName};
 use kwas_api_types::duration::{format_go_duration, parse_go_duration};
 
+use crate::api::State;
 use crate::api::subresources::set_condition;
-use crate::api::{DeleteOptions, State};
 use crate::cluster::Shared;
 use crate::meta;
 use crate::recorder;
@@ -46,7 +59,11 @@ use crate::request::RequestContext;
 use crate::store::EventType;
 use crate::store::GroupResource;
 
-pub use kwas_api_types::names::annotations::{SIM_EXIT_PHASE, SIM_RUN_DURATION};
+use crate::sim::outcome::{self, Outcome};
+use crate::sim::run_end::{self, Ended, RunEnd};
+use crate::sim::stop;
+
+pub use kwas_api_types::names::annotations::SIM_RUN_DURATION;
 
 /// How long a deleted pod's containers take to stop after SIGTERM (a Go duration, capped at the grace
 /// period). Default `0s`.
@@ -61,6 +78,9 @@ pub struct KubeletConfig {
     pub enabled: bool,
     /// Delay between a pod being bound and it running.
     pub start_delay: Duration,
+    /// How long a pod owned by a Job (`batch/v1`) without [`SIM_RUN_DURATION`] runs before its
+    /// containers exit; `None` (the default) runs it until deleted. `kwas dev` sets one second.
+    pub job_pod_duration: Option<Duration>,
 }
 
 impl Default for KubeletConfig {
@@ -68,6 +88,7 @@ impl Default for KubeletConfig {
         KubeletConfig {
             enabled: true,
             start_delay: Duration::from_millis(100),
+            job_pod_duration: None,
         }
     }
 }
@@ -173,7 +194,7 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                     last_node = e.rv;
                     let name = meta::name(&e.object).to_string();
                     match e.kind {
-                        EventType::Deleted => shared.with(|s| fail_pods_on_lost_node(s, &name)),
+                        EventType::Deleted => shared.with(|s| stop::fail_pods_on_lost_node(s, &name)),
                         EventType::Added => {
                             // Pods bound to a node before it existed start once it does.
                             let waiting: Vec<_> = shared.with(|s| {
@@ -310,7 +331,7 @@ fn handle_pod(
                 }
             }
             tokio::time::sleep(delay).await;
-            if let Some(code) = shared.with(|s| terminate(s, &ns, &name, &uid, killed)) {
+            if let Some(code) = shared.with(|s| stop::terminate(s, &ns, &name, &uid, killed)) {
                 let mut logs = shared.logs.lock();
                 for (c, _) in &containers {
                     let how = if killed {
@@ -345,8 +366,22 @@ fn handle_pod(
         track.started = true;
         *ips = ips.wrapping_add(1);
         let pod_ip = format!("10.244.{}.{}", (*ips >> 8) % 256, *ips % 256 + 1);
-        let run = meta::annotation(pod, SIM_RUN_DURATION).and_then(parse_go_duration);
-        let fail = meta::annotation(pod, SIM_EXIT_PHASE) == Some("Failed");
+        let (run, outcome, problems) = run_plan(cfg, pod);
+        if !problems.is_empty() {
+            shared.with(|s| {
+                for p in &problems {
+                    recorder::record(
+                        s,
+                        pod,
+                        recorder::EventType::Warning,
+                        outcome::INVALID_REASON,
+                        p,
+                        MANAGER,
+                        Some(&node),
+                    );
+                }
+            });
+        }
         let shared = shared.clone();
         let delay = cfg.start_delay;
         let containers = containers_of(pod);
@@ -357,40 +392,74 @@ fn handle_pod(
                 log_start(&shared, &uid, &containers, &node, run);
             }
             let Some(run) = run.filter(|_| started) else { return };
-            let mut restarts = 0;
+            let mut runs = 0;
             loop {
                 tokio::time::sleep(run).await;
-                let exit = shared.with(|s| exit(s, &ns, &name, &uid, restarts, fail));
-                let code = i32::from(fail);
-                let reason = if fail { "Error" } else { "Completed" };
-                if !matches!(exit, Exit::Gone) {
-                    let mut logs = shared.logs.lock();
-                    for (c, _) in &containers {
-                        logs.write(
-                            &uid,
-                            c,
-                            format!(
-                                "ran for {}: exited with code {code} ({reason})",
-                                format_go_duration(run)
-                            ),
-                        );
-                        logs.end(&uid, c);
-                    }
-                }
-                match exit {
-                    Exit::Restarted(next) => {
-                        restarts = next;
-                        log_start(&shared, &uid, &containers, &node, Some(run));
-                    }
-                    Exit::Ended | Exit::Gone => return,
+                let Some((end, ended)) = shared.with(|s| exit(s, &ns, &name, &uid, runs, &outcome)) else {
+                    return;
+                };
+                log_ends(&shared, &uid, &containers, &node, run, &ended);
+                match end {
+                    RunEnd::Running(next) => runs = next,
+                    RunEnd::Ended => return,
                 }
             }
         });
     }
 }
 
+/// How long the pod's containers run (`None`: until deleted), how they end, and what was invalid.
+fn run_plan(cfg: &KubeletConfig, pod: &Value) -> (Option<Duration>, Outcome, Vec<String>) {
+    let (outcome, mut problems) = Outcome::from_annotations(|k| meta::annotation(pod, k));
+    let job_pod = meta::owner_refs(pod)
+        .iter()
+        .any(|o| o.kind == "Job" && o.api_version == "batch/v1");
+    let default = cfg.job_pod_duration.filter(|_| job_pod);
+    let run = match meta::annotation(pod, SIM_RUN_DURATION) {
+        None => default,
+        Some(text) => parse_go_duration(text).or_else(|| {
+            let fallback = match default {
+                Some(d) => format!("running for {} as a Job's pod", format_go_duration(d)),
+                None => "running until deleted".to_string(),
+            };
+            problems.push(format!(
+                "invalid {SIM_RUN_DURATION} {:?}: not a Go duration such as 30s or 1m30s; {fallback}",
+                text.chars().take(200).collect::<String>()
+            ));
+            default
+        }),
+    };
+    (run, outcome, problems)
+}
+
+/// The end of a run, in the logs of the containers that ran; those that restart start again.
+fn log_ends(shared: &Shared, uid: &str, containers: &[(String, String)], node: &str, run: Duration, ended: &[Ended]) {
+    for e in ended {
+        let mut logs = shared.logs.lock();
+        logs.write(
+            uid,
+            &e.container,
+            format!(
+                "ran for {}: exited with code {} ({})",
+                format_go_duration(run),
+                e.code,
+                e.reason
+            ),
+        );
+        logs.end(uid, &e.container);
+    }
+    let restarted: Vec<(String, String)> = containers
+        .iter()
+        .filter(|(c, _)| ended.iter().any(|e| e.restarted && e.container == *c))
+        .cloned()
+        .collect();
+    if !restarted.is_empty() {
+        log_start(shared, uid, &restarted, node, Some(run));
+    }
+}
+
 /// The pod's containers: (name, image).
-fn containers_of(pod: &Value) -> Vec<(String, String)> {
+pub(super) fn containers_of(pod: &Value) -> Vec<(String, String)> {
     pod.pointer("/spec/containers")
         .and_then(Value::as_array)
         .into_iter()
@@ -419,16 +488,21 @@ fn log_start(shared: &Shared, uid: &str, containers: &[(String, String)], node: 
     }
 }
 
-fn pods_res(s: &State) -> Option<Arc<crate::resource::ResourceInfo>> {
+pub(super) fn pods_res(s: &State) -> Option<Arc<crate::resource::ResourceInfo>> {
     s.resource("", "v1", "pods")
 }
 
-fn current(s: &State, ns: &str, name: &str, uid: &str) -> Option<Value> {
+pub(super) fn current(s: &State, ns: &str, name: &str, uid: &str) -> Option<Value> {
     let p = s.store.get(&GroupResource::new("", "pods"), ns, name)?;
     (meta::uid(&p) == uid).then(|| (*p).clone())
 }
 
-fn container_statuses(pod: &Value, state_of: impl Fn(&str, i64) -> Value, ready: bool, restarts: i64) -> Vec<Value> {
+pub(super) fn container_statuses(
+    pod: &Value,
+    state_of: impl Fn(&str, i64) -> Value,
+    ready: bool,
+    restarts: i64,
+) -> Vec<Value> {
     let uid = meta::uid(pod);
     pod.pointer("/spec/containers")
         .and_then(Value::as_array)
@@ -441,7 +515,7 @@ fn container_statuses(pod: &Value, state_of: impl Fn(&str, i64) -> Value, ready:
                         "name": name,
                         "image": image,
                         "imageID": format!("sim://{image}"),
-                        "containerID": format!("sim://{}-{name}-{restarts}", uid.split('-').next().unwrap_or(uid)),
+                        "containerID": run_end::container_id(uid, name, restarts),
                         "ready": ready,
                         "started": ready,
                         "restartCount": restarts,
@@ -453,7 +527,7 @@ fn container_statuses(pod: &Value, state_of: impl Fn(&str, i64) -> Value, ready:
         .unwrap_or_default()
 }
 
-fn write_status(s: &mut State, pod: Value) {
+pub(super) fn write_status(s: &mut State, pod: Value) {
     let Some(res) = pods_res(s) else { return };
     let ns = meta::namespace(&pod).to_string();
     let name = meta::name(&pod).to_string();
@@ -798,166 +872,20 @@ fn report_waiting(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, wa
     );
 }
 
-/// What a container run's end did.
-enum Exit {
-    /// The containers restarted; their new restart count.
-    Restarted(i64),
-    /// The pod ended (Succeeded or Failed).
-    Ended,
-    /// The pod was gone, deleting or no longer this run: nothing happened.
-    Gone,
-}
-
-/// A container run ended: restart (returning the new restart count) or end the pod.
-fn exit(s: &mut State, ns: &str, name: &str, uid: &str, restarts: i64, fail: bool) -> Exit {
-    let Some(mut pod) = current(s, ns, name, uid) else {
-        return Exit::Gone;
-    };
-    if meta::is_deleting(&pod) || pod.pointer("/status/phase").and_then(Value::as_str) != Some("Running") {
-        return Exit::Gone;
-    }
-    let seen = pod
-        .pointer("/status/containerStatuses/0/restartCount")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    if seen != restarts {
-        return Exit::Gone;
-    }
-    let policy = pod
-        .pointer("/spec/restartPolicy")
-        .and_then(Value::as_str)
-        .unwrap_or("Always")
-        .to_string();
-    let restart = policy == "Always" || (policy == "OnFailure" && fail);
-    let started = pod
-        .pointer("/status/containerStatuses/0/state/running/startedAt")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let now = meta::now_rfc3339();
-    let (code, reason) = if fail { (1, "Error") } else { (0, "Completed") };
-    let terminated =
-        json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now}});
-    if restart {
-        let next = restarts + 1;
-        let mut statuses = container_statuses(&pod, |_, _| json!({"running": {"startedAt": now}}), true, next);
-        for st in &mut statuses {
-            st["lastState"] = terminated.clone();
-        }
-        pod["status"]["containerStatuses"] = json!(statuses);
-        write_status(s, pod);
-        return Exit::Restarted(next);
-    }
-    let statuses = container_statuses(&pod, |_, _| terminated.clone(), false, restarts);
-    pod["status"]["containerStatuses"] = json!(statuses);
-    let phase = if fail { "Failed" } else { "Succeeded" };
-    pod["status"]["phase"] = json!(phase);
-    let reason = if fail { "PodFailed" } else { "PodCompleted" };
-    for c in ["Ready", "ContainersReady"] {
-        set_condition(&mut pod, c, "False", reason, "");
-    }
-    set_condition(&mut pod, "PodReadyToStartContainers", "False", "", "");
-    write_status(s, pod);
-    Exit::Ended
-}
-
-/// Stops a deleted pod's containers and removes it (grace period 0); the exit code of containers that
-/// were still running.
-fn terminate(s: &mut State, ns: &str, name: &str, uid: &str, killed: bool) -> Option<i32> {
+/// A run ended: each running container exits (and restarts or not, per the pod's `restartPolicy`).
+/// `None` when the pod is gone, being deleted, not running or past this run (`runs` is
+/// [`run_end::runs`] when the run started).
+fn exit(s: &mut State, ns: &str, name: &str, uid: &str, runs: i64, outcome: &Outcome) -> Option<(RunEnd, Vec<Ended>)> {
     let mut pod = current(s, ns, name, uid)?;
-    let phase = pod
-        .pointer("/status/phase")
-        .and_then(Value::as_str)
-        .unwrap_or("Pending")
-        .to_string();
-    let running = phase != "Succeeded" && phase != "Failed";
-    if running {
-        let now = meta::now_rfc3339();
-        let started = pod
-            .pointer("/status/startTime")
-            .and_then(Value::as_str)
-            .unwrap_or(&now)
-            .to_string();
-        let (code, reason) = if killed { (137, "Error") } else { (0, "Completed") };
-        let restarts = pod
-            .pointer("/status/containerStatuses/0/restartCount")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        let statuses = container_statuses(
-            &pod,
-            |_, _| json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now}}),
-            false,
-            restarts,
-        );
-        pod["status"]["containerStatuses"] = json!(statuses);
-        pod["status"]["phase"] = json!(if killed { "Failed" } else { "Succeeded" });
-        for c in ["Ready", "ContainersReady"] {
-            set_condition(&mut pod, c, "False", "PodCompleted", "");
-        }
-        write_status(s, pod);
+    if meta::is_deleting(&pod)
+        || pod.pointer("/status/phase").and_then(Value::as_str) != Some("Running")
+        || run_end::runs(&pod) != runs
+    {
+        return None;
     }
-    let res = pods_res(s)?;
-    let opts = DeleteOptions {
-        grace_period_seconds: Some(0),
-        precondition_uid: Some(uid.to_string()),
-        ..Default::default()
-    };
-    let _ = s.delete(&res, ns, name, &opts);
-    running.then_some(if killed { 137 } else { 0 })
-}
-
-/// A node was removed: its pods fail; pods already being deleted there are removed.
-pub fn fail_pods_on_lost_node(s: &mut State, node: &str) {
-    let Some(res) = pods_res(s) else { return };
-    let on_node: Vec<_> = s
-        .store
-        .list(&res.storage, None)
-        .into_iter()
-        .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node))
-        .collect();
-    for p in on_node {
-        let ns = meta::namespace(&p).to_string();
-        let name = meta::name(&p).to_string();
-        if meta::is_deleting(&p) {
-            let opts = DeleteOptions {
-                grace_period_seconds: Some(0),
-                ..Default::default()
-            };
-            let _ = s.delete(&res, &ns, &name, &opts);
-            continue;
-        }
-        let phase = p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending");
-        if phase == "Succeeded" || phase == "Failed" {
-            continue;
-        }
-        let mut pod = (*p).clone();
-        let now = meta::now_rfc3339();
-        let restarts = pod
-            .pointer("/status/containerStatuses/0/restartCount")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        let statuses = container_statuses(
-            &pod,
-            |_, _| json!({"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": now}}),
-            false,
-            restarts,
-        );
-        pod["status"]["containerStatuses"] = json!(statuses);
-        pod["status"]["phase"] = json!("Failed");
-        pod["status"]["reason"] = json!("NodeLost");
-        pod["status"]["message"] = json!(format!("node {node:?} was removed"));
-        for c in ["Ready", "ContainersReady"] {
-            set_condition(&mut pod, c, "False", "PodFailed", "");
-        }
-        set_condition(
-            &mut pod,
-            kwas_api_types::names::conditions::DISRUPTION_TARGET,
-            "True",
-            "DeletionByPodGC",
-            &format!("PodGC: node {node} no longer exists"),
-        );
-        write_status(s, pod);
-    }
+    let result = run_end::end_run(&mut pod, outcome, &meta::now_rfc3339());
+    write_status(s, pod);
+    Some(result)
 }
 
 #[cfg(test)]

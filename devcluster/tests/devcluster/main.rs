@@ -17,5 +17,6 @@ mod kubectl_commands;
 mod layering;
 mod python;
 mod semantics;
+mod sim_outcomes;
 mod storage;
 mod write_contention;
