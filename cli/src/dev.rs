@@ -33,6 +33,19 @@ pub struct DevArgs {
     /// profiles' names are answered for, and `default-scheduler` too (dev mode).
     #[arg(long)]
     pub scheduler_config: Option<PathBuf>,
+    /// How long the simulated kubelet runs a pod owned by a Job that has no
+    /// `kwas.dev/sim-run-duration` annotation before its containers exit (with code 0 unless
+    /// `kwas.dev/sim-exit-code` says otherwise), as KWOK's default stages complete Job pods; other pods
+    /// run until deleted. A Go duration; `0s` runs Job pods until deleted too. The default, one second,
+    /// lets `kubectl create job` complete at once while the pods stay visible as Running.
+    #[arg(long, default_value = "1s", value_parser = go_duration)]
+    pub job_pod_duration: Duration,
+}
+
+/// A Go duration (`1s`, `500ms`, `1m30s`).
+fn go_duration(text: &str) -> std::result::Result<Duration, String> {
+    kwas_api_types::duration::parse_go_duration(text)
+        .ok_or_else(|| format!("{text:?} is not a Go duration such as 1s, 500ms or 1m30s"))
 }
 
 impl DevArgs {
@@ -57,6 +70,7 @@ pub async fn run(args: DevArgs) -> Result<()> {
             topology: args.topology()?,
             kubelet: KubeletConfig {
                 start_delay: Duration::from_millis(200),
+                job_pod_duration: Some(args.job_pod_duration).filter(|d| !d.is_zero()),
                 ..KubeletConfig::default()
             },
             ..DevClusterConfig::default()

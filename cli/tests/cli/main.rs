@@ -12,6 +12,7 @@ mod deploy_manifests;
 mod dev;
 mod dra;
 mod hostile;
+mod job_policies;
 mod jobset_edits;
 mod observability;
 mod packaging;
