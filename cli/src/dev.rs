@@ -37,7 +37,7 @@ pub struct DevArgs {
     /// `kwas.dev/sim-run-duration` annotation before its containers exit (with code 0 unless
     /// `kwas.dev/sim-exit-code` says otherwise), as KWOK's default stages complete Job pods; other pods
     /// run until deleted. A Go duration; `0s` runs Job pods until deleted too. The default, one second,
-    /// lets `kubectl create job` complete at once while the pods stay visible as Running.
+    /// lets `kubectl create job` complete within seconds while its pods can still be seen Running.
     #[arg(long, default_value = "1s", value_parser = go_duration)]
     pub job_pod_duration: Duration,
 }
