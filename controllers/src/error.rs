@@ -22,6 +22,10 @@ pub enum Error {
         /// The API error.
         source: kube::Error,
     },
+    /// A write conditional on a cached object's resourceVersion was refused: the cache is older than the
+    /// stored object. The reconcile reads the object and runs again.
+    #[error("the cached object is older than the stored one")]
+    StaleCache,
     /// The reconcile panicked; the panic was contained and the object is retried with backoff.
     #[error("reconcile panicked: {0}")]
     Panic(String),

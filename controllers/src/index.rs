@@ -84,6 +84,30 @@ impl SchedulingIndex {
         )
     }
 
+    /// An index over stores the caller feeds (a controller whose watches trigger its reconciles only once
+    /// the store holds the object they announce: `reflect` before the trigger).
+    pub fn from_stores(workloads: Store<Workload>, pod_groups: Store<PodGroup>) -> Self {
+        Self {
+            workloads: Some(workloads),
+            pod_groups: Some(pod_groups),
+        }
+    }
+
+    /// Whether both stores completed their first list (true for an empty index).
+    pub fn is_ready(&self) -> bool {
+        use futures::FutureExt;
+        [
+            self.workloads
+                .as_ref()
+                .map(|s| s.wait_until_ready().now_or_never().is_some()),
+            self.pod_groups
+                .as_ref()
+                .map(|s| s.wait_until_ready().now_or_never().is_some()),
+        ]
+        .into_iter()
+        .all(|r| r.unwrap_or(true))
+    }
+
     /// Wait until both caches hold a complete list.
     pub async fn ready(&self) {
         if let Some(s) = &self.workloads {

@@ -41,6 +41,7 @@
 //! pod being deleted keeps its place until it is terminal, so the gang is re-created only once its
 //! preempted members are gone.
 
+pub mod cache;
 pub mod mode;
 pub mod plan;
 pub mod pods;
@@ -54,7 +55,7 @@ use k8s_openapi::api::batch::v1::{Job, JobStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
@@ -71,7 +72,7 @@ use crate::sync::EventSink;
 use crate::triggers::{job_pod_projection, relevant, spec_projection};
 use mode::{ManagementMode, management_mode};
 use plan::{JobConfig, PlannedEvent, SchedulingDecision, flush, plan_with, track_with};
-use pods::{PodOutcome, PodView, job_pod_selector, new_pod};
+use pods::{PodOutcome, PodView, new_pod};
 use scheduling::{PodPresence, SchedulingContext, sync_scheduling};
 
 /// Configuration of the Job controller.
@@ -107,6 +108,7 @@ pub struct Context {
     metrics: Metrics,
     index: SchedulingIndex,
     backoff: Arc<crate::retry::Backoff>,
+    pods: Arc<cache::PodCache>,
 }
 
 impl std::fmt::Debug for Context {
@@ -132,6 +134,7 @@ impl Context {
             metrics,
             index: SchedulingIndex::empty(),
             backoff: Arc::default(),
+            pods: Arc::default(),
         }
     }
 }
@@ -160,9 +163,11 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
     let workloads: Api<Workload> = Api::all(client.clone());
     let pod_cfg = watcher::Config::default().labels(labels::CONTROLLER_UID);
     let mut ctx = ctx;
-    let (index, _feeders) = SchedulingIndex::start(&client);
-    index.ready().await;
-    ctx.index = index;
+    // The Workloads and PodGroups the reconciles read, kept by the same watches that trigger them: an
+    // event re-runs a reconcile only after the cache holds the object it announces.
+    let (workload_store, workload_writer) = kube::runtime::reflector::store::<Workload>();
+    let (group_store, group_writer) = kube::runtime::reflector::store::<PodGroup>();
+    ctx.index = SchedulingIndex::from_stores(workload_store, group_store);
     let ctx = Arc::new(ctx);
     // Aborted when `run` returns or is dropped.
     let _sweeper = AbortOnDrop(tokio::spawn(sweep_orphan_pods(client.clone())));
@@ -178,36 +183,55 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
     let controller = Controller::for_stream(job_events, store.clone());
     // Only events that change what the reconcile computes re-run it: not a pod's binding, not the
     // scheduler's writes of a PodGroup's status.
-    let pod_events = relevant(watcher::watcher(pods, pod_cfg).default_backoff(), job_pod_projection);
+    let pod_cache = ctx.pods.clone();
+    let pod_events = relevant(
+        watcher::watcher(pods, pod_cfg).default_backoff().inspect(move |e| {
+            if let Ok(e) = e {
+                pod_cache.apply(e);
+            }
+        }),
+        job_pod_projection,
+    );
     let group_events = relevant(
-        watcher::watcher(groups, watcher::Config::default()).default_backoff(),
+        watcher::watcher(groups, watcher::Config::default())
+            .default_backoff()
+            .reflect(group_writer),
         spec_projection::<PodGroup>,
     );
     let workload_events = relevant(
-        watcher::watcher(workloads.clone(), watcher::Config::default()).default_backoff(),
+        watcher::watcher(workloads, watcher::Config::default())
+            .default_backoff()
+            .reflect(workload_writer),
         spec_projection::<Workload>,
     );
     controller
         .owns_stream(pod_events)
         .owns_stream(group_events)
-        .owns_stream(workload_events)
-        // A parent's Workload appearing unblocks its delegated child Jobs.
-        .watches(workloads, watcher::Config::default(), move |w: Workload| {
-            let Some(r) = w.spec.controller_ref.clone() else {
-                return Vec::new();
-            };
+        // A Workload re-runs the Job that owns it and, as a parent's Workload, its delegated child Jobs
+        // (its appearance unblocks them; its templates' counts are theirs).
+        .watches_stream(workload_events, move |w: Workload| {
             let namespace = w.namespace();
-            store
-                .state()
-                .into_iter()
-                .filter(|j| j.namespace() == namespace)
-                .filter(|j| {
-                    j.owner_references()
-                        .iter()
-                        .any(|o| o.controller == Some(true) && o.kind == r.kind && o.name == r.name)
-                })
-                .map(|j| ObjectRef::from_obj(&*j))
-                .collect::<Vec<_>>()
+            let mut jobs: Vec<ObjectRef<Job>> = w
+                .owner_references()
+                .iter()
+                .filter(|o| o.controller == Some(true) && o.kind == "Job")
+                .map(|o| ObjectRef::new(&o.name).within(namespace.as_deref().unwrap_or_default()))
+                .collect();
+            if let Some(r) = w.spec.controller_ref.clone() {
+                jobs.extend(
+                    store
+                        .state()
+                        .into_iter()
+                        .filter(|j| j.namespace() == namespace)
+                        .filter(|j| {
+                            j.owner_references()
+                                .iter()
+                                .any(|o| o.controller == Some(true) && o.kind == r.kind && o.name == r.name)
+                        })
+                        .map(|j| ObjectRef::from_obj(&*j)),
+                );
+            }
+            jobs
         })
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
@@ -242,9 +266,18 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action> {
     }
     let span = info_span!("reconcile", controller = "job", namespace = %job.namespace().unwrap_or_default(), job = %job.name_any());
     let timer = ctx.metrics.reconcile("job");
-    let result = crate::retry::contain(reconcile_managed(&job, &ctx))
-        .instrument(span)
-        .await;
+    let result = crate::retry::contain(async {
+        match reconcile_managed(&job, &ctx, false).await {
+            // The cached Job was older than the one stored: read it and run once more.
+            Err(Error::StaleCache) => match fresh_job(&ctx.client, &job).await? {
+                Some(fresh) => reconcile_managed(&fresh, &ctx, true).await,
+                None => Ok(Action::await_change()),
+            },
+            other => other,
+        }
+    })
+    .instrument(span)
+    .await;
     timer.finish(result.is_ok());
     match &result {
         Ok(_) => ctx.backoff.succeeded(&crate::retry::key(&*job)),
@@ -261,25 +294,33 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action> {
     result
 }
 
-async fn list_pods(client: &Client, job: &Job) -> Result<Vec<Pod>> {
-    let namespace = job.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
+/// The Job as stored now, `None` when it is gone or was replaced (another uid).
+async fn fresh_job(client: &Client, cached: &Job) -> Result<Option<Job>> {
+    let namespace = cached.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &namespace);
+    Ok(jobs
+        .get_opt(&cached.name_any())
+        .await?
+        .filter(|j| j.metadata.uid == cached.metadata.uid))
+}
+
+/// The Job's pods from the cache (its controller-owned pods).
+fn cached_pods(cache: &cache::PodCache, job: &Job) -> Result<Vec<Pod>> {
     let uid = job.metadata.uid.as_deref().ok_or(Error::MissingField("metadata.uid"))?;
-    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-    let list = api.list(&ListParams::default().labels(&job_pod_selector(job))).await?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|p| {
-            p.owner_references()
-                .iter()
-                .any(|r| r.controller == Some(true) && r.uid == uid)
-        })
-        .collect())
+    Ok(cache.pods_of(uid).iter().map(|p| (**p).clone()).collect())
 }
 
 /// Remove the tracking finalizer from `pod`, guarded by a test of the current finalizer list. Returns false
 /// when the pod is gone or changed under us (the next reconcile retries).
-async fn remove_tracking_finalizer(api: &Api<Pod>, pod: &Pod) -> Result<bool> {
+async fn remove_tracking_finalizer(api: &Api<Pod>, cache: &cache::PodCache, pod: &Pod) -> Result<bool> {
+    let removed = remove_finalizer(api, pod).await?;
+    if removed && let Some(uid) = pod.metadata.uid.as_deref() {
+        cache.expect_finalizer_removal(uid);
+    }
+    Ok(removed)
+}
+
+async fn remove_finalizer(api: &Api<Pod>, pod: &Pod) -> Result<bool> {
     let current = pod.metadata.finalizers.clone().unwrap_or_default();
     if !current.iter().any(|f| f == finalizers::JOB_TRACKING) {
         return Ok(true);
@@ -311,10 +352,20 @@ fn status_patch(status: &JobStatus) -> Result<Value> {
     Ok(json!({ "status": value }))
 }
 
-async fn patch_status(api: &Api<Job>, name: &str, status: &JobStatus) -> Result<()> {
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(status_patch(status)?))
-        .await?;
-    Ok(())
+/// Patch the status of the Job whose stored version is `resource_version` (a precondition: a cached copy
+/// older than the stored one is refused with a conflict, [`Error::StaleCache`]). Returns the new
+/// resourceVersion.
+async fn patch_status(api: &Api<Job>, name: &str, resource_version: &str, status: &JobStatus) -> Result<String> {
+    let mut patch = status_patch(status)?;
+    patch["metadata"] = json!({ "resourceVersion": resource_version });
+    match api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
+        Ok(job) => Ok(job.metadata.resource_version.unwrap_or_default()),
+        Err(e) if crate::error::is_conflict(&e) => Err(Error::StaleCache),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn record(events: &EventSink, planned: &[PlannedEvent]) {
@@ -323,30 +374,38 @@ fn record(events: &EventSink, planned: &[PlannedEvent]) {
     }
 }
 
-async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
+/// One reconcile of `cached` (`fresh` when it was just read from the API rather than the cache).
+async fn reconcile_managed(cached: &Job, ctx: &Context, fresh: bool) -> Result<Action> {
     let client = &ctx.client;
     let namespace = cached.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
     let name = cached.name_any();
     let jobs: Api<Job> = Api::namespaced(client.clone(), &namespace);
-    // The status must be the one this controller last wrote: a cached copy may lag behind it, and a pod
-    // whose finalizer was released after being counted would then be counted nowhere (and replaced).
-    let Some(job) = jobs.get_opt(&name).await? else {
-        return Ok(Action::await_change());
-    };
-    if job.metadata.uid != cached.metadata.uid {
-        return Ok(Action::await_change());
+    if !ctx.pods.is_ready() || !ctx.index.is_ready() {
+        // Before the first lists the caches cannot tell a Job without pods or scheduling objects.
+        return Ok(Action::requeue(std::time::Duration::from_millis(100)));
     }
-    let job = &job;
+    // The Job and its pods come from the caches. Every status write is conditional on the cached Job's
+    // resourceVersion, so a Job older than the stored one is re-read and the reconcile run again
+    // ([`Error::StaleCache`]); expectations (see [`cache`]) cover the pods.
+    let job = cached;
+    let uid = job.metadata.uid.clone().ok_or(Error::MissingField("metadata.uid"))?;
+    let mut resource_version = job.metadata.resource_version.clone().unwrap_or_default();
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let events = EventSink::new(ctx.recorder.clone(), job);
-    let pods = list_pods(client, job).await?;
+    let pods = cached_pods(&ctx.pods, job)?;
 
     // A deleted Job releases its pods' finalizers so garbage collection can remove them.
     if job.metadata.deletion_timestamp.is_some() {
         for p in &pods {
-            remove_tracking_finalizer(&pods_api, p).await?;
+            remove_tracking_finalizer(&pods_api, &ctx.pods, p).await?;
         }
+        ctx.pods.forget(&uid);
         return Ok(Action::await_change());
+    }
+    // Pods this controller created and the cache does not show yet: managing pods now would create them
+    // again. Their watch events re-run the reconcile.
+    if !ctx.pods.creations_satisfied(&uid, std::time::Instant::now()) {
+        return Ok(Action::requeue(std::time::Duration::from_secs(1)));
     }
 
     // 1. Scheduling objects (Workload, then PodGroup), unless the Job is done.
@@ -377,7 +436,14 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
     };
 
     // 2. Count terminated pods exactly once: record them, then release their finalizers, then flush.
-    let views: Vec<PodView> = pods.iter().map(PodView::of).collect();
+    // A pod whose finalizer removal the cache has not shown yet is no longer tracked.
+    let views: Vec<PodView> = pods
+        .iter()
+        .map(|p| PodView {
+            tracked: ctx.pods.is_tracked(p),
+            ..PodView::of(p)
+        })
+        .collect();
     // Exit codes, conditions (DisruptionTarget) and index failure counts, for the pod failure policy and
     // backoffLimitPerIndex.
     let outcomes = PodOutcome::all(&pods);
@@ -385,7 +451,7 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
     // The status as the API server holds it: written only when a step changes it.
     let mut written = job.status.clone().unwrap_or_default();
     if tracking.changed {
-        patch_status(&jobs, &name, &tracking.status).await?;
+        resource_version = patch_status(&jobs, &name, &resource_version, &tracking.status).await?;
         written = tracking.status.clone();
     }
     let mut still_tracked: HashSet<String> = views.iter().filter(|p| p.tracked).map(|p| p.uid.clone()).collect();
@@ -393,7 +459,7 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
         .iter()
         .filter(|p| tracking.remove_finalizers.contains(&p.name_any()))
     {
-        if remove_tracking_finalizer(&pods_api, pod).await?
+        if remove_tracking_finalizer(&pods_api, &ctx.pods, pod).await?
             && let Some(uid) = &pod.metadata.uid
         {
             still_tracked.remove(uid);
@@ -412,9 +478,21 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
         Timestamp::now(),
         &ctx.config.job,
     );
+    // Creating or deleting pods rests on the counts of the status: a cached Job older than the stored one
+    // (whose status counted pods this one does not) would create pods already run. One read settles it
+    // before acting; reconciles that only watch do not pay it.
+    if !fresh
+        && (!decided.create.is_empty() || !decided.delete.is_empty())
+        && fresh_job(client, job)
+            .await?
+            .and_then(|j| j.metadata.resource_version)
+            .is_none_or(|stored| stored != resource_version)
+    {
+        return Err(Error::StaleCache);
+    }
     for pod_name in &decided.delete {
         if let Some(pod) = pods.iter().find(|p| p.name_any() == *pod_name) {
-            remove_tracking_finalizer(&pods_api, pod).await?;
+            remove_tracking_finalizer(&pods_api, &ctx.pods, pod).await?;
             match pods_api.delete(pod_name, &DeleteParams::default()).await {
                 Ok(_) => events.emit(false, "SuccessfulDelete", format!("Deleted pod: {pod_name}")),
                 Err(e) if is_not_found(&e) => {}
@@ -439,7 +517,7 @@ async fn reconcile_managed(cached: &Job, ctx: &Context) -> Result<Action> {
     }
     record(&events, &decided.events);
     if status != written {
-        patch_status(&jobs, &name, &status).await?;
+        patch_status(&jobs, &name, &resource_version, &status).await?;
     }
     if let Err((_, e)) = created {
         return Err(e);
@@ -485,6 +563,9 @@ async fn create_pods(
         }
         _ => Vec::new(),
     };
+    let job_uid = job.metadata.uid.clone().unwrap_or_default();
+    ctx.pods
+        .expect_creations(&job_uid, indexes.len(), std::time::Instant::now());
     let results: Vec<std::result::Result<String, kube::Error>> = futures::stream::iter(indexes.iter().copied())
         .map(|index| {
             let mut pod = new_pod(job, index, pod_group);
@@ -506,6 +587,7 @@ async fn create_pods(
         match r {
             Ok(name) => events.emit(false, "SuccessfulCreate", format!("Created pod: {name}")),
             Err(e) => {
+                ctx.pods.creation_failed(&job_uid);
                 failed += 1;
                 if first.is_none() {
                     events.emit(true, "FailedCreate", format!("Error creating: {e}"));
@@ -559,7 +641,7 @@ async fn sweep_orphan_pods(client: Client) {
         };
         if orphan {
             let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-            if let Err(e) = remove_tracking_finalizer(&api, &pod).await {
+            if let Err(e) = remove_finalizer(&api, &pod).await {
                 warn!(error = %e, pod = %pod.name_any(), "releasing orphan pod");
             }
         }
