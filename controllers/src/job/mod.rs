@@ -3,18 +3,18 @@
 //!
 //! It manages Jobs whose `spec.managedBy` is [`JOB_CONTROLLER_NAME`] (configurable), and, when told so (dev
 //! clusters have no built-in Job controller), Jobs with no `managedBy`. For each Job, one reconcile:
-//! 1. reads the Job's pods from the API server (label `batch.kubernetes.io/controller-uid`, controller owner);
+//! 1. reads the Job's pods from its pod cache (label `batch.kubernetes.io/controller-uid`, controller owner);
 //! 2. syncs its scheduling objects ([`scheduling`]): Workload, then PodGroup, per management mode ([`mode`]);
 //! 3. counts terminated pods exactly once with the `batch.kubernetes.io/job-tracking` finalizer ([`plan::track`],
 //!    [`plan::flush`]);
 //! 4. creates and deletes pods and writes the status and conditions ([`plan::plan`]) by patch.
 //!
-//! Choices: the Job and its pods are read from the API server at every reconcile (not from a cache), so a
-//! controller restarted mid-way never duplicates pods and no in-memory "expectations" are needed; the
-//! Workload and PodGroup come from the informer cache ([`crate::index`], falling back to the API when it
-//! does not hold them yet: creating them is idempotent). A reconcile runs only on events that change what
-//! it computes ([`crate::triggers`]: not on a pod's binding, a PodGroup's status or the Job's own status
-//! write), writes the status only when it changed, and sends its events in the background. Pods the
+//! Choices: the Job, its pods, its Workload and PodGroup are read from watch caches ([`cache`],
+//! [`crate::index`]), never listed per reconcile; a lagging cache is covered as upstream covers it
+//! (expectations of creations and finalizer removals, status writes conditional on the cached Job's
+//! resourceVersion, one read of the Job before creating or deleting pods; see [`cache`]). A reconcile runs
+//! only on events that change what it computes ([`crate::triggers`]: not on a pod's binding, a PodGroup's
+//! status or the Job's own status write), writes the status only when it changed, and sends its events in the background. Pods the
 //! controller deletes on purpose (excess, suspend, finished Jobs) have their tracking finalizer removed
 //! first and are not counted as failures; an invalid `spec.scheduling` fails the Job (`Failed`, reason
 //! `FailedWorkloadCompilation`) without creating pods, as upstream does.
