@@ -55,11 +55,11 @@ use crate::api::subresources::set_condition;
 use crate::cluster::Shared;
 use crate::meta;
 use crate::recorder;
-use crate::request::RequestContext;
 use crate::store::EventType;
 use crate::store::GroupResource;
 
 use crate::sim::outcome::{self, Outcome};
+use crate::sim::pod_status::{container_statuses, containers_of, current, write_status};
 use crate::sim::run_end::{self, Ended, RunEnd};
 use crate::sim::stop;
 
@@ -458,19 +458,6 @@ fn log_ends(shared: &Shared, uid: &str, containers: &[(String, String)], node: &
     }
 }
 
-/// The pod's containers: (name, image).
-pub(super) fn containers_of(pod: &Value) -> Vec<(String, String)> {
-    pod.pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let field = |f: &str| c.get(f).and_then(Value::as_str).unwrap_or("").to_string();
-            (field("name"), field("image"))
-        })
-        .collect()
-}
-
 /// A new run of every container, in the logs.
 fn log_start(shared: &Shared, uid: &str, containers: &[(String, String)], node: &str, run: Option<Duration>) {
     let mut logs = shared.logs.lock();
@@ -485,61 +472,6 @@ fn log_start(shared: &Shared, uid: &str, containers: &[(String, String)], node: 
                 None => "will run until the pod is deleted".to_string(),
             },
         );
-    }
-}
-
-pub(super) fn pods_res(s: &State) -> Option<Arc<crate::resource::ResourceInfo>> {
-    s.resource("", "v1", "pods")
-}
-
-pub(super) fn current(s: &State, ns: &str, name: &str, uid: &str) -> Option<Value> {
-    let p = s.store.get(&GroupResource::new("", "pods"), ns, name)?;
-    (meta::uid(&p) == uid).then(|| (*p).clone())
-}
-
-pub(super) fn container_statuses(
-    pod: &Value,
-    state_of: impl Fn(&str, i64) -> Value,
-    ready: bool,
-    restarts: i64,
-) -> Vec<Value> {
-    let uid = meta::uid(pod);
-    pod.pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(|cs| {
-            cs.iter()
-                .map(|c| {
-                    let name = c.get("name").and_then(Value::as_str).unwrap_or("");
-                    let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-                    json!({
-                        "name": name,
-                        "image": image,
-                        "imageID": format!("sim://{image}"),
-                        "containerID": run_end::container_id(uid, name, restarts),
-                        "ready": ready,
-                        "started": ready,
-                        "restartCount": restarts,
-                        "state": state_of(name, restarts),
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-pub(super) fn write_status(s: &mut State, pod: Value) {
-    let Some(res) = pods_res(s) else { return };
-    let ns = meta::namespace(&pod).to_string();
-    let name = meta::name(&pod).to_string();
-    if let Err(e) = s.update(
-        &res,
-        &ns,
-        &name,
-        pod,
-        Some("status"),
-        &mut RequestContext::manager(MANAGER),
-    ) {
-        tracing::debug!(pod = %name, error = %e, "kubelet status update failed");
     }
 }
 

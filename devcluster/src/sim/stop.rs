@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::api::subresources::set_condition;
 use crate::api::{DeleteOptions, State};
 use crate::meta;
-use crate::sim::kubelet::{container_statuses, containers_of, current, pods_res, write_status};
+use crate::sim::pod_status::{container_statuses, containers_of, current, pods_res, write_status};
 use crate::sim::run_end;
 
 /// Stops a deleted pod's containers and removes it (grace period 0); the exit code of containers that
