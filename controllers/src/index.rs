@@ -28,6 +28,9 @@ use kube::{Api, Client, ResourceExt};
 pub struct SchedulingIndex {
     workloads: Option<Store<Workload>>,
     pod_groups: Option<Store<PodGroup>>,
+    /// Whether the stores are fed by the watches that trigger the controller's reconciles
+    /// ([`SchedulingIndex::from_stores`]): only then may a reconcile read objects from them.
+    serves_objects: bool,
 }
 
 impl std::fmt::Debug for SchedulingIndex {
@@ -79,6 +82,7 @@ impl SchedulingIndex {
             Self {
                 workloads: Some(workloads),
                 pod_groups: Some(pod_groups),
+                serves_objects: false,
             },
             IndexFeeders(vec![w_task, g_task]),
         )
@@ -90,7 +94,15 @@ impl SchedulingIndex {
         Self {
             workloads: Some(workloads),
             pod_groups: Some(pod_groups),
+            serves_objects: true,
         }
+    }
+
+    /// Whether reconciles may read objects from this index (not only names): true when its stores are fed
+    /// by the watches that trigger the reconciles, so a trigger never finds an older object than the one
+    /// it announces. An index with watches of its own ([`SchedulingIndex::start`]) only names candidates.
+    pub fn serves_objects(&self) -> bool {
+        self.serves_objects && self.is_ready()
     }
 
     /// Whether both stores completed their first list (true for an empty index).

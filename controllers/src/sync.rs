@@ -130,6 +130,8 @@ pub struct Lookup<'a> {
     pub index: &'a SchedulingIndex,
     /// The name the controller would create the object under, if it has one.
     pub own_name: Option<&'a str>,
+    /// Take an object the cache does not hold as absent ([`get_cached_trusting`]).
+    pub trust_misses: bool,
 }
 
 /// A kind the [`SchedulingIndex`] caches.
@@ -162,8 +164,32 @@ where
         + DeserializeOwned
         + std::fmt::Debug,
 {
+    get_cached_trusting(client, index, namespace, name, false).await
+}
+
+/// Like [`get_cached`]; with `trust_miss`, an object the cache does not hold is taken as absent without a
+/// read (for an object the caller is about to create: creating one the cache has not seen yet answers
+/// AlreadyExists, and [`create_or_get`] then reads it).
+pub async fn get_cached_trusting<K>(
+    client: &Client,
+    index: &SchedulingIndex,
+    namespace: &str,
+    name: &str,
+    trust_miss: bool,
+) -> Result<Option<K>>
+where
+    K: Indexed
+        + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    if !index.serves_objects() {
+        return get_opt(client, namespace, name).await;
+    }
     match K::cached(index, namespace, name) {
         Some(o) => Ok(Some(o)),
+        None if trust_miss => Ok(None),
         None => get_opt(client, namespace, name).await,
     }
 }
@@ -172,6 +198,7 @@ where
 async fn read_candidates<K>(
     client: &Client,
     index: &SchedulingIndex,
+    trust_miss: bool,
     namespace: &str,
     mut names: Vec<String>,
     keep: impl Fn(&K) -> bool,
@@ -187,7 +214,7 @@ where
     names.dedup();
     let mut out = Vec::new();
     for name in names {
-        if let Some(o) = get_cached::<K>(client, index, namespace, &name).await?
+        if let Some(o) = get_cached_trusting::<K>(client, index, namespace, &name, trust_miss).await?
             && keep(&o)
         {
             out.push(o);
@@ -208,12 +235,19 @@ pub async fn find_workloads(
 ) -> Result<Vec<Workload>> {
     let mut names = lookup.index.workload_names(namespace, api_group, kind, name);
     names.extend(lookup.own_name.map(str::to_string));
-    read_candidates(client, lookup.index, namespace, names, |w: &Workload| {
-        w.spec
-            .controller_ref
-            .as_ref()
-            .is_some_and(|r| r.api_group.as_deref().unwrap_or("") == api_group && r.kind == kind && r.name == name)
-    })
+    read_candidates(
+        client,
+        lookup.index,
+        lookup.trust_misses,
+        namespace,
+        names,
+        |w: &Workload| {
+            w.spec
+                .controller_ref
+                .as_ref()
+                .is_some_and(|r| r.api_group.as_deref().unwrap_or("") == api_group && r.kind == kind && r.name == name)
+        },
+    )
     .await
 }
 
@@ -228,12 +262,19 @@ pub async fn find_pod_groups(
 ) -> Result<Vec<PodGroup>> {
     let mut names = lookup.index.pod_group_names(namespace, workload, template);
     names.extend(lookup.own_name.map(str::to_string));
-    read_candidates(client, lookup.index, namespace, names, |pg: &PodGroup| {
-        pg.spec
-            .workload_ref
-            .as_ref()
-            .is_some_and(|r| r.workload_name == workload && r.template_name == template)
-    })
+    read_candidates(
+        client,
+        lookup.index,
+        lookup.trust_misses,
+        namespace,
+        names,
+        |pg: &PodGroup| {
+            pg.spec
+                .workload_ref
+                .as_ref()
+                .is_some_and(|r| r.workload_name == workload && r.template_name == template)
+        },
+    )
     .await
 }
 

@@ -109,6 +109,71 @@ pub struct Context {
     index: SchedulingIndex,
     backoff: Arc<crate::retry::Backoff>,
     pods: Arc<cache::PodCache>,
+    written: Arc<Written>,
+}
+
+/// The Jobs this controller wrote the status of and its cache has not shown yet: Job uid -> (the versions
+/// the cache may still show: the one the first write was based on and this controller's own writes since,
+/// the Job the last write returned). A reconcile that finds the cache at one of those versions starts
+/// from the written Job rather than from a copy its own writes made stale (which would only conflict and
+/// be read again).
+#[derive(Debug, Default)]
+struct Written(parking_lot::Mutex<std::collections::HashMap<String, WrittenJob>>);
+
+/// The versions a write superseded, and the Job it returned.
+type WrittenJob = (Vec<String>, Arc<Job>);
+
+/// Versions remembered per Job at most (a cache that lags more than this many writes is read again).
+const MAX_WRITTEN_VERSIONS: usize = 16;
+
+impl Written {
+    /// The Job to start from: the one written last when the cache still shows a version it superseded.
+    fn latest(&self, cached: &Arc<Job>) -> Arc<Job> {
+        let (Some(uid), Some(rv)) = (
+            cached.metadata.uid.as_deref(),
+            cached.metadata.resource_version.as_deref(),
+        ) else {
+            return cached.clone();
+        };
+        let mut written = self.0.lock();
+        match written.get(uid) {
+            Some((superseded, ours)) if superseded.iter().any(|v| v == rv) => ours.clone(),
+            Some(_) => {
+                // The cache caught up (or another writer went after us): it is the newest.
+                written.remove(uid);
+                cached.clone()
+            }
+            None => cached.clone(),
+        }
+    }
+
+    /// This controller wrote `job`, starting from a reconcile whose cache showed `cache_rv`.
+    fn remember(&self, cache_rv: &str, job: Job) {
+        let Some(uid) = job.metadata.uid.clone() else { return };
+        let mut written = self.0.lock();
+        let job = Arc::new(job);
+        match written.get_mut(&uid) {
+            Some((superseded, ours)) => {
+                if !superseded.iter().any(|v| v == cache_rv) {
+                    superseded.clear();
+                    superseded.push(cache_rv.to_string());
+                }
+                superseded.extend(ours.metadata.resource_version.clone());
+                if superseded.len() > MAX_WRITTEN_VERSIONS {
+                    written.remove(&uid);
+                    return;
+                }
+                *ours = job;
+            }
+            None => {
+                written.insert(uid, (vec![cache_rv.to_string()], job));
+            }
+        }
+    }
+
+    fn forget(&self, uid: &str) {
+        self.0.lock().remove(uid);
+    }
 }
 
 impl std::fmt::Debug for Context {
@@ -135,6 +200,7 @@ impl Context {
             index: SchedulingIndex::empty(),
             backoff: Arc::default(),
             pods: Arc::default(),
+            written: Arc::default(),
         }
     }
 }
@@ -267,12 +333,17 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action> {
     let span = info_span!("reconcile", controller = "job", namespace = %job.namespace().unwrap_or_default(), job = %job.name_any());
     let timer = ctx.metrics.reconcile("job");
     let result = crate::retry::contain(async {
-        match reconcile_managed(&job, &ctx, false).await {
+        let cache_rv = job.metadata.resource_version.clone().unwrap_or_default();
+        let start = ctx.written.latest(&job);
+        match reconcile_managed(&start, &ctx, Some(&cache_rv)).await {
             // The cached Job was older than the one stored: read it and run once more.
-            Err(Error::StaleCache) => match fresh_job(&ctx.client, &job).await? {
-                Some(fresh) => reconcile_managed(&fresh, &ctx, true).await,
-                None => Ok(Action::await_change()),
-            },
+            Err(Error::StaleCache) => {
+                ctx.written.forget(job.metadata.uid.as_deref().unwrap_or_default());
+                match fresh_job(&ctx.client, &job).await? {
+                    Some(fresh) => reconcile_managed(&fresh, &ctx, None).await,
+                    None => Ok(Action::await_change()),
+                }
+            }
             other => other,
         }
     })
@@ -355,14 +426,14 @@ fn status_patch(status: &JobStatus) -> Result<Value> {
 /// Patch the status of the Job whose stored version is `resource_version` (a precondition: a cached copy
 /// older than the stored one is refused with a conflict, [`Error::StaleCache`]). Returns the new
 /// resourceVersion.
-async fn patch_status(api: &Api<Job>, name: &str, resource_version: &str, status: &JobStatus) -> Result<String> {
+async fn patch_status(api: &Api<Job>, name: &str, resource_version: &str, status: &JobStatus) -> Result<Job> {
     let mut patch = status_patch(status)?;
     patch["metadata"] = json!({ "resourceVersion": resource_version });
     match api
         .patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
         .await
     {
-        Ok(job) => Ok(job.metadata.resource_version.unwrap_or_default()),
+        Ok(job) => Ok(job),
         Err(e) if crate::error::is_conflict(&e) => Err(Error::StaleCache),
         Err(e) => Err(e.into()),
     }
@@ -374,8 +445,11 @@ fn record(events: &EventSink, planned: &[PlannedEvent]) {
     }
 }
 
-/// One reconcile of `cached` (`fresh` when it was just read from the API rather than the cache).
-async fn reconcile_managed(cached: &Job, ctx: &Context, fresh: bool) -> Result<Action> {
+/// One reconcile of `cached`: a Job from the cache (`cache_rv` the version the cache holds, which the
+/// Job may be newer than when it is this controller's last write) or, with `cache_rv` `None`, just read
+/// from the API.
+async fn reconcile_managed(cached: &Job, ctx: &Context, cache_rv: Option<&str>) -> Result<Action> {
+    let fresh = cache_rv.is_none();
     let client = &ctx.client;
     let namespace = cached.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
     let name = cached.name_any();
@@ -451,7 +525,11 @@ async fn reconcile_managed(cached: &Job, ctx: &Context, fresh: bool) -> Result<A
     // The status as the API server holds it: written only when a step changes it.
     let mut written = job.status.clone().unwrap_or_default();
     if tracking.changed {
-        resource_version = patch_status(&jobs, &name, &resource_version, &tracking.status).await?;
+        let patched = patch_status(&jobs, &name, &resource_version, &tracking.status).await?;
+        resource_version = patched.metadata.resource_version.clone().unwrap_or_default();
+        if let Some(base) = cache_rv {
+            ctx.written.remember(base, patched);
+        }
         written = tracking.status.clone();
     }
     let mut still_tracked: HashSet<String> = views.iter().filter(|p| p.tracked).map(|p| p.uid.clone()).collect();
@@ -517,7 +595,10 @@ async fn reconcile_managed(cached: &Job, ctx: &Context, fresh: bool) -> Result<A
     }
     record(&events, &decided.events);
     if status != written {
-        patch_status(&jobs, &name, &resource_version, &status).await?;
+        let patched = patch_status(&jobs, &name, &resource_version, &status).await?;
+        if let Some(base) = cache_rv {
+            ctx.written.remember(base, patched);
+        }
     }
     if let Err((_, e)) = created {
         return Err(e);
@@ -667,6 +748,39 @@ mod tests {
         assert!(!is_managed(&job, &config));
         job.spec.as_mut().unwrap().managed_by = Some(JOB_CONTROLLER_NAME.into());
         assert!(is_managed(&job, &config));
+    }
+
+    fn job_at(rv: &str) -> Arc<Job> {
+        let mut j = Job::default();
+        j.metadata.uid = Some("u".into());
+        j.metadata.resource_version = Some(rv.into());
+        Arc::new(j)
+    }
+
+    #[test]
+    fn a_reconcile_starts_from_its_own_writes_until_the_cache_shows_them() {
+        let w = Written::default();
+        let cached = job_at("1");
+        assert_eq!(w.latest(&cached).metadata.resource_version.as_deref(), Some("1"));
+        // Two writes while the cache still shows 1: 1 -> 2 -> 3.
+        w.remember("1", (*job_at("2")).clone());
+        let start = w.latest(&cached);
+        assert_eq!(start.metadata.resource_version.as_deref(), Some("2"));
+        w.remember("1", (*job_at("3")).clone());
+        // The cache shows the first write: 3 is still the newest.
+        assert_eq!(w.latest(&job_at("2")).metadata.resource_version.as_deref(), Some("3"));
+        assert_eq!(w.latest(&job_at("1")).metadata.resource_version.as_deref(), Some("3"));
+        // The cache caught up: it serves again, and the memory is gone.
+        assert_eq!(w.latest(&job_at("3")).metadata.resource_version.as_deref(), Some("3"));
+        assert_eq!(w.latest(&job_at("1")).metadata.resource_version.as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn another_writers_version_wins_over_this_controllers_writes() {
+        let w = Written::default();
+        w.remember("1", (*job_at("2")).clone());
+        assert_eq!(w.latest(&job_at("7")).metadata.resource_version.as_deref(), Some("7"));
+        assert_eq!(w.latest(&job_at("1")).metadata.resource_version.as_deref(), Some("1"));
     }
 
     #[test]

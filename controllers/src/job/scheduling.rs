@@ -44,7 +44,7 @@ use crate::error::Result;
 use crate::index::SchedulingIndex;
 use crate::sync::{
     EventSink, Lookup, apply_pod_group_min_count, apply_workload_min_count, create_pod_group, create_workload, delete,
-    find_pod_groups, find_workloads, get_cached, is_owned, mark_managed,
+    find_pod_groups, find_workloads, get_cached_trusting, is_owned, mark_managed,
 };
 
 fn blocked(reason: &str, message: impl Into<String>) -> SchedulingDecision {
@@ -201,9 +201,12 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job, pods: PodPresence) -> R
         Err(errs) => return Ok(SchedulingDecision::Invalid(errs)),
     };
     let own = desired.name_any();
+    // A new Job (no pods yet) takes a Workload its cache does not hold as absent: creating it again
+    // answers AlreadyExists. A Job with pods confirms with a read (it would otherwise go on without a group).
     let lookup = Lookup {
         index: cx.index,
         own_name: Some(&own),
+        trust_misses: !pods.any,
     };
     let found = find_workloads(cx.client, lookup, &namespace, "batch", "Job", &name).await?;
     let workload = match found.as_slice() {
@@ -261,13 +264,15 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job, pods: PodPresence) -> R
         template: &template,
     };
     let group_name = job_owned_pod_group_name(job, key);
-    let mut existing: Option<PodGroup> = get_cached(cx.client, cx.index, &namespace, &group_name).await?;
+    let mut existing: Option<PodGroup> =
+        get_cached_trusting(cx.client, cx.index, &namespace, &group_name, !pods.active).await?;
     if existing.is_none() {
         // A group created under the name kwas used before KEP-5547 added the Job's uid.
         let legacy = job_pod_group_name(key);
         let lookup = Lookup {
             index: cx.index,
             own_name: Some(&legacy),
+            trust_misses: !pods.active,
         };
         existing = find_pod_groups(cx.client, lookup, &namespace, &workload_name, &template)
             .await?
@@ -338,6 +343,7 @@ async fn parent_workloads(cx: SchedulingContext<'_>, job: &Job) -> Result<(Vec<W
     let lookup = Lookup {
         index: cx.index,
         own_name: Some(&own),
+        trust_misses: false,
     };
     Ok((
         find_workloads(cx.client, lookup, &namespace, &group, &kind, &name).await?,
@@ -391,11 +397,12 @@ async fn sync_delegated(
         template,
     };
     let group_name = job_owned_pod_group_name(job, key);
-    let mut existing: Option<PodGroup> = get_cached(cx.client, cx.index, &namespace, &group_name).await?;
+    let mut existing: Option<PodGroup> =
+        get_cached_trusting(cx.client, cx.index, &namespace, &group_name, !pods.active).await?;
     if existing.is_none() {
         // A group created under the name kwas used before KEP-5547 added the Job's uid.
         let legacy = delegated_pod_group_name(&job.name_any(), template);
-        existing = get_cached::<PodGroup>(cx.client, cx.index, &namespace, &legacy)
+        existing = get_cached_trusting::<PodGroup>(cx.client, cx.index, &namespace, &legacy, !pods.active)
             .await?
             .filter(|g| is_owned(&g.metadata, cx.controller, &uid));
     }

@@ -268,6 +268,7 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
         let lookup = crate::sync::Lookup {
             index: &ctx.index,
             own_name: Some(&own),
+            trust_misses: false,
         };
         workloads = find_workloads(
             client,
