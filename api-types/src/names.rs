@@ -159,6 +159,9 @@ pub mod conditions {
 
 /// Event reasons.
 pub mod events {
+    /// The Job controller does not use a Job's `spec.scheduling`: another controller owns the Job and
+    /// manages its Workload and PodGroup (KEP-6089 leaves such Jobs to their owner).
+    pub const SCHEDULING_IGNORED: &str = "SchedulingIgnored";
     /// A controller created a Workload.
     pub const WORKLOAD_CREATED: &str = "WorkloadCreated";
     /// A controller created a PodGroup.

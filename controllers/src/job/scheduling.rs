@@ -38,7 +38,7 @@ use workloadbuilder::job::{
 use workloadbuilder::sync::{SyncInput, plan_sync};
 use workloadbuilder::{DownwardMapping, ExistingWorkloadBuilder, TemplateKey, TemplateRef, find_template};
 
-use super::mode::ManagementMode;
+use super::mode::{ManagementMode, UnmanagedReason};
 use super::plan::SchedulingDecision;
 use crate::error::Result;
 use crate::index::SchedulingIndex;
@@ -163,7 +163,30 @@ pub async fn sync_scheduling(
     pods: PodPresence,
 ) -> Result<SchedulingDecision> {
     match mode {
-        ManagementMode::None(_) => Ok(SchedulingDecision::Group(None)),
+        ManagementMode::None(reason) => {
+            if matches!(reason, UnmanagedReason::ParentManaged)
+                && job.spec.as_ref().is_some_and(|s| s.scheduling.is_some())
+            {
+                // Said, not silently dropped: the owner manages this Job's scheduling.
+                let owner = job
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .find(|r| r.controller == Some(true))
+                    .map(|r| format!("{} {}", r.kind, r.name))
+                    .unwrap_or_default();
+                cx.events.emit(
+                    true,
+                    kwas_api_types::names::events::SCHEDULING_IGNORED,
+                    format!(
+                        "spec.scheduling is not used: {owner} controls this Job and manages its Workload and \
+                         PodGroup (KEP-6089); set the scheduling on {owner}"
+                    ),
+                );
+            }
+            Ok(SchedulingDecision::Group(None))
+        }
         ManagementMode::Both => sync_root(cx, job, pods).await,
         ManagementMode::PodGroupOnly(mapping) => sync_delegated(cx, job, mapping, pods).await,
     }

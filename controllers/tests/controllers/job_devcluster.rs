@@ -767,11 +767,23 @@ async fn unmanaged_modes_create_no_scheduling_objects() {
         &job("byo", json!({"parallelism": 1, "completions": 1, "template": byo})),
     )
     .await;
-    // A parent-owned Job without the downward annotation.
+    // A parent-owned Job without the downward annotation; its own scheduling block is not used, and an
+    // event says so.
     let mut child = delegated_job("child");
     child.metadata.annotations = None;
+    child.spec.as_mut().unwrap().scheduling =
+        Some(serde_json::from_value(json!({"schedulingPolicy": {"gang": {"minCount": 2}}})).unwrap());
     create(&client, &child).await;
     wait_condition(&client, "child", "Complete").await;
+    let ignored = eventually_within(T, "the SchedulingIgnored event", || async {
+        event_reasons(&client, "child")
+            .await
+            .into_iter()
+            .find(|(_, reason, _)| reason == "SchedulingIgnored")
+    })
+    .await;
+    assert_eq!(ignored.0, "Warning");
+    assert!(ignored.2.contains("Trainer trainer controls this Job"), "{}", ignored.2);
     eventually_within(T, "the BYO Job's pod", || async {
         pods_of(&client, "byo").await.first().cloned()
     })
