@@ -3,7 +3,8 @@
 //! annotations (`kwas.dev/sim-exit-code`, `kwas.dev/sim-run-duration`, `kwas.dev/sim-shutdown-duration`).
 //! A `FailJob` rule on exit code 42, `backoffLimitPerIndex` with an index failing twice then succeeding,
 //! a `successPolicy` ending an indexed Job early, `podReplacementPolicy: Failed` waiting for a
-//! terminating pod, and `kubectl create job` completing thanks to the default Job pod duration.
+//! terminating pod, `kubectl create job` completing thanks to the default Job pod duration, and the
+//! preemption example's gang Job surviving three preemptions with its `Ignore` rule.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
@@ -261,4 +262,68 @@ spec:
         (job["status"]["failed"] == 1).then_some(job)
     });
     assert!(condition(&job, "Failed").is_none(), "{job}");
+}
+
+/// The project's preemption scene three times over: `examples/preemption/background.yaml` (a gang Job of
+/// 16 with the recommended rule, `Ignore` on `DisruptionTarget`, and the default `backoffLimit` of 6) is
+/// preempted whole by three urgent gangs in turn (each needs the room of a rack of background's pods, so it
+/// can only run once they are gone). Each time background's 16 pods are evicted with `DisruptionTarget`,
+/// replaced without being counted, and run again as a gang: 48 failures in all against a `backoffLimit` of
+/// 6, and `status.failed` stays 0, no `FailureTarget` or `Failed` condition.
+#[test]
+fn an_ignore_rule_keeps_a_gang_job_through_three_preemptions() {
+    let dev = start(&[
+        "--blocks",
+        "2",
+        "--racks-per-block",
+        "2",
+        "--nodes-per-rack",
+        "4",
+        "--cpu",
+        "8",
+        "--memory",
+        "32Gi",
+        "--gpus",
+        "4",
+    ]);
+    let read = |file: &str| std::fs::read_to_string(crate::common::repo().join(file)).unwrap();
+    apply(&dev, &read("examples/preemption/background.yaml"));
+    // The uids of background's running pods, once all 16 run.
+    let running = |dev: &Dev| -> Option<Vec<String>> {
+        let uids: Vec<String> = pods_of(dev, "background")
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())
+            .map(|p| p["metadata"]["uid"].as_str().unwrap_or_default().to_string())
+            .collect();
+        (uids.len() == 16).then_some(uids)
+    };
+    let mut before = eventually_within(PATIENCE, "background's 16 pods running", || running(&dev));
+    let urgent = read("examples/preemption/urgent.yaml");
+    for round in 1..=3 {
+        let name = format!("urgent-{round}");
+        apply(
+            &dev,
+            &urgent
+                .replace("name: urgent", &format!("name: {name}"))
+                .replace("kwas.dev/sim-run-duration: 20s", "kwas.dev/sim-run-duration: 2s"),
+        );
+        wait_condition(&dev, &name, "Complete");
+        let after = eventually_within(PATIENCE, format!("round {round}: 16 replacement pods running"), || {
+            running(&dev).filter(|uids| uids.iter().all(|u| !before.contains(u)))
+        });
+        let job = get_json(&dev, &["job", "background"]);
+        assert_eq!(
+            job["status"]["failed"].as_i64().unwrap_or(0),
+            0,
+            "round {round}: {}",
+            job["status"]
+        );
+        assert!(condition(&job, "Failed").is_none(), "round {round}: {}", job["status"]);
+        assert!(
+            condition(&job, "FailureTarget").is_none(),
+            "round {round}: {}",
+            job["status"]
+        );
+        before = after;
+    }
 }
