@@ -300,12 +300,7 @@ impl DevCluster {
             }
         };
         kubeconfig::write(&kubeconfig_path, &base_url)?;
-        let uri: http_uri::Uri = base_url
-            .parse()
-            .map_err(|e: http_uri::InvalidUri| Error::Client(e.to_string()))?;
-        let mut kcfg = kube::Config::new(uri);
-        kcfg.default_namespace = "default".into();
-        let client = kwas_api_types::client::client(kcfg).map_err(|e| Error::Client(e.to_string()))?;
+        let client = client_for(&base_url, None)?;
 
         let cluster = DevCluster {
             shared,
@@ -332,15 +327,7 @@ impl DevCluster {
     /// [request counts](Self::request_counts) tell its requests apart, as kube-apiserver's audit log and
     /// `apiserver_request_total` tell components apart.
     pub fn client_as(&self, user_agent: &str) -> Result<kube::Client> {
-        let uri: http_uri::Uri = self
-            .base_url
-            .parse()
-            .map_err(|e: http_uri::InvalidUri| Error::Client(e.to_string()))?;
-        let mut kcfg = kube::Config::new(uri);
-        kcfg.default_namespace = "default".into();
-        let value = axum::http::HeaderValue::from_str(user_agent).map_err(|e| Error::Client(e.to_string()))?;
-        kcfg.headers.push((axum::http::header::USER_AGENT, value));
-        kwas_api_types::client::client(kcfg).map_err(|e| Error::Client(e.to_string()))
+        client_for(&self.base_url, Some(user_agent))
     }
 
     /// Every resource request served so far, counted by client (`User-Agent`), verb, group, resource
@@ -478,6 +465,21 @@ impl Drop for DevCluster {
     fn drop(&mut self) {
         self.shared.signal_shutdown();
     }
+}
+
+/// A kube-rs client for the server at `base_url` (default namespace `default`), naming itself
+/// `user_agent` when given.
+fn client_for(base_url: &str, user_agent: Option<&str>) -> Result<kube::Client> {
+    let uri: http_uri::Uri = base_url
+        .parse()
+        .map_err(|e: http_uri::InvalidUri| Error::Client(e.to_string()))?;
+    let mut kcfg = kube::Config::new(uri);
+    kcfg.default_namespace = "default".into();
+    if let Some(agent) = user_agent {
+        let value = axum::http::HeaderValue::from_str(agent).map_err(|e| Error::Client(e.to_string()))?;
+        kcfg.headers.push((axum::http::header::USER_AGENT, value));
+    }
+    kwas_api_types::client::client(kcfg).map_err(|e| Error::Client(e.to_string()))
 }
 
 mod http_uri {
