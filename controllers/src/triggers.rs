@@ -64,14 +64,7 @@ fn key<K: Resource>(o: &K) -> String {
 /// running pod (`PodScheduled`, `Initialized`).
 pub fn job_pod_projection(pod: &Pod) -> u64 {
     let mut h = DefaultHasher::new();
-    let m = &pod.metadata;
-    m.deletion_timestamp.is_some().hash(&mut h);
-    m.finalizers.hash(&mut h);
-    m.labels.hash(&mut h);
-    m.annotations.hash(&mut h);
-    for r in m.owner_references.iter().flatten() {
-        (&r.uid, r.controller).hash(&mut h);
-    }
+    hash_metadata(pod, &mut h);
     let status = pod.status.as_ref();
     let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
     phase.hash(&mut h);
@@ -100,16 +93,21 @@ pub fn job_pod_projection(pod: &Pod) -> u64 {
 /// re-run it).
 pub fn spec_projection<K: Resource>(o: &K) -> u64 {
     let mut h = DefaultHasher::new();
-    let m = o.meta();
-    m.generation.hash(&mut h);
-    m.deletion_timestamp.is_some().hash(&mut h);
-    m.finalizers.hash(&mut h);
-    m.labels.hash(&mut h);
-    m.annotations.hash(&mut h);
-    for r in m.owner_references.iter().flatten() {
-        (&r.uid, r.controller).hash(&mut h);
-    }
+    o.meta().generation.hash(&mut h);
+    hash_metadata(o, &mut h);
     h.finish()
+}
+
+/// The metadata every reconcile reads: deletion, finalizers, labels, annotations and owners.
+fn hash_metadata<K: Resource>(o: &K, h: &mut DefaultHasher) {
+    let m = o.meta();
+    m.deletion_timestamp.is_some().hash(h);
+    m.finalizers.hash(h);
+    m.labels.hash(h);
+    m.annotations.hash(h);
+    for r in m.owner_references.iter().flatten() {
+        (&r.uid, r.controller).hash(h);
+    }
 }
 
 #[cfg(test)]

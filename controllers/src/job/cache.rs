@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher;
-use kwas_api_types::names::finalizers;
 use parking_lot::Mutex;
+
+use super::pods::has_tracking_finalizer;
 
 /// How long unmet creation expectations hold a Job's pod management (upstream's `ExpectationsTimeout`).
 pub const EXPECTATIONS_TTL: Duration = Duration::from_secs(5 * 60);
@@ -59,14 +60,6 @@ fn job_of(pod: &Pod) -> Option<String> {
         .map(|r| r.uid.clone())
 }
 
-fn tracked(pod: &Pod) -> bool {
-    pod.metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == finalizers::JOB_TRACKING)
-}
-
 impl State {
     /// A pod seen: lowers its Job's creation expectation if it is new, settles its finalizer removal if it
     /// no longer carries the finalizer.
@@ -74,7 +67,7 @@ impl State {
         if new && let Some((n, _)) = self.creations.get_mut(job) {
             *n = n.saturating_sub(1);
         }
-        if !tracked(pod) {
+        if !has_tracking_finalizer(pod) {
             self.removing.remove(uid);
         }
     }
@@ -214,7 +207,7 @@ impl PodCache {
             .uid
             .as_deref()
             .is_some_and(|u| self.state.lock().removing.contains(u));
-        tracked(pod) && !pending
+        has_tracking_finalizer(pod) && !pending
     }
 
     /// Forget the expectations of a Job that is gone.
@@ -227,6 +220,7 @@ impl PodCache {
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kwas_api_types::names::finalizers;
 
     fn pod(uid: &str, job: &str, finalizer: bool) -> Pod {
         let mut p = Pod::default();

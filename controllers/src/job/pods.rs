@@ -158,6 +158,15 @@ pub struct PodView {
     pub scheduled: bool,
 }
 
+/// Whether `pod` carries the Job's tracking finalizer (`batch.kubernetes.io/job-tracking`).
+pub fn has_tracking_finalizer(pod: &Pod) -> bool {
+    pod.metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == finalizers::JOB_TRACKING)
+}
+
 impl PodView {
     /// The view of `pod`.
     pub fn of(pod: &Pod) -> Self {
@@ -202,12 +211,7 @@ impl PodView {
             name: pod.metadata.name.clone().unwrap_or_default(),
             uid: pod.metadata.uid.clone().unwrap_or_default(),
             state,
-            tracked: pod
-                .metadata
-                .finalizers
-                .iter()
-                .flatten()
-                .any(|f| f == finalizers::JOB_TRACKING),
+            tracked: has_tracking_finalizer(pod),
             ready,
             index,
             created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
