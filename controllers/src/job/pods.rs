@@ -264,6 +264,9 @@ pub struct PodOutcome {
     pub index_failure_count: i32,
     /// [`JOB_INDEX_IGNORED_FAILURE_COUNT`], likewise.
     pub index_ignored_failure_count: i32,
+    /// The restarts of its containers and init containers (`restartCount`, summed), which count against
+    /// `backoffLimit` under `restartPolicy: OnFailure`.
+    pub restarts: i64,
 }
 
 /// The outcomes of a Job's pods, by pod uid.
@@ -312,6 +315,16 @@ impl PodOutcome {
                 .collect(),
             index_failure_count: count_annotation(pod, JOB_INDEX_FAILURE_COUNT),
             index_ignored_failure_count: count_annotation(pod, JOB_INDEX_IGNORED_FAILURE_COUNT),
+            restarts: status
+                .into_iter()
+                .flat_map(|s| {
+                    s.container_statuses
+                        .iter()
+                        .flatten()
+                        .chain(s.init_container_statuses.iter().flatten())
+                })
+                .map(|c| i64::from(c.restart_count))
+                .sum(),
         }
     }
 

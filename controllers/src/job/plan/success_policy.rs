@@ -123,6 +123,33 @@ fn pod_failure_policy(cx: &Cx<'_>, plan: &mut Plan) {
     }
 }
 
+/// Upstream's `pastBackoffLimitOnFailure`: under `restartPolicy: OnFailure` a failing container restarts
+/// in place rather than failing its pod, so the restarts of the pods not yet finished (phase Pending or
+/// Running) count against `backoffLimit` (any restart when it is 0).
+fn past_backoff_limit_on_failure(cx: &Cx<'_>) -> bool {
+    let on_failure = cx
+        .job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|s| s.restart_policy.as_deref())
+        == Some("OnFailure");
+    if !on_failure {
+        return false;
+    }
+    let restarts: i64 = cx
+        .pods
+        .iter()
+        .filter(|p| !p.is_terminal())
+        .filter_map(|p| cx.outcomes.get(&p.uid))
+        .map(|o| o.restarts)
+        .sum();
+    match i64::from(backoff_limit(cx.job)) {
+        0 => restarts > 0,
+        limit => restarts >= limit,
+    }
+}
+
 /// The terminal criteria in upstream's order set `FailureTarget` / `SuccessCriteriaMet`: a `FailJob` pod,
 /// the backoff limit, the active deadline (from `start`), the failed indexes, the success policy, then the
 /// completions.
@@ -134,7 +161,7 @@ pub(crate) fn criteria(cx: &Cx<'_>, counts: &Counts, start: Timestamp, plan: &mu
     if find(&plan.status, JOB_FAILURE_TARGET).is_some() {
         return;
     }
-    if counts.failed > backoff_limit(cx.job) {
+    if counts.failed > backoff_limit(cx.job) || past_backoff_limit_on_failure(cx) {
         fail(
             cx,
             plan,

@@ -6,6 +6,7 @@
 //! Job's terminal condition waits for the pods it deleted), the case says so and asserts kwas's result.
 
 mod backoff_limit_per_index;
+mod backoff_on_failure;
 mod pod_failure_policy;
 mod pod_replacement_policy;
 mod properties;
