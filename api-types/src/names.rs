@@ -162,6 +162,10 @@ pub mod events {
     /// The Job controller does not use a Job's `spec.scheduling`: another controller owns the Job and
     /// manages its Workload and PodGroup (KEP-6089 leaves such Jobs to their owner).
     pub const SCHEDULING_IGNORED: &str = "SchedulingIgnored";
+    /// A Job sets `spec.manualSelector`: the Job controller finds its pods by the
+    /// `batch.kubernetes.io/controller-uid` label and its controller reference, and does not adopt
+    /// orphan pods matching `spec.selector` (Warning, once, when the Job first creates pods).
+    pub const MANUAL_SELECTOR_NOT_ADOPTING: &str = "ManualSelectorNotAdopting";
     /// A controller created a Workload.
     pub const WORKLOAD_CREATED: &str = "WorkloadCreated";
     /// A controller created a PodGroup.

@@ -16,11 +16,9 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
+use kube::ResourceExt;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, ResourceExt};
 
 /// Informer caches of Workloads and PodGroups, used to discover names (see the module docs). An empty
 /// index ([`SchedulingIndex::empty`]) discovers nothing; lookups then rest on deterministic names only.
@@ -41,51 +39,20 @@ impl std::fmt::Debug for SchedulingIndex {
     }
 }
 
-/// The background tasks that keep a [`SchedulingIndex`] filled; aborted when dropped.
-#[derive(Debug)]
-pub struct IndexFeeders(Vec<tokio::task::JoinHandle<()>>);
-
-impl Drop for IndexFeeders {
-    fn drop(&mut self) {
-        for t in &self.0 {
-            t.abort();
-        }
-    }
-}
-
 impl SchedulingIndex {
     /// An index that discovers nothing.
     pub fn empty() -> Self {
         Self::default()
     }
 
-    /// Start watching Workloads and PodGroups in every namespace. The index fills while the returned
-    /// feeders live; [`SchedulingIndex::ready`] waits for the first complete lists.
-    pub fn start(client: &Client) -> (Self, IndexFeeders) {
-        let (workloads, w_writer) = reflector::store::<Workload>();
-        let (pod_groups, g_writer) = reflector::store::<PodGroup>();
-        let w_api: Api<Workload> = Api::all(client.clone());
-        let g_api: Api<PodGroup> = Api::all(client.clone());
-        let w_task = tokio::spawn(async move {
-            reflector::reflector(w_writer, watcher(w_api, watcher::Config::default()))
-                .default_backoff()
-                .for_each(|_| async {})
-                .await;
-        });
-        let g_task = tokio::spawn(async move {
-            reflector::reflector(g_writer, watcher(g_api, watcher::Config::default()))
-                .default_backoff()
-                .for_each(|_| async {})
-                .await;
-        });
-        (
-            Self {
-                workloads: Some(workloads),
-                pod_groups: Some(pod_groups),
-                serves_objects: false,
-            },
-            IndexFeeders(vec![w_task, g_task]),
-        )
+    /// An index over stores fed by watches that do not trigger the caller's reconciles: it names
+    /// candidates, the objects are read by name.
+    pub fn naming(workloads: Store<Workload>, pod_groups: Store<PodGroup>) -> Self {
+        Self {
+            workloads: Some(workloads),
+            pod_groups: Some(pod_groups),
+            serves_objects: false,
+        }
     }
 
     /// An index over stores the caller feeds (a controller whose watches trigger its reconciles only once
@@ -100,7 +67,7 @@ impl SchedulingIndex {
 
     /// Whether reconciles may read objects from this index (not only names): true when its stores are fed
     /// by the watches that trigger the reconciles, so a trigger never finds an older object than the one
-    /// it announces. An index with watches of its own ([`SchedulingIndex::start`]) only names candidates.
+    /// it announces. An index built with [`SchedulingIndex::naming`] only names candidates.
     pub fn serves_objects(&self) -> bool {
         self.serves_objects && self.is_ready()
     }

@@ -12,7 +12,8 @@
 //! - [`claims`]: the ResourceClaim controller upstream runs in kube-controller-manager (pod and PodGroup
 //!   claims from templates, reservations released, claims deallocated), for clusters that have none;
 //! - [`sync`]: the scheduling-object sync shared by the controllers, [`index`] its discovery cache,
-//!   [`triggers`] which watch events re-run a reconcile (a pod's binding or a PodGroup's status does not);
+//!   [`triggers`] which watch events re-run a reconcile (a pod's binding or a PodGroup's status does not),
+//!   [`informers`] one watch and cache per kind shared by the controllers of a process;
 //! - [`decode`]: watching a kind object by object, so one object that does not decode is reported on itself
 //!   and never stops a controller;
 //! - [`retry`]: per-object backoff after failures and panic containment (one bad object never stops a
@@ -28,6 +29,7 @@ pub mod claims;
 pub mod decode;
 pub mod error;
 pub mod index;
+pub mod informers;
 pub mod job;
 pub mod jobset;
 pub mod metrics;

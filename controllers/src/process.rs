@@ -17,6 +17,7 @@ use kwas_shell::{Health, Leadership, LeaseConfig, Shutdown, Supervisor, admin};
 use prometheus_client::registry::Registry;
 use tracing::info;
 
+use crate::informers::Informers;
 use crate::job::{self, JobControllerConfig};
 use crate::jobset::{self, JobSetControllerConfig};
 use crate::metrics::Metrics;
@@ -175,19 +176,27 @@ async fn run_controllers(
     stop: Shutdown,
 ) -> Result<(), RunError> {
     let mut supervisor = Supervisor::new(health, stop.clone());
+    // One watch per kind for both controllers (see `informers`): they subscribe, then the watches start.
+    let mut informers = Informers::new(&client);
     if let Some(cfg) = &config.job {
         let ctx = job::Context::new(client.clone(), cfg.clone(), metrics.clone());
-        let stopped = stop.wait();
+        let controller = job::run_on(ctx, &mut informers, stop.wait());
         supervisor.spawn("job controller", async move {
-            job::run(ctx, stopped).await;
+            controller.await;
             Ok::<(), std::convert::Infallible>(())
         });
     }
     if let Some(cfg) = &config.jobset {
         let ctx = jobset::Context::new(client.clone(), cfg.clone(), metrics.clone());
-        let stopped = stop.wait();
+        let controller = jobset::run_on(ctx, &mut informers, stop.wait());
         supervisor.spawn("jobset controller", async move {
-            jobset::run(ctx, stopped).await;
+            controller.await;
+            Ok::<(), std::convert::Infallible>(())
+        });
+    }
+    for (kind, watch) in informers.start(|| stop.wait()) {
+        supervisor.spawn(kind, async move {
+            watch.await;
             Ok::<(), std::convert::Infallible>(())
         });
     }

@@ -44,7 +44,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use kwas_api_types::jobset::{JobSet, JobSetStatus, PodGroupManagement, conditions};
 use kwas_api_types::names::{JOB_CONTROLLER_NAME, JOBSET_CONTROLLER_NAME, events as event_reasons, labels};
@@ -53,6 +53,7 @@ use tracing::{Instrument, info_span, warn};
 
 use crate::error::{Error, Result, is_not_found};
 use crate::index::SchedulingIndex;
+use crate::informers::Informers;
 use crate::metrics::Metrics;
 use crate::sync::{
     EventSink, create_composite_pod_group, create_or_get, create_pod_group, create_workload, find_workloads, get_opt,
@@ -126,39 +127,57 @@ pub fn management(js: &JobSet, config: &JobSetControllerConfig) -> PodGroupManag
         .unwrap_or(config.default_management)
 }
 
-/// Run the controller until `shutdown` resolves.
+/// Run the controller on its own watches until `shutdown` resolves (a process that runs several
+/// controllers shares one [`Informers`] between them: [`run_on`]).
 pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) {
+    let mut informers = Informers::new(&ctx.client);
+    let controller = run_on(ctx, &mut informers, shutdown);
+    let _hubs = informers.spawn();
+    controller.await;
+}
+
+/// The controller on `informers`' watches of Jobs, PodGroups, CompositePodGroups and Workloads (its own
+/// watch of JobSets), until `shutdown` resolves. It subscribes now; start the informers once every
+/// controller of the process subscribed.
+pub fn run_on<S>(
+    ctx: Context,
+    informers: &mut Informers,
+    shutdown: S,
+) -> impl std::future::Future<Output = ()> + Send + use<S>
+where
+    S: std::future::Future<Output = ()> + Send + Sync + 'static,
+{
     let client = ctx.client.clone();
-    let jobs: Api<Job> = Api::all(client.clone());
-    let groups: Api<PodGroup> = Api::all(client.clone());
-    let composites: Api<CompositePodGroup> = Api::all(client.clone());
-    let owned = || watcher::Config::default().labels(labels::JOBSET_NAME);
     let mut ctx = ctx;
-    let (index, _feeders) = SchedulingIndex::start(&client);
-    index.ready().await;
-    ctx.index = index;
-    let (reader, jobsets) = crate::decode::watch(
-        client.clone(),
-        watcher::Config::default(),
-        ctx.recorder.clone(),
-        |metadata| JobSet {
-            metadata,
-            spec: Default::default(),
-            status: None,
-        },
-    );
-    Controller::for_stream(jobsets, reader)
-        .owns(jobs, owned())
-        .owns(groups, owned())
-        .owns(composites, owned())
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, Arc::new(ctx))
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                warn!(error = %e, "jobset reconcile failed");
-            }
-        })
-        .await;
+    ctx.index = SchedulingIndex::naming(informers.workloads.store(), informers.pod_groups.store());
+    // Only the children the JobSet controller labelled re-run a JobSet's reconcile.
+    use crate::informers::labelled;
+    let jobs = labelled(informers.jobs.subscribe(), labels::JOBSET_NAME).touched_objects();
+    let groups = labelled(informers.pod_groups.subscribe(), labels::JOBSET_NAME).touched_objects();
+    let composites = labelled(informers.composite_pod_groups.subscribe(), labels::JOBSET_NAME).touched_objects();
+    async move {
+        ctx.index.ready().await;
+        let (reader, jobsets) =
+            crate::decode::watch(client, watcher::Config::default(), ctx.recorder.clone(), |metadata| {
+                JobSet {
+                    metadata,
+                    spec: Default::default(),
+                    status: None,
+                }
+            });
+        Controller::for_stream(jobsets, reader)
+            .owns_stream(jobs)
+            .owns_stream(groups)
+            .owns_stream(composites)
+            .graceful_shutdown_on(shutdown)
+            .run(reconcile, error_policy, Arc::new(ctx))
+            .for_each(|result| async move {
+                if let Err(e) = result {
+                    warn!(error = %e, "jobset reconcile failed");
+                }
+            })
+            .await;
+    }
 }
 
 fn error_policy(js: Arc<JobSet>, error: &Error, ctx: Arc<Context>) -> Action {

@@ -1,11 +1,13 @@
 //! The Job controller's reconcile on lagging caches: a model of `job::reconcile_managed` (the same pure
-//! steps, [`PodCache`] and its expectations, the resourceVersion checks) against a model API server whose
+//! steps, [`PodCache`] and its expectations, [`Written`]'s start and current-Job knowledge, the
+//! resourceVersion checks) against a model API server whose
 //! pod and Job events reach the caches late, in any interleaving with reconciles and pod outcomes. Under
 //! every interleaving no pod is created twice (active pods never exceed what the Job wants) and, once the
 //! caches catch up, the Job's counters equal the pods' terminal states.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
@@ -15,6 +17,7 @@ use kube::runtime::watcher;
 use kwas_controllers::job::cache::PodCache;
 use kwas_controllers::job::plan::{JobConfig, SchedulingDecision, flush, plan_with, track_with};
 use kwas_controllers::job::pods::{PodOutcome, PodView};
+use kwas_controllers::job::written::Written;
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -29,6 +32,12 @@ enum Op {
     /// A running pod ends (the `usize` picks which; `bool`: succeeded).
     End(usize, bool),
     Reconcile,
+    /// A user edits the Job (a label, say): a new version with the same status, which makes the
+    /// controller's conditional status write conflict.
+    UserEdit,
+    /// The controller restarts: what it remembered (its writes, its expectations) is lost, and its caches
+    /// start from consistent lists of what is stored (kube-runtime's default list semantic).
+    Restart,
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
@@ -38,6 +47,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
             1 => Just(Op::DeliverJob),
             2 => (any::<usize>(), any::<bool>()).prop_map(|(i, s)| Op::End(i, s)),
             3 => Just(Op::Reconcile),
+            1 => Just(Op::Restart),
+            1 => Just(Op::UserEdit),
         ],
         0..80,
     )
@@ -61,6 +72,7 @@ struct Model {
     next_pod: u32,
     pod_events: VecDeque<watcher::Event<Pod>>,
     cache: PodCache,
+    written: Written,
     t0: Instant,
     /// Pods that ever ended, by how.
     ended: BTreeMap<String, bool>,
@@ -84,6 +96,7 @@ impl Model {
             next_pod: 0,
             pod_events: VecDeque::new(),
             cache,
+            written: Written::default(),
             t0: Instant::now(),
             ended: BTreeMap::new(),
         }
@@ -163,14 +176,17 @@ impl Model {
         self.cache.expect_finalizer_removal(&uid);
     }
 
-    /// `reconcile_managed`, step for step (scheduling objects aside).
+    /// `reconcile` and `reconcile_managed`, step for step (scheduling objects aside).
     fn reconcile(&mut self, fresh: bool) -> Result<(), Stale> {
-        let (status, mut rv) = if fresh {
-            (self.status.clone(), self.rv)
+        let (job, mut current, base) = if fresh {
+            (self.job(&self.status, self.rv), false, None)
         } else {
-            self.cached.clone()
+            let cached = Arc::new(self.job(&self.cached.0, self.cached.1));
+            let start = self.written.start(&cached);
+            ((*start.job).clone(), start.current, Some(self.cached.1.to_string()))
         };
-        let job = self.job(&status, rv);
+        let status = job.status.clone().unwrap_or_default();
+        let mut rv: u64 = job.metadata.resource_version.as_deref().unwrap().parse().unwrap();
         let now = Timestamp::from_second(1_900_000_000).unwrap();
         if !self.cache.creations_satisfied(UID, self.t0) {
             return Ok(());
@@ -188,6 +204,11 @@ impl Model {
         let mut written = status.clone();
         if tracking.changed {
             rv = self.write_status(rv, tracking.status.clone())?;
+            if let Some(base) = &base {
+                self.written.remember(base, self.job(&tracking.status, rv));
+                self.written.verify(UID);
+                current = true;
+            }
             written = tracking.status.clone();
         }
         let mut still_tracked: HashSet<String> = views.iter().filter(|p| p.tracked).map(|p| p.uid.clone()).collect();
@@ -213,8 +234,11 @@ impl Model {
             now,
             &config,
         );
-        if !fresh && (!decided.create.is_empty() || !decided.delete.is_empty()) && self.rv != rv {
-            return Err(Stale);
+        if !fresh && !current && (!decided.create.is_empty() || !decided.delete.is_empty()) {
+            if self.rv != rv {
+                return Err(Stale);
+            }
+            self.written.verify(UID);
         }
         for name in &decided.delete {
             if let Some(pod) = pods.iter().find(|p| p.metadata.name.as_deref() == Some(name.as_str())) {
@@ -238,7 +262,10 @@ impl Model {
             self.pod_changed(&uid);
         }
         if decided.status != written {
-            self.write_status(rv, decided.status)?;
+            let rv = self.write_status(rv, decided.status.clone())?;
+            if let Some(base) = &base {
+                self.written.remember(base, self.job(&decided.status, rv));
+            }
         }
         Ok(())
     }
@@ -246,6 +273,7 @@ impl Model {
     fn reconcile_with_retry(&mut self) {
         if self.reconcile(false).is_err() {
             // The controller reads the Job and runs once more; a second conflict waits for a retry.
+            self.written.doubt(UID);
             let _ = self.reconcile(true);
         }
     }
@@ -279,7 +307,27 @@ impl Model {
                 }
             }
             Op::Reconcile => self.reconcile_with_retry(),
+            Op::Restart => self.restart(),
+            Op::UserEdit => {
+                self.rv += 1;
+                self.job_versions.push_back((self.status.clone(), self.rv));
+            }
         }
+    }
+
+    /// A new process: fresh memory and expectations, caches listed from what is stored.
+    fn restart(&mut self) {
+        self.written = Written::default();
+        self.cache = PodCache::default();
+        self.cache.apply(&watcher::Event::Init);
+        let pods: Vec<Pod> = self.pods.iter().map(|(uid, p)| self.pod_object(uid, p)).collect();
+        for p in pods {
+            self.cache.apply(&watcher::Event::InitApply(p));
+        }
+        self.cache.apply(&watcher::Event::InitDone);
+        self.pod_events.clear();
+        self.job_versions.clear();
+        self.cached = (self.status.clone(), self.rv);
     }
 
     fn succeeded_pods(&self) -> i32 {

@@ -973,3 +973,191 @@ async fn a_pod_create_whose_answer_is_lost_is_not_sent_again() {
     assert!(c.faults().injected() >= 4, "every creation lost its answer");
     c.shutdown().await;
 }
+
+/// The active completion indexes of Job `name`'s pods that are not being deleted.
+async fn active_indexes(client: &Client, name: &str) -> BTreeSet<String> {
+    pods_of(client, name)
+        .await
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
+        .map(|p| p.annotations()["batch.kubernetes.io/job-completion-index"].clone())
+        .collect()
+}
+
+/// Elastic Indexed Jobs (upstream's `ElasticIndexedJob`, GA): `completions` changed together with
+/// `parallelism` removes the pods of the indexes dropped, uncounted, and creates those added.
+#[tokio::test]
+async fn elastic_indexed_job_scales_down_and_up_with_completions() {
+    let c = cluster().await;
+    let client = c.client();
+    let _binder = start_binder(client.clone(), c.node_names());
+    let _ctl = start_job_controller(client.clone(), job_config());
+    create(
+        &client,
+        &job(
+            "elastic",
+            json!({"parallelism": 4, "completions": 4, "completionMode": "Indexed", "template": pod_template(Some("1h"), None)}),
+        ),
+    )
+    .await;
+    let want = |ix: &[&str]| ix.iter().map(|s| s.to_string()).collect::<BTreeSet<String>>();
+    eventually_within(T, "4 indexes running", || async {
+        (active_indexes(&client, "elastic").await == want(&["0", "1", "2", "3"])).then_some(())
+    })
+    .await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let scale = |n: i32| {
+        let jobs = jobs.clone();
+        async move {
+            jobs.patch(
+                "elastic",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"completions": n, "parallelism": n}})),
+            )
+            .await
+        }
+    };
+    scale(2).await.unwrap();
+    eventually_within(T, "indexes 2 and 3 removed", || async {
+        (active_indexes(&client, "elastic").await == want(&["0", "1"])).then_some(())
+    })
+    .await;
+    scale(3).await.unwrap();
+    eventually_within(T, "index 2 back", || async {
+        (active_indexes(&client, "elastic").await == want(&["0", "1", "2"])).then_some(())
+    })
+    .await;
+    let status = get(&client, "elastic").await.status.unwrap_or_default();
+    assert_eq!((status.failed.unwrap_or(0), status.succeeded.unwrap_or(0)), (0, 0));
+    // Completions alone cannot change (the API refuses it, as kube-apiserver does).
+    let refused = jobs
+        .patch(
+            "elastic",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"completions": 5}})),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("can only be modified in tandem with spec.parallelism"),
+        "{refused}"
+    );
+    c.shutdown().await;
+}
+
+/// A suspended Job that never started takes new scheduling directives (upstream's mutable scheduling
+/// directives): its pods are created from the edited template on resume; other template fields stay
+/// immutable.
+#[tokio::test]
+async fn a_suspended_job_takes_new_scheduling_directives_before_it_starts() {
+    let c = cluster().await;
+    let client = c.client();
+    let _binder = start_binder(client.clone(), c.node_names());
+    let _ctl = start_job_controller(client.clone(), job_config());
+    create(
+        &client,
+        &job(
+            "directed",
+            json!({"suspend": true, "parallelism": 2, "completions": 2, "template": pod_template(Some("50ms"), None)}),
+        ),
+    )
+    .await;
+    wait_condition(&client, "directed", "Suspended").await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let directives = json!({"spec": {"template": {
+        "metadata": {"labels": {"team": "ml"}},
+        "spec": {
+            "nodeSelector": {"kwas.dev/rack": "b0-r0"},
+            "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+        }
+    }}});
+    jobs.patch("directed", &PatchParams::default(), &Patch::Merge(directives))
+        .await
+        .unwrap();
+    let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "other"}]}}}});
+    let refused = jobs
+        .patch("directed", &PatchParams::default(), &Patch::Merge(image))
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("field is immutable"), "{refused}");
+    jobs.patch(
+        "directed",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"suspend": false}})),
+    )
+    .await
+    .unwrap();
+    wait_condition(&client, "directed", "Complete").await;
+    let pods = pods_of(&client, "directed").await;
+    assert_eq!(pods.len(), 2);
+    for p in &pods {
+        let spec = p.spec.as_ref().unwrap();
+        assert_eq!(
+            spec.node_selector
+                .as_ref()
+                .unwrap()
+                .get("kwas.dev/rack")
+                .map(String::as_str),
+            Some("b0-r0")
+        );
+        assert_eq!(spec.tolerations.as_ref().unwrap()[0].key.as_deref(), Some("dedicated"));
+        assert_eq!(p.labels().get("team").map(String::as_str), Some("ml"));
+    }
+    // Started now: the directives are fixed.
+    let late = json!({"spec": {"suspend": true, "template": {"spec": {"nodeSelector": {"kwas.dev/rack": "b0-r1"}}}}});
+    let refused = jobs
+        .patch("directed", &PatchParams::default(), &Patch::Merge(late))
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("spec.template"), "{refused}");
+    c.shutdown().await;
+}
+
+/// `manualSelector: true`: the API server requires a selector matching the template's labels; the
+/// controller runs the Job (finding pods by its controller-uid label) and says, once, that it does not
+/// adopt orphans matching the selector.
+#[tokio::test]
+async fn a_manual_selector_job_runs_and_is_flagged_once() {
+    let c = cluster().await;
+    let client = c.client();
+    let _binder = start_binder(client.clone(), c.node_names());
+    let _ctl = start_job_controller(client.clone(), job_config());
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let mut template = pod_template(Some("50ms"), None);
+    template["metadata"]["labels"] = json!({"app": "manual"});
+    let mismatched = job(
+        "manual",
+        json!({"manualSelector": true, "selector": {"matchLabels": {"app": "other"}}, "completions": 2, "parallelism": 2, "template": template.clone()}),
+    );
+    let refused = jobs.create(&PostParams::default(), &mismatched).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("`selector` does not match template `labels`"),
+        "{refused}"
+    );
+    create(
+        &client,
+        &job(
+            "manual",
+            json!({"manualSelector": true, "selector": {"matchLabels": {"app": "manual"}}, "completions": 2, "parallelism": 2, "template": template}),
+        ),
+    )
+    .await;
+    let done = wait_condition(&client, "manual", "Complete").await;
+    assert_eq!(done.status.unwrap().succeeded, Some(2));
+    let flagged: Vec<_> = event_reasons(&client, "manual")
+        .await
+        .into_iter()
+        .filter(|(_, reason, _)| reason == "ManualSelectorNotAdopting")
+        .collect();
+    assert_eq!(flagged.len(), 1, "{flagged:?}");
+    assert_eq!(flagged[0].0, "Warning");
+    c.shutdown().await;
+}

@@ -597,3 +597,61 @@ async fn an_undecodable_or_oversized_jobset_is_reported_on_itself_and_the_others
     assert!(jobs.iter().all(|j| j.name_any().starts_with("fine-")), "{jobs:?}");
     e.cluster.shutdown().await;
 }
+
+/// Both controllers in one process (`process::run`, as `kwas controllers` runs them) watch each kind once:
+/// a delegated JobSet, which needs both, runs to completion on one watch per kind.
+#[tokio::test]
+async fn one_process_watches_each_kind_once_for_both_controllers() {
+    let cluster = cluster().await;
+    let client = cluster.client();
+    install_crd(&client).await;
+    let _binder = start_binder(client.clone(), cluster.node_names());
+    let agent = "controllers-under-test";
+    let config = kwas_controllers::process::ControllersConfig {
+        job: Some(job_config()),
+        jobset: Some(JobSetControllerConfig::default()),
+        resource_claims: false,
+        leader_election: None,
+        admin_addr: None,
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let process = tokio::spawn(kwas_controllers::process::run(
+        cluster.client_as(agent).unwrap(),
+        config,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Api::<JobSet>::namespaced(client.clone(), "default")
+        .create(
+            &PostParams::default(),
+            &jobset("shared", two_replicated_jobs("Delegated")),
+        )
+        .await
+        .unwrap();
+    wait_js(&client, "shared", "Completed").await;
+    let mut watches: Vec<(String, u64)> = cluster
+        .request_counts()
+        .into_iter()
+        .filter(|(k, _)| k.client == agent && k.verb == "WATCH")
+        .map(|(k, n)| (k.resource, n))
+        .collect();
+    watches.sort();
+    let expected: Vec<(String, u64)> = [
+        "compositepodgroups",
+        "jobs",
+        "jobsets",
+        "pods",
+        "podgroups",
+        "workloads",
+    ]
+    .iter()
+    .map(|r| (r.to_string(), 1))
+    .collect();
+    let mut expected = expected;
+    expected.sort();
+    assert_eq!(watches, expected);
+    let _ = stop.send(());
+    process.await.unwrap().unwrap();
+    cluster.shutdown().await;
+}
