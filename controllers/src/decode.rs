@@ -32,13 +32,15 @@ pub fn decode<K: Resource + DeserializeOwned>(obj: DynamicObject) -> Result<K, B
 }
 
 /// A watch of `K` for `Controller::for_stream`: the reader of the cache and the stream of decoded
-/// objects. `placeholder` builds a `K` with only the given metadata (used to drop an object from the cache
-/// when its new version does not decode).
+/// objects whose `projection` changed (see [`crate::triggers::relevant`]; deletions pass too).
+/// `placeholder` builds a `K` with only the given metadata (used to drop an object from the cache when its
+/// new version does not decode).
 pub fn watch<K>(
     client: Client,
     config: watcher::Config,
     recorder: Recorder,
     placeholder: fn(ObjectMeta) -> K,
+    projection: fn(&K) -> u64,
 ) -> (Store<K>, impl Stream<Item = Result<K, watcher::Error>> + Send + 'static)
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug + Send + Sync + 'static,
@@ -78,9 +80,8 @@ where
             };
             std::future::ready(Ok(decoded))
         })
-        .reflect(writer)
-        .applied_objects()
-        .boxed();
+        .reflect(writer);
+    let stream = crate::triggers::relevant(stream, projection).boxed();
     (reader, stream)
 }
 

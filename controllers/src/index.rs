@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::scheduling::v1alpha3::{PodGroup, Workload};
+use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use kube::ResourceExt;
 use kube::runtime::reflector::{self, Store};
 
@@ -26,6 +26,7 @@ use kube::runtime::reflector::{self, Store};
 pub struct SchedulingIndex {
     workloads: Option<Store<Workload>>,
     pod_groups: Option<Store<PodGroup>>,
+    composites: Option<Store<CompositePodGroup>>,
     /// Whether the stores are fed by the watches that trigger the controller's reconciles
     /// ([`SchedulingIndex::from_stores`]): only then may a reconcile read objects from them.
     serves_objects: bool,
@@ -51,6 +52,7 @@ impl SchedulingIndex {
         Self {
             workloads: Some(workloads),
             pod_groups: Some(pod_groups),
+            composites: None,
             serves_objects: false,
         }
     }
@@ -61,8 +63,15 @@ impl SchedulingIndex {
         Self {
             workloads: Some(workloads),
             pod_groups: Some(pod_groups),
+            composites: None,
             serves_objects: true,
         }
+    }
+
+    /// The index, also holding CompositePodGroups (fed like its other stores).
+    pub fn with_composites(mut self, composites: Store<CompositePodGroup>) -> Self {
+        self.composites = Some(composites);
+        self
     }
 
     /// Whether reconciles may read objects from this index (not only names): true when its stores are fed
@@ -82,6 +91,9 @@ impl SchedulingIndex {
             self.pod_groups
                 .as_ref()
                 .map(|s| s.wait_until_ready().now_or_never().is_some()),
+            self.composites
+                .as_ref()
+                .map(|s| s.wait_until_ready().now_or_never().is_some()),
         ]
         .into_iter()
         .all(|r| r.unwrap_or(true))
@@ -93,6 +105,9 @@ impl SchedulingIndex {
             let _ = s.wait_until_ready().await;
         }
         if let Some(s) = &self.pod_groups {
+            let _ = s.wait_until_ready().await;
+        }
+        if let Some(s) = &self.composites {
             let _ = s.wait_until_ready().await;
         }
     }
@@ -127,6 +142,14 @@ impl SchedulingIndex {
     /// The cached Workload `namespace/name`, if the cache holds it (it may lag behind the API server).
     pub fn workload(&self, namespace: &str, name: &str) -> Option<Arc<Workload>> {
         self.workloads
+            .as_ref()?
+            .get(&reflector::ObjectRef::new(name).within(namespace))
+    }
+
+    /// The cached CompositePodGroup `namespace/name`, if the cache holds it (it may lag behind the API
+    /// server).
+    pub fn composite_pod_group(&self, namespace: &str, name: &str) -> Option<Arc<CompositePodGroup>> {
+        self.composites
             .as_ref()?
             .get(&reflector::ObjectRef::new(name).within(namespace))
     }

@@ -146,6 +146,12 @@ impl Indexed for Workload {
     }
 }
 
+impl Indexed for CompositePodGroup {
+    fn cached(index: &SchedulingIndex, namespace: &str, name: &str) -> Option<Self> {
+        index.composite_pod_group(namespace, name).map(|g| (*g).clone())
+    }
+}
+
 impl Indexed for PodGroup {
     fn cached(index: &SchedulingIndex, namespace: &str, name: &str) -> Option<Self> {
         index.pod_group(namespace, name).map(|g| (*g).clone())

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use futures::{Stream, StreamExt};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use kube::Resource;
 use kube::runtime::watcher;
@@ -98,6 +99,20 @@ pub fn spec_projection<K: Resource>(o: &K) -> u64 {
     h.finish()
 }
 
+/// What the JobSet reconcile reads of a child Job: its spec (generation), metadata, conditions and ready
+/// pods. Not its other counters, which the Job controller rewrites as each pod starts and ends.
+pub fn jobset_job_projection(job: &Job) -> u64 {
+    let mut h = DefaultHasher::new();
+    job.metadata.generation.hash(&mut h);
+    hash_metadata(job, &mut h);
+    let status = job.status.as_ref();
+    status.and_then(|s| s.ready).hash(&mut h);
+    for c in status.and_then(|s| s.conditions.as_ref()).into_iter().flatten() {
+        (&c.type_, &c.status).hash(&mut h);
+    }
+    h.finish()
+}
+
 /// The metadata every reconcile reads: deletion, finalizers, labels, annotations and owners.
 fn hash_metadata<K: Resource>(o: &K, h: &mut DefaultHasher) {
     let m = o.meta();
@@ -157,6 +172,27 @@ mod tests {
             n, 3,
             "creation, Running and the deletion pass; the binding and the repeat do not"
         );
+    }
+
+    #[test]
+    fn a_jobset_re_runs_on_a_childs_conditions_and_readiness_not_its_counters() {
+        let mut job = Job::default();
+        let base = jobset_job_projection(&job);
+        job.status = Some(k8s_openapi::api::batch::v1::JobStatus {
+            active: Some(2),
+            succeeded: Some(1),
+            ..Default::default()
+        });
+        assert_eq!(base, jobset_job_projection(&job), "counters are not read");
+        job.status.as_mut().unwrap().ready = Some(2);
+        let ready = jobset_job_projection(&job);
+        assert_ne!(base, ready);
+        job.status.as_mut().unwrap().conditions = Some(vec![k8s_openapi::api::batch::v1::JobCondition {
+            type_: "Complete".into(),
+            status: "True".into(),
+            ..Default::default()
+        }]);
+        assert_ne!(ready, jobset_job_projection(&job));
     }
 
     #[tokio::test]

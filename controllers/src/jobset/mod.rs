@@ -38,13 +38,13 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup};
+use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use kwas_api_types::jobset::{JobSet, JobSetStatus, PodGroupManagement, conditions};
 use kwas_api_types::names::{JOB_CONTROLLER_NAME, JOBSET_CONTROLLER_NAME, events as event_reasons, labels};
@@ -56,7 +56,7 @@ use crate::index::SchedulingIndex;
 use crate::informers::Informers;
 use crate::metrics::Metrics;
 use crate::sync::{
-    EventSink, create_composite_pod_group, create_or_get, create_pod_group, create_workload, find_workloads, get_opt,
+    EventSink, create_composite_pod_group, create_or_get, create_pod_group, create_workload, find_workloads,
     sync_pod_group_min_count, sync_workload_min_count,
 };
 use children::root_group_name;
@@ -149,26 +149,47 @@ where
 {
     let client = ctx.client.clone();
     let mut ctx = ctx;
-    ctx.index = SchedulingIndex::naming(informers.workloads.store(), informers.pod_groups.store());
-    // Only the children the JobSet controller labelled re-run a JobSet's reconcile.
+    // The reconciles read Workloads, PodGroups and CompositePodGroups from the shared caches: each is also
+    // a trigger below, so an event re-runs a reconcile only once the cache holds what it announces; a
+    // miss is read from the API.
+    ctx.index = SchedulingIndex::from_stores(informers.workloads.store(), informers.pod_groups.store())
+        .with_composites(informers.composite_pod_groups.store());
+    // Only the children the JobSet controller labelled re-run a JobSet's reconcile, and only when what it
+    // reads of them changed: not a Job's pod counters, not the scheduler's writes of a group's status.
     use crate::informers::labelled;
-    let jobs = labelled(informers.jobs.subscribe(), labels::JOBSET_NAME).touched_objects();
-    let groups = labelled(informers.pod_groups.subscribe(), labels::JOBSET_NAME).touched_objects();
-    let composites = labelled(informers.composite_pod_groups.subscribe(), labels::JOBSET_NAME).touched_objects();
+    use crate::triggers::{jobset_job_projection, relevant, spec_projection};
+    let jobs = relevant(
+        labelled(informers.jobs.subscribe(), labels::JOBSET_NAME),
+        jobset_job_projection,
+    );
+    let groups = relevant(
+        labelled(informers.pod_groups.subscribe(), labels::JOBSET_NAME),
+        spec_projection::<PodGroup>,
+    );
+    let composites = relevant(
+        labelled(informers.composite_pod_groups.subscribe(), labels::JOBSET_NAME),
+        spec_projection::<CompositePodGroup>,
+    );
+    // The JobSet's Workload (owned by it, not labelled).
+    let workloads = relevant(informers.workloads.subscribe(), spec_projection::<Workload>);
     async move {
         ctx.index.ready().await;
-        let (reader, jobsets) =
-            crate::decode::watch(client, watcher::Config::default(), ctx.recorder.clone(), |metadata| {
-                JobSet {
-                    metadata,
-                    spec: Default::default(),
-                    status: None,
-                }
-            });
+        let (reader, jobsets) = crate::decode::watch(
+            client,
+            watcher::Config::default(),
+            ctx.recorder.clone(),
+            |metadata| JobSet {
+                metadata,
+                spec: Default::default(),
+                status: None,
+            },
+            spec_projection::<JobSet>,
+        );
         Controller::for_stream(jobsets, reader)
             .owns_stream(jobs)
             .owns_stream(groups)
             .owns_stream(composites)
+            .owns_stream(workloads)
             .graceful_shutdown_on(shutdown)
             .run(reconcile, error_policy, Arc::new(ctx))
             .for_each(|result| async move {
@@ -300,7 +321,13 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
         .await?;
         if let [workload] = workloads.as_slice() {
             let workload_name = workload.name_any();
-            root = get_opt::<CompositePodGroup>(client, &namespace, &root_group_name(&workload_name)).await?;
+            root = crate::sync::get_cached::<CompositePodGroup>(
+                client,
+                &ctx.index,
+                &namespace,
+                &root_group_name(&workload_name),
+            )
+            .await?;
             if management == PodGroupManagement::Centralized {
                 child_groups = ctx
                     .index
@@ -406,6 +433,8 @@ async fn apply(
                 events.normal(&e.reason, e.message).await;
             }
         }
+        // The reconcile started from the stored JobSet: an unchanged status is not written again.
+        Step::PatchStatus(status) if js.status.as_ref() == Some(&*status) => {}
         Step::PatchStatus(status) => patch_status(jobsets, &js.name_any(), &status).await?,
         Step::Fail(message) => return fail_invalid(js, jobsets, events, message).await.map(Some),
     }
