@@ -318,7 +318,7 @@ where
     let api: Api<K> = Api::namespaced(client.clone(), &namespace);
     match api.create(&PostParams::default(), obj).await {
         Ok(created) => {
-            events.normal(created_reason, format!("Created {kind} {name}")).await;
+            events.emit(false, created_reason, format!("Created {kind} {name}"));
             Ok(created)
         }
         Err(e) if is_conflict(&e) => Ok(api.get(&name).await?),

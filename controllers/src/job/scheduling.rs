@@ -196,12 +196,11 @@ async fn delete_owned_pod_group(cx: SchedulingContext<'_>, job: &Job, group: &Po
     let uid = job.metadata.uid.as_deref().unwrap_or_default();
     if is_owned(&group.metadata, cx.controller, uid) && group.metadata.deletion_timestamp.is_none() {
         delete::<PodGroup>(cx.client, &job.namespace().unwrap_or_default(), &group.name_any()).await?;
-        cx.events
-            .normal(
-                kwas_api_types::names::events::POD_GROUP_DELETED,
-                format!("Deleted PodGroup {} of suspended Job", group.name_any()),
-            )
-            .await;
+        cx.events.emit(
+            false,
+            kwas_api_types::names::events::POD_GROUP_DELETED,
+            format!("Deleted PodGroup {} of suspended Job", group.name_any()),
+        );
     }
     Ok(())
 }

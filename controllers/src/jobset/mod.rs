@@ -427,11 +427,7 @@ async fn apply(
             }
         }
         Step::Event(e) => {
-            if e.warning {
-                events.warning(&e.reason, e.message).await;
-            } else {
-                events.normal(&e.reason, e.message).await;
-            }
+            events.emit(e.warning, &e.reason, e.message);
         }
         // The reconcile started from the stored JobSet: an unchanged status is not written again.
         Step::PatchStatus(status) if js.status.as_ref() == Some(&*status) => {}

@@ -211,10 +211,13 @@ async fn root_gang_job_creates_workload_then_pod_group_then_pods_and_completes()
         pods.iter()
             .all(|p| pod_group_of(p).as_deref() == Some(g[0].name_any().as_str()))
     );
-    let reasons: Vec<String> = event_reasons(&client, "train").await.into_iter().map(|e| e.1).collect();
-    for r in ["WorkloadCreated", "PodGroupCreated", "SuccessfulCreate", "Completed"] {
-        assert!(reasons.iter().any(|x| x == r), "{r} in {reasons:?}");
-    }
+    // Events are sent in the background (the reconcile does not wait for them): wait for all four.
+    let wanted = ["WorkloadCreated", "PodGroupCreated", "SuccessfulCreate", "Completed"];
+    eventually_within(T, "the Job's events", || async {
+        let reasons: Vec<String> = event_reasons(&client, "train").await.into_iter().map(|e| e.1).collect();
+        wanted.iter().all(|r| reasons.iter().any(|x| x == r)).then_some(())
+    })
+    .await;
     c.shutdown().await;
 }
 
@@ -841,13 +844,17 @@ async fn invalid_scheduling_fails_the_job_without_pods_or_groups() {
     let cond = condition(&failed, "Failed").unwrap();
     assert_eq!(cond.reason.as_deref(), Some("FailedWorkloadCompilation"));
     assert!(cond.message.as_deref().unwrap().contains("spec.scheduling.disruptionMode: Invalid value: \"\": the disruptionMode `all` is not supported with the Basic scheduling policy"));
-    let events = event_reasons(&client, "bad").await;
-    assert!(
-        events.iter().any(|e| e.0 == "Warning"
-            && e.1 == "FailedWorkloadCompilation"
-            && e.2.contains("spec.scheduling.disruptionMode")),
-        "{events:?}"
-    );
+    // Events are sent in the background: wait for it.
+    eventually_within(T, "the FailedWorkloadCompilation event", || async {
+        let events = event_reasons(&client, "bad").await;
+        events
+            .iter()
+            .any(|e| {
+                e.0 == "Warning" && e.1 == "FailedWorkloadCompilation" && e.2.contains("spec.scheduling.disruptionMode")
+            })
+            .then_some(())
+    })
+    .await;
     assert!(pods_of(&client, "bad").await.is_empty());
     assert!(workloads(&client).await.is_empty() && groups(&client).await.is_empty());
     c.shutdown().await;
@@ -1152,11 +1159,15 @@ async fn a_manual_selector_job_runs_and_is_flagged_once() {
     .await;
     let done = wait_condition(&client, "manual", "Complete").await;
     assert_eq!(done.status.unwrap().succeeded, Some(2));
-    let flagged: Vec<_> = event_reasons(&client, "manual")
-        .await
-        .into_iter()
-        .filter(|(_, reason, _)| reason == "ManualSelectorNotAdopting")
-        .collect();
+    let flagged = eventually_within(T, "the ManualSelectorNotAdopting event", || async {
+        let flagged: Vec<_> = event_reasons(&client, "manual")
+            .await
+            .into_iter()
+            .filter(|(_, reason, _)| reason == "ManualSelectorNotAdopting")
+            .collect();
+        (!flagged.is_empty()).then_some(flagged)
+    })
+    .await;
     assert_eq!(flagged.len(), 1, "{flagged:?}");
     assert_eq!(flagged[0].0, "Warning");
     c.shutdown().await;
