@@ -13,8 +13,19 @@
 //!
 //! A user-provided object with a name of its own is found once the cache has seen it (like upstream's
 //! informer-indexed lookups); a Job blocked on a Workload it cannot find yet retries every 5 s.
+//!
+//! What the controller created itself is served before its cache shows it ([`SchedulingIndex::remember`]):
+//! the object the create call returned, until the first watch event of that name reaches the cache
+//! ([`SchedulingIndex::seen`], called by the watch before any controller hears of the event; from then on
+//! the cache is authoritative, deletions included). Watches of different
+//! kinds are not ordered with each other, so without it a Job's reconcile triggered by its new pods would
+//! often not find the PodGroup created just before them and read it from the API.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+
+use kube::Resource;
+use kube::runtime::watcher;
 
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use kube::ResourceExt;
@@ -27,6 +38,7 @@ pub struct SchedulingIndex {
     workloads: Option<Store<Workload>>,
     pod_groups: Option<Store<PodGroup>>,
     composites: Option<Store<CompositePodGroup>>,
+    recent: Arc<parking_lot::Mutex<Recent>>,
     /// Whether the stores are fed by the watches that trigger the controller's reconciles
     /// ([`SchedulingIndex::from_stores`]): only then may a reconcile read objects from them.
     serves_objects: bool,
@@ -53,6 +65,7 @@ impl SchedulingIndex {
             workloads: Some(workloads),
             pod_groups: Some(pod_groups),
             composites: None,
+            recent: Arc::default(),
             serves_objects: false,
         }
     }
@@ -64,6 +77,7 @@ impl SchedulingIndex {
             workloads: Some(workloads),
             pod_groups: Some(pod_groups),
             composites: None,
+            recent: Arc::default(),
             serves_objects: true,
         }
     }
@@ -144,6 +158,7 @@ impl SchedulingIndex {
         self.workloads
             .as_ref()?
             .get(&reflector::ObjectRef::new(name).within(namespace))
+            .or_else(|| self.recent.lock().workloads.get(&key(namespace, name)).cloned())
     }
 
     /// The cached CompositePodGroup `namespace/name`, if the cache holds it (it may lag behind the API
@@ -152,6 +167,7 @@ impl SchedulingIndex {
         self.composites
             .as_ref()?
             .get(&reflector::ObjectRef::new(name).within(namespace))
+            .or_else(|| self.recent.lock().composites.get(&key(namespace, name)).cloned())
     }
 
     /// The cached PodGroup `namespace/name`, if the cache holds it (it may lag behind the API server).
@@ -159,6 +175,48 @@ impl SchedulingIndex {
         self.pod_groups
             .as_ref()?
             .get(&reflector::ObjectRef::new(name).within(namespace))
+            .or_else(|| self.recent.lock().pod_groups.get(&key(namespace, name)).cloned())
+    }
+
+    /// Serve `obj`, which this controller just created (or found at its name), until the first watch event
+    /// of its name reaches [`SchedulingIndex::seen`] (see the module docs). Nothing is kept by an index that does not
+    /// serve objects.
+    pub fn remember<K: Recently>(&self, obj: &K) {
+        if !self.serves_objects {
+            return;
+        }
+        let meta = obj.meta();
+        let k = key(
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default(),
+        );
+        K::map(&mut self.recent.lock()).insert(k, Arc::new(obj.clone()));
+    }
+
+    /// A watch event of the kind reached the cache: what [`SchedulingIndex::remember`] kept of that name is
+    /// dropped (the cache holds it now, or its deletion). Call it from the watch that fills the store, after
+    /// the store applied the event and before any controller hears of it
+    /// ([`crate::informers::Hub::inspect`]).
+    pub fn seen<K: Recently>(&self, event: &watcher::Event<K>) {
+        let (watcher::Event::Apply(o) | watcher::Event::InitApply(o) | watcher::Event::Delete(o)) = event else {
+            return;
+        };
+        let m = o.meta();
+        let k = key(
+            m.namespace.as_deref().unwrap_or_default(),
+            m.name.as_deref().unwrap_or_default(),
+        );
+        let mut recent = self.recent.lock();
+        let map = K::map(&mut recent);
+        if !map.is_empty() {
+            map.remove(&k);
+        }
+    }
+
+    /// How many created objects are served ahead of the caches (for tests).
+    pub fn recent_len(&self) -> usize {
+        let r = self.recent.lock();
+        r.workloads.len() + r.pod_groups.len() + r.composites.len()
     }
 
     /// The cached PodGroups in `namespace` instantiated from any template of Workload `workload`. The copies
@@ -188,4 +246,92 @@ fn names<K: kube::Resource>(objects: Vec<Arc<K>>, namespace: &str, keep: impl Fn
         .iter()
         .map(|o| o.name_any())
         .collect()
+}
+
+type Key = (String, String);
+
+fn key(namespace: &str, name: &str) -> Key {
+    (namespace.to_string(), name.to_string())
+}
+
+/// Created objects the caches may not show yet, by kind.
+#[derive(Default)]
+struct Recent {
+    workloads: HashMap<Key, Arc<Workload>>,
+    pod_groups: HashMap<Key, Arc<PodGroup>>,
+    composites: HashMap<Key, Arc<CompositePodGroup>>,
+}
+
+/// The kinds [`SchedulingIndex::remember`] keeps.
+pub trait Recently: Resource + Clone + Send + Sync + 'static {
+    #[doc(hidden)]
+    #[allow(private_interfaces)]
+    fn map(recent: &mut Recent) -> &mut HashMap<Key, Arc<Self>>;
+}
+
+impl Recently for Workload {
+    #[allow(private_interfaces)]
+    fn map(recent: &mut Recent) -> &mut HashMap<Key, Arc<Self>> {
+        &mut recent.workloads
+    }
+}
+
+impl Recently for PodGroup {
+    #[allow(private_interfaces)]
+    fn map(recent: &mut Recent) -> &mut HashMap<Key, Arc<Self>> {
+        &mut recent.pod_groups
+    }
+}
+
+impl Recently for CompositePodGroup {
+    #[allow(private_interfaces)]
+    fn map(recent: &mut Recent) -> &mut HashMap<Key, Arc<Self>> {
+        &mut recent.composites
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(name: &str) -> PodGroup {
+        let mut g = PodGroup::default();
+        g.metadata.name = Some(name.into());
+        g.metadata.namespace = Some("ns".into());
+        g
+    }
+
+    #[test]
+    fn a_created_object_is_served_until_its_first_watch_event_and_not_after_its_deletion() {
+        let (workloads, _w) = reflector::store::<Workload>();
+        let (groups, mut writer) = reflector::store::<PodGroup>();
+        let index = SchedulingIndex::from_stores(workloads, groups);
+        index.remember(&group("g"));
+        assert!(index.pod_group("ns", "g").is_some(), "served before the cache has it");
+        assert!(index.pod_group("ns", "other").is_none());
+        // The creation event: the store holds it, the memory is dropped.
+        let created = watcher::Event::Apply(group("g"));
+        writer.apply_watcher_event(&created);
+        index.seen(&created);
+        assert_eq!(index.recent_len(), 0);
+        assert!(index.pod_group("ns", "g").is_some());
+        // Its deletion: neither serves it.
+        let deleted = watcher::Event::Delete(group("g"));
+        writer.apply_watcher_event(&deleted);
+        index.seen(&deleted);
+        assert!(index.pod_group("ns", "g").is_none());
+        // Created again, then deleted before the cache saw either: the deletion event drops it too.
+        index.remember(&group("g"));
+        index.seen(&deleted);
+        assert!(index.pod_group("ns", "g").is_none());
+    }
+
+    #[test]
+    fn an_index_that_only_names_keeps_nothing() {
+        let (workloads, _w) = reflector::store::<Workload>();
+        let (groups, _g) = reflector::store::<PodGroup>();
+        let index = SchedulingIndex::naming(workloads, groups);
+        index.remember(&group("g"));
+        assert_eq!(index.recent_len(), 0);
+    }
 }

@@ -46,7 +46,12 @@ where
     config: watcher::Config,
     store: Option<(Store<K>, Writer<K>)>,
     subscribers: Vec<mpsc::Sender<watcher::Event<K>>>,
+    inspectors: Vec<Inspector<K>>,
 }
+
+/// A function a hub calls with each event, after its store applied it and before any subscriber hears of
+/// it.
+type Inspector<K> = Box<dyn Fn(&watcher::Event<K>) + Send + Sync>;
 
 impl<K> Hub<K>
 where
@@ -59,7 +64,14 @@ where
             config,
             store: None,
             subscribers: Vec::new(),
+            inspectors: Vec::new(),
         }
+    }
+
+    /// Call `f` with each event, after the store applied it and before any subscriber hears of it (keep
+    /// it quick: the watch waits for it).
+    pub fn inspect(&mut self, f: impl Fn(&watcher::Event<K>) + Send + Sync + 'static) {
+        self.inspectors.push(Box::new(f));
     }
 
     /// The kind's cache, filled by this hub's watch before any subscriber hears of a change.
@@ -78,7 +90,7 @@ where
 
     /// Whether anything subscribed to or read this hub (a hub nobody uses is not started).
     fn used(&self) -> bool {
-        self.store.is_some() || !self.subscribers.is_empty()
+        self.store.is_some() || !self.subscribers.is_empty() || !self.inspectors.is_empty()
     }
 
     /// Watch until `stop` resolves, applying each event to the store, then handing it to every subscriber.
@@ -89,6 +101,7 @@ where
             config,
             store,
             mut subscribers,
+            inspectors,
         } = self;
         let events = watcher::watcher(api, config).default_backoff();
         let mut events: Pin<Box<dyn Stream<Item = _> + Send>> = match store {
@@ -105,6 +118,9 @@ where
                 None => return,
                 Some(Err(error)) => warn!(kind, %error, "watch failed; retrying"),
                 Some(Ok(event)) => {
+                    for f in &inspectors {
+                        f(&event);
+                    }
                     let mut gone = Vec::new();
                     for (i, tx) in subscribers.iter().enumerate() {
                         if tx.send(event.clone()).await.is_err() {

@@ -333,9 +333,15 @@ where
     }
 }
 
-/// Create a Workload (events `WorkloadCreated` / `FailedWorkloadCreate`).
-pub async fn create_workload(client: &Client, workload: &Workload, events: &EventSink) -> Result<Workload> {
-    create_or_get(
+/// Create a Workload (events `WorkloadCreated` / `FailedWorkloadCreate`); `index` serves it until its cache
+/// shows it.
+pub async fn create_workload(
+    client: &Client,
+    index: &SchedulingIndex,
+    workload: &Workload,
+    events: &EventSink,
+) -> Result<Workload> {
+    let created = create_or_get(
         client,
         workload,
         "Workload",
@@ -343,21 +349,32 @@ pub async fn create_workload(client: &Client, workload: &Workload, events: &Even
         events::WORKLOAD_CREATED,
         Some(events::FAILED_WORKLOAD_CREATE),
     )
-    .await
+    .await?;
+    index.remember(&created);
+    Ok(created)
 }
 
-/// Create a PodGroup (event `PodGroupCreated`).
-pub async fn create_pod_group(client: &Client, group: &PodGroup, events: &EventSink) -> Result<PodGroup> {
-    create_or_get(client, group, "PodGroup", events, events::POD_GROUP_CREATED, None).await
+/// Create a PodGroup (event `PodGroupCreated`); `index` serves it until its cache shows it.
+pub async fn create_pod_group(
+    client: &Client,
+    index: &SchedulingIndex,
+    group: &PodGroup,
+    events: &EventSink,
+) -> Result<PodGroup> {
+    let created = create_or_get(client, group, "PodGroup", events, events::POD_GROUP_CREATED, None).await?;
+    index.remember(&created);
+    Ok(created)
 }
 
-/// Create a CompositePodGroup (event `CompositePodGroupCreated`).
+/// Create a CompositePodGroup (event `CompositePodGroupCreated`); `index` serves it until its cache shows
+/// it.
 pub async fn create_composite_pod_group(
     client: &Client,
+    index: &SchedulingIndex,
     group: &CompositePodGroup,
     events: &EventSink,
 ) -> Result<CompositePodGroup> {
-    create_or_get(
+    let created = create_or_get(
         client,
         group,
         "CompositePodGroup",
@@ -365,7 +382,9 @@ pub async fn create_composite_pod_group(
         events::COMPOSITE_POD_GROUP_CREATED,
         None,
     )
-    .await
+    .await?;
+    index.remember(&created);
+    Ok(created)
 }
 
 pub use workloadbuilder::sync::{template_min_count, template_pointer};

@@ -185,6 +185,10 @@ where
     // The Workloads and PodGroups the reconciles read, kept by the same watches that trigger them: an
     // event re-runs a reconcile only after the cache holds the object it announces.
     ctx.index = SchedulingIndex::from_stores(informers.workloads.store(), informers.pod_groups.store());
+    let index = ctx.index.clone();
+    informers.workloads.inspect(move |e| index.seen(e));
+    let index = ctx.index.clone();
+    informers.pod_groups.inspect(move |e| index.seen(e));
     let store = informers.jobs.store();
     ctx.jobs = Some(store.clone());
     // A Job's own status (which this controller writes) does not re-run its reconcile; its spec, metadata

@@ -234,7 +234,7 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job, pods: PodPresence) -> R
     let workload = match found.as_slice() {
         // KEP-5547: a Job that already has pods only discovers; its pods go on without a group.
         [] if pods.any => return Ok(SchedulingDecision::Group(None)),
-        [] => create_workload(cx.client, &desired, cx.events).await?,
+        [] => create_workload(cx.client, cx.index, &desired, cx.events).await?,
         [one] if one.name_any() != own => {
             return Ok(blocked(
                 REASON_UNSUPPORTED_WORKLOAD_STRUCTURE,
@@ -320,7 +320,7 @@ async fn sync_root(cx: SchedulingContext<'_>, job: &Job, pods: PodPresence) -> R
         Some(g) => g,
         None if pods.active => return Ok(SchedulingDecision::Group(None)),
         None => match desired_root_pod_group(job, &workload, &template, cx.controller) {
-            Ok(group) => create_pod_group(cx.client, &group, cx.events).await?,
+            Ok(group) => create_pod_group(cx.client, cx.index, &group, cx.events).await?,
             Err(e) => return Ok(blocked(REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, e.to_string())),
         },
     };
@@ -447,7 +447,7 @@ async fn sync_delegated(
         Some(g) => g,
         None if pods.active => return Ok(SchedulingDecision::Group(None)),
         None => match desired_delegated_pod_group(job, &workload, mapping, cx.controller) {
-            Ok(group) => create_pod_group(cx.client, &group, cx.events).await?,
+            Ok(group) => create_pod_group(cx.client, cx.index, &group, cx.events).await?,
             Err(e) => return Ok(blocked(REASON_UNSUPPORTED_WORKLOAD_STRUCTURE, e.to_string())),
         },
     };

@@ -154,6 +154,12 @@ where
     // miss is read from the API.
     ctx.index = SchedulingIndex::from_stores(informers.workloads.store(), informers.pod_groups.store())
         .with_composites(informers.composite_pod_groups.store());
+    let index = ctx.index.clone();
+    informers.workloads.inspect(move |e| index.seen(e));
+    let index = ctx.index.clone();
+    informers.pod_groups.inspect(move |e| index.seen(e));
+    let index = ctx.index.clone();
+    informers.composite_pod_groups.inspect(move |e| index.seen(e));
     // Only the children the JobSet controller labelled re-run a JobSet's reconcile, and only when what it
     // reads of them changed: not a Job's pod counters, not the scheduler's writes of a group's status.
     use crate::informers::labelled;
@@ -352,7 +358,7 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
     let mut decision = decide::decide(&observed);
     let created;
     if let [decide::Step::CreateWorkload(desired)] = decision.steps.as_slice() {
-        let result = create_workload(client, desired, &events).await;
+        let result = create_workload(client, &ctx.index, desired, &events).await;
         ctx.metrics.scheduling_sync("jobset", result.is_ok());
         created = [result?];
         observed.workloads = &created;
@@ -383,7 +389,7 @@ async fn apply(
     let jobs_api: Api<Job> = Api::namespaced(client.clone(), &namespace);
     match step {
         Step::CreateWorkload(workload) => {
-            let created = create_workload(client, &workload, events).await;
+            let created = create_workload(client, &ctx.index, &workload, events).await;
             ctx.metrics.scheduling_sync("jobset", created.is_ok());
             created?;
             // The next reconcile (the Workload's creation triggers one) continues with it.
@@ -400,7 +406,7 @@ async fn apply(
         Step::DeletePodGroup(group) => crate::sync::delete::<PodGroup>(client, &namespace, &group).await?,
         Step::DeleteRootGroup(group) => crate::sync::delete::<CompositePodGroup>(client, &namespace, &group).await?,
         Step::CreateRootGroup(group) => {
-            let created = create_composite_pod_group(client, &group, events).await;
+            let created = create_composite_pod_group(client, &ctx.index, &group, events).await;
             ctx.metrics.scheduling_sync("jobset", created.is_ok());
             created?;
         }
@@ -408,7 +414,7 @@ async fn apply(
             sync_pod_group_min_count(client, &group, count).await?;
         }
         Step::CreatePodGroup(group) => {
-            let created = create_pod_group(client, &group, events).await;
+            let created = create_pod_group(client, &ctx.index, &group, events).await;
             ctx.metrics.scheduling_sync("jobset", created.is_ok());
             created?;
         }
