@@ -7,6 +7,7 @@
 
 mod backoff_limit_per_index;
 mod backoff_on_failure;
+mod past_deadline;
 mod pod_failure_policy;
 mod pod_replacement_policy;
 mod properties;
