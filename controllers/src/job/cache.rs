@@ -106,14 +106,18 @@ impl PodCache {
                 let (Some(uid), Some(job)) = (pod.metadata.uid.clone(), job_of(pod)) else {
                     return;
                 };
-                let new = !s.pods.contains_key(&uid);
-                s.observe(&uid, &job, pod, new);
                 let pod = Arc::new(pod.clone());
                 match &mut s.relist {
+                    // Seen only when the list completes: until then reconciles read the previous pods, so
+                    // a creation must not count as seen (its pod is not among them yet).
                     Some(relist) => {
                         relist.insert(uid, (job, pod));
                     }
-                    None => s.insert(uid, job, pod),
+                    None => {
+                        let new = !s.pods.contains_key(&uid);
+                        s.observe(&uid, &job, &pod, new);
+                        s.insert(uid, job, pod);
+                    }
                 }
             }
             watcher::Event::InitDone => {
@@ -123,6 +127,8 @@ impl PodCache {
                         s.remove(&uid);
                     }
                     for (uid, (job, pod)) in relist {
+                        let new = !s.pods.contains_key(&uid);
+                        s.observe(&uid, &job, &pod, new);
                         s.insert(uid, job, pod);
                     }
                 }
@@ -256,6 +262,25 @@ mod tests {
         c.creation_failed("j1");
         assert!(c.creations_satisfied("j1", t));
         assert!(c.creations_satisfied("other", t));
+        assert_eq!(c.pods_of("j1").len(), 1);
+    }
+
+    /// A creation seen in a relist counts only once the list completes: until then the reconciles read
+    /// the previous pods, which lack it, and would create it again.
+    #[test]
+    fn a_creation_seen_during_a_relist_counts_when_the_list_completes() {
+        let c = PodCache::default();
+        let t = Instant::now();
+        c.apply(&watcher::Event::Init);
+        c.apply(&watcher::Event::InitDone);
+        c.expect_creations("j1", 1, t);
+        // The watch restarts (a 410 Gone): the new pod arrives in the relist.
+        c.apply(&watcher::Event::Init);
+        c.apply(&watcher::Event::InitApply(pod("p1", "j1", true)));
+        assert!(!c.creations_satisfied("j1", t), "the reconciles cannot see p1 yet");
+        assert!(c.pods_of("j1").is_empty());
+        c.apply(&watcher::Event::InitDone);
+        assert!(c.creations_satisfied("j1", t));
         assert_eq!(c.pods_of("j1").len(), 1);
     }
 

@@ -32,6 +32,11 @@ enum Op {
     /// A running pod ends (the `usize` picks which; `bool`: succeeded).
     End(usize, bool),
     Reconcile,
+    /// The pod watch restarts (a 410 Gone): a new list of what is stored begins; reconciles go on reading
+    /// the previous pods until it completes.
+    RelistBegin,
+    /// The list that began completes.
+    RelistEnd,
     /// A user edits the Job (a label, say): a new version with the same status, which makes the
     /// controller's conditional status write conflict.
     UserEdit,
@@ -49,6 +54,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
             3 => Just(Op::Reconcile),
             1 => Just(Op::Restart),
             1 => Just(Op::UserEdit),
+            1 => Just(Op::RelistBegin),
+            1 => Just(Op::RelistEnd),
         ],
         0..80,
     )
@@ -72,6 +79,8 @@ struct Model {
     next_pod: u32,
     pod_events: VecDeque<watcher::Event<Pod>>,
     cache: PodCache,
+    /// A pod list in progress: watch events wait for it.
+    relisting: bool,
     written: Written,
     t0: Instant,
     /// Pods that ever ended, by how.
@@ -96,6 +105,7 @@ impl Model {
             next_pod: 0,
             pod_events: VecDeque::new(),
             cache,
+            relisting: false,
             written: Written::default(),
             t0: Instant::now(),
             ended: BTreeMap::new(),
@@ -281,8 +291,28 @@ impl Model {
     fn step(&mut self, op: Op) {
         match op {
             Op::DeliverPod => {
-                if let Some(e) = self.pod_events.pop_front() {
+                if !self.relisting
+                    && let Some(e) = self.pod_events.pop_front()
+                {
                     self.cache.apply(&e);
+                }
+            }
+            Op::RelistBegin => {
+                if !self.relisting {
+                    // The list holds what is stored now; the events before it are superseded.
+                    self.pod_events.clear();
+                    self.cache.apply(&watcher::Event::Init);
+                    let pods: Vec<Pod> = self.pods.iter().map(|(uid, p)| self.pod_object(uid, p)).collect();
+                    for p in pods {
+                        self.cache.apply(&watcher::Event::InitApply(p));
+                    }
+                    self.relisting = true;
+                }
+            }
+            Op::RelistEnd => {
+                if self.relisting {
+                    self.cache.apply(&watcher::Event::InitDone);
+                    self.relisting = false;
                 }
             }
             Op::DeliverJob => {
@@ -326,6 +356,7 @@ impl Model {
         }
         self.cache.apply(&watcher::Event::InitDone);
         self.pod_events.clear();
+        self.relisting = false;
         self.job_versions.clear();
         self.cached = (self.status.clone(), self.rv);
     }
@@ -363,6 +394,7 @@ proptest! {
         }
         // The caches catch up and the controller settles.
         for _ in 0..50 {
+            m.step(Op::RelistEnd);
             while let Some(e) = m.pod_events.pop_front() {
                 m.cache.apply(&e);
             }
