@@ -81,7 +81,7 @@ where
             std::future::ready(Ok(decoded))
         })
         .reflect(writer);
-    let stream = crate::triggers::relevant(stream, projection).boxed();
+    let stream = crate::triggers::relevant_with(stream, projection, placeholder).boxed();
     (reader, stream)
 }
 

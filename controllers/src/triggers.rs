@@ -11,40 +11,99 @@
 //! disconnected keep theirs (a few bytes each) until the process restarts, as kube-runtime's
 //! `predicate_filter` does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::runtime::watcher;
 
 /// The events of `events` that change `projection` of their object (plus new and deleted objects), as the
-/// objects a controller's `owns_stream` expects.
+/// objects a controller's `owns_stream` expects. An object that a relist (after a watch restart) no longer
+/// holds was deleted while the watch was down: it is passed once as a stub carrying its identity and owner
+/// references (what `owns_stream` maps to the owner), so its owner re-runs as it would on the deletion.
 pub fn relevant<K>(
     events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
     projection: fn(&K) -> u64,
 ) -> impl Stream<Item = Result<K, watcher::Error>> + Send
 where
+    K: Resource + Default + Send,
+{
+    relevant_with(events, projection, stub_default::<K>)
+}
+
+fn stub_default<K: Resource + Default>(meta: ObjectMeta) -> K {
+    let mut stub = K::default();
+    *stub.meta_mut() = meta;
+    stub
+}
+
+/// [`relevant`] for a kind without `Default`: `stub` builds the object passed for one gone while the
+/// watch was down.
+pub fn relevant_with<K>(
+    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
+    projection: fn(&K) -> u64,
+    stub: fn(ObjectMeta) -> K,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send
+where
     K: Resource + Send,
 {
-    let mut seen: HashMap<String, u64> = HashMap::new();
-    events.filter_map(move |event| {
-        let out = match event {
-            Err(e) => Some(Err(e)),
-            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                let p = projection(&o);
-                (seen.insert(key(&o), p) != Some(p)).then_some(Ok(o))
-            }
-            Ok(watcher::Event::Delete(o)) => {
-                seen.remove(&key(&o));
-                Some(Ok(o))
-            }
-            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
-        };
-        futures::future::ready(out)
-    })
+    // Object key -> (projection hash, identity and owners).
+    let mut seen: HashMap<String, (u64, ObjectMeta)> = HashMap::new();
+    // The keys listed by a list in progress.
+    let mut listed: Option<HashSet<String>> = None;
+    events
+        .map(move |event| {
+            let out: Vec<Result<K, watcher::Error>> = match event {
+                Err(e) => vec![Err(e)],
+                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                    let k = key(&o);
+                    if let Some(l) = listed.as_mut() {
+                        l.insert(k.clone());
+                    }
+                    let p = projection(&o);
+                    let changed = seen.get(&k).is_none_or(|(old, _)| *old != p);
+                    seen.insert(k, (p, identity(o.meta())));
+                    if changed { vec![Ok(o)] } else { Vec::new() }
+                }
+                Ok(watcher::Event::Delete(o)) => {
+                    seen.remove(&key(&o));
+                    vec![Ok(o)]
+                }
+                Ok(watcher::Event::Init) => {
+                    listed = Some(HashSet::new());
+                    Vec::new()
+                }
+                Ok(watcher::Event::InitDone) => {
+                    let Some(l) = listed.take() else {
+                        return futures::stream::iter(Vec::new());
+                    };
+                    let gone: Vec<String> = seen.keys().filter(|k| !l.contains(*k)).cloned().collect();
+                    gone.into_iter()
+                        .filter_map(|k| seen.remove(&k))
+                        .map(|(_, meta)| Ok(stub(meta)))
+                        .collect()
+                }
+            };
+            futures::stream::iter(out)
+        })
+        .flatten()
+}
+
+/// What identifies an object and its owners, kept to re-run its owner if it disappears while the watch
+/// is down.
+fn identity(m: &ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        name: m.name.clone(),
+        namespace: m.namespace.clone(),
+        uid: m.uid.clone(),
+        owner_references: m.owner_references.clone(),
+        labels: m.labels.clone(),
+        ..ObjectMeta::default()
+    }
 }
 
 fn key<K: Resource>(o: &K) -> String {
@@ -172,6 +231,38 @@ mod tests {
             n, 3,
             "creation, Running and the deletion pass; the binding and the repeat do not"
         );
+    }
+
+    #[tokio::test]
+    async fn an_object_gone_while_the_watch_was_down_re_runs_its_owner_once() {
+        let mut owned = pod("Running");
+        owned.metadata.owner_references = Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            kind: "Job".into(),
+            name: "j".into(),
+            uid: "job-uid".into(),
+            controller: Some(true),
+            ..Default::default()
+        }]);
+        let mut kept = pod("Running");
+        kept.metadata.uid = Some("u2".into());
+        let events = vec![
+            watcher::Event::Init,
+            watcher::Event::InitApply(owned.clone()),
+            watcher::Event::InitApply(kept.clone()),
+            watcher::Event::InitDone,
+            // The watch restarts; the relist no longer holds `owned`.
+            watcher::Event::Init,
+            watcher::Event::InitApply(kept),
+            watcher::Event::InitDone,
+        ];
+        let out: Vec<Pod> = relevant(futures::stream::iter(events.into_iter().map(Ok)), job_pod_projection)
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        assert_eq!(out.len(), 3, "two listed, then the one gone");
+        let gone = &out[2];
+        assert_eq!(gone.metadata.uid.as_deref(), Some("u1"));
+        assert_eq!(gone.metadata.owner_references.as_ref().unwrap()[0].uid, "job-uid");
     }
 
     #[test]
