@@ -2,7 +2,10 @@
 //! management, one PodGroup per child Job.
 //!
 //! - Child Jobs are named `<jobset>-<replicated job>-<index>`, labelled with the JobSet, replicated job, index
-//!   and restart attempt, owned by the JobSet, and carry the JobSet's `suspend`. Their `spec.scheduling` is
+//!   and restart attempt, owned by the JobSet, and carry the JobSet's `suspend`. They and their pods also
+//!   carry the JobSet project's well-known labels and annotations ([`jobset_project_metadata`]), so tools
+//!   written for jobset.x-k8s.io (selectors on `jobset.sigs.k8s.io/jobset-name`, `job-index`,
+//!   `job-global-index`, ...) find them. Their `spec.scheduling` is
 //!   stripped (the JobSet compiled it into its own Workload: KEP-6089 "Split-Brain" mitigation 1).
 //! - Centralized: the JobSet creates each child's PodGroup (`generate_pod_group_name(<job>, <template>)`, the
 //!   same name the Job controller would give a delegated PodGroup) under the root CompositePodGroup, and sets
@@ -126,6 +129,67 @@ pub fn jobset_labels(js: &JobSet) -> BTreeMap<String, String> {
     BTreeMap::from([(labels::JOBSET_NAME.to_string(), js.name_any())])
 }
 
+/// The labels (and the same annotations) the JobSet project's controller puts on a child Job and its pods
+/// (`labelAndAnnotateObject`): the JobSet's and replicated job's names, the restart attempt, the replicated
+/// job's and the JobSet's replica counts, the job index, its global index across replicated jobs in spec
+/// order, and the job key (the SHA-1 of `<namespace>/<job name>`). The exclusive-placement annotation
+/// (`alpha.jobset.sigs.k8s.io/exclusive-topology`) of the JobSet or of the replicated job's template is
+/// passed on as an annotation only, as upstream does.
+pub fn jobset_project_metadata(
+    js: &JobSet,
+    child: &Child,
+    restart_attempt: i32,
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    use kwas_api_types::jobset::v1alpha2::constants as k;
+    let namespace = js.namespace().unwrap_or_default();
+    let replicas = |r: &kwas_api_types::jobset::ReplicatedJob| i64::from(r.replicas.max(0));
+    let global_replicas: i64 = js.spec.replicated_jobs.iter().map(replicas).sum();
+    let mut before: i64 = 0;
+    let mut replicated_job_replicas = 0;
+    let mut exclusive_rj = None;
+    for r in &js.spec.replicated_jobs {
+        if r.name == child.replicated_job {
+            replicated_job_replicas = replicas(r);
+            exclusive_rj = r
+                .template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.annotations.as_ref())
+                .and_then(|a| a.get(k::EXCLUSIVE_KEY))
+                .cloned();
+            break;
+        }
+        before += replicas(r);
+    }
+    let pairs = [
+        (k::JOBSET_NAME_KEY, js.name_any()),
+        (k::REPLICATED_JOB_NAME_KEY, child.replicated_job.clone()),
+        (k::RESTARTS_KEY, restart_attempt.to_string()),
+        (k::REPLICATED_JOB_REPLICAS, replicated_job_replicas.to_string()),
+        (k::GLOBAL_REPLICAS_KEY, global_replicas.to_string()),
+        (k::JOB_INDEX_KEY, child.index.to_string()),
+        (k::JOB_KEY, job_key(&namespace, &child.name)),
+        (k::JOB_GLOBAL_INDEX_KEY, (before + i64::from(child.index)).to_string()),
+    ];
+    let labels: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    let mut annotations = labels.clone();
+    let exclusive = js.annotations().get(k::EXCLUSIVE_KEY).cloned();
+    if let Some(topology) = exclusive_rj.or(exclusive) {
+        annotations.insert(k::EXCLUSIVE_KEY.to_string(), topology);
+    }
+    (labels, annotations)
+}
+
+/// The JobSet project's `jobHashKey`: the hex SHA-1 of `<namespace>/<job name>` (a label value of 40
+/// characters whatever the names' lengths).
+pub fn job_key(namespace: &str, job: &str) -> String {
+    let digest = ring::digest::digest(
+        &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+        format!("{namespace}/{job}").as_bytes(),
+    );
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// How a child Job is wired to scheduling.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChildWiring {
@@ -152,7 +216,10 @@ pub fn desired_job(js: &JobSet, child: &Child, wiring: &ChildWiring) -> Job {
     job_labels.insert(labels::REPLICATED_JOB_NAME.to_string(), child.replicated_job.clone());
     job_labels.insert(labels::JOB_INDEX.to_string(), child.index.to_string());
     job_labels.insert(RESTART_ATTEMPT_LABEL.to_string(), wiring.restart_attempt.to_string());
+    let (project_labels, project_annotations) = jobset_project_metadata(js, child, wiring.restart_attempt);
+    job_labels.extend(project_labels.clone());
     let mut annotations = template_meta.annotations.unwrap_or_default();
+    annotations.extend(project_annotations.clone());
     let mut spec: JobSpec = rj.template.spec.clone().unwrap_or_default();
     spec.scheduling = None;
     spec.suspend = Some(js.spec.suspend.unwrap_or(false));
@@ -164,6 +231,11 @@ pub fn desired_job(js: &JobSet, child: &Child, wiring: &ChildWiring) -> Job {
     pod_labels.extend(jobset_labels(js));
     pod_labels.insert(labels::REPLICATED_JOB_NAME.to_string(), child.replicated_job.clone());
     pod_labels.insert(labels::JOB_INDEX.to_string(), child.index.to_string());
+    pod_labels.extend(project_labels);
+    pod_meta
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .extend(project_annotations);
     match wiring.management {
         PodGroupManagement::Centralized => {
             spec.template.spec.get_or_insert_with(Default::default).scheduling_group = Some(PodSchedulingGroup {
@@ -219,6 +291,57 @@ mod tests {
         js
     }
 
+    /// The JobSet project's labels (its `TestConstructJobsFromTemplate` expectations): global index in spec
+    /// order, replica counts, restart attempt, the SHA-1 job key; the same as annotations, plus the
+    /// exclusive-placement annotation.
+    #[test]
+    fn child_jobs_and_pods_carry_the_jobset_projects_labels() {
+        let mut js = jobset();
+        js.metadata.annotations = Some(
+            [(
+                "alpha.jobset.sigs.k8s.io/exclusive-topology".to_string(),
+                "kwas.dev/rack".to_string(),
+            )]
+            .into(),
+        );
+        let workers_1 = children(&js).into_iter().nth(2).unwrap();
+        let wiring = ChildWiring {
+            management: PodGroupManagement::Delegated,
+            root_group: "root".into(),
+            job_managed_by: None,
+            restart_attempt: 3,
+        };
+        let job = desired_job(&js, &workers_1, &wiring);
+        let want = [
+            ("jobset.sigs.k8s.io/jobset-name", "pretrain"),
+            ("jobset.sigs.k8s.io/replicatedjob-name", "workers"),
+            ("jobset.sigs.k8s.io/restart-attempt", "3"),
+            ("jobset.sigs.k8s.io/replicatedjob-replicas", "2"),
+            ("jobset.sigs.k8s.io/global-replicas", "3"),
+            ("jobset.sigs.k8s.io/job-index", "1"),
+            ("jobset.sigs.k8s.io/job-global-index", "2"),
+            // sha1("ml/pretrain-workers-1")
+            ("jobset.sigs.k8s.io/job-key", "459db28d3e27e43a37ba179ac88d806ef77ad9ed"),
+        ];
+        let pod = job.spec.as_ref().unwrap().template.metadata.as_ref().unwrap();
+        for (k, v) in want {
+            for (what, map) in [
+                ("job labels", job.metadata.labels.as_ref()),
+                ("job annotations", job.metadata.annotations.as_ref()),
+                ("pod labels", pod.labels.as_ref()),
+                ("pod annotations", pod.annotations.as_ref()),
+            ] {
+                assert_eq!(map.unwrap().get(k).map(String::as_str), Some(v), "{what}: {k}");
+            }
+        }
+        let exclusive = "alpha.jobset.sigs.k8s.io/exclusive-topology";
+        assert_eq!(pod.annotations.as_ref().unwrap()[exclusive], "kwas.dev/rack");
+        assert!(
+            !pod.labels.as_ref().unwrap().contains_key(exclusive),
+            "an annotation only"
+        );
+    }
+
     #[test]
     fn one_child_per_replica() {
         let names: Vec<String> = children(&jobset()).into_iter().map(|c| c.name).collect();
@@ -240,7 +363,10 @@ mod tests {
         assert_eq!(spec.managed_by.as_deref(), Some("kwas.dev/job-controller"));
         let group = spec.template.spec.as_ref().unwrap().scheduling_group.as_ref().unwrap();
         assert_eq!(group.pod_group_name.as_deref(), Some(child_group_name(child).as_str()));
-        assert!(job.metadata.annotations.is_none());
+        // Centralized: no downward mapping (the annotations are the JobSet project's only).
+        let annotations = job.metadata.annotations.as_ref().unwrap();
+        assert_eq!(DownwardMapping::read(annotations).unwrap(), None);
+        assert!(annotations.keys().all(|k| k.starts_with("jobset.sigs.k8s.io/")));
         assert_eq!(job.metadata.labels.as_ref().unwrap()[RESTART_ATTEMPT_LABEL], "2");
         wiring.management = PodGroupManagement::Delegated;
         let job = desired_job(&js, child, &wiring);
