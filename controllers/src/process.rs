@@ -45,6 +45,7 @@ pub const API_ACCESS: &[(&str, &str, &[&str])] = &[
     ),
     ("kwas.dev", "jobsets", &["get", "list", "watch"]),
     ("kwas.dev", "jobsets/status", &["patch"]),
+    ("", "services", &["create"]),
     ("events.k8s.io", "events", &["create", "patch"]),
     // The ResourceClaim controller (`--resource-claim-controller`).
     ("", "pods/status", &["patch"]),

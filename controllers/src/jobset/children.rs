@@ -7,6 +7,11 @@
 //!   written for jobset.x-k8s.io (selectors on `jobset.sigs.k8s.io/jobset-name`, `job-index`,
 //!   `job-global-index`, ...) find them. Their `spec.scheduling` is
 //!   stripped (the JobSet compiled it into its own Workload: KEP-6089 "Split-Brain" mitigation 1).
+//! - DNS (the JobSet project's default `network.enableDNSHostnames: true`): a headless Service named after
+//!   the JobSet selects its pods ([`desired_service`], `publishNotReadyAddresses: true`) and every pod gets
+//!   the JobSet's name as `subdomain`, so an Indexed child's pod is reachable as
+//!   `<job>-<index>.<jobset>` (torchrun, MPI and JAX rendezvous). A JobSet whose name is not a DNS-1035 label
+//!   (the rule for Service names) gets neither.
 //! - Centralized: the JobSet creates each child's PodGroup (`generate_pod_group_name(<job>, <template>)`, the
 //!   same name the Job controller would give a delegated PodGroup) under the root CompositePodGroup, and sets
 //!   `schedulingGroup.podGroupName` in the child's pod template, so the Job controller manages nothing.
@@ -190,6 +195,48 @@ pub fn job_key(namespace: &str, job: &str) -> String {
     digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The name of the JobSet's headless Service and its pods' subdomain (the JobSet's name), if the name can
+/// name a Service (a DNS-1035 label: at most 63 lowercase letters, digits and '-', starting with a letter,
+/// ending with a letter or digit).
+pub fn subdomain(js: &JobSet) -> Option<String> {
+    let name = js.name_any();
+    let b = name.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_lowercase()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[b.len() - 1] != b'-';
+    ok.then_some(name)
+}
+
+/// The JobSet project's headless Service (`createHeadlessSvcIfNecessary`): `clusterIP: None`, selecting
+/// the JobSet's pods by `jobset.sigs.k8s.io/jobset-name`, publishing not-ready addresses (the default of
+/// `network.publishNotReadyAddresses`), controlled by the JobSet.
+pub fn desired_service(js: &JobSet) -> Option<k8s_openapi::api::core::v1::Service> {
+    use k8s_openapi::api::core::v1::{Service, ServiceSpec};
+    let name = subdomain(js)?;
+    Some(Service {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: js.namespace(),
+            labels: Some(jobset_labels(js)),
+            owner_references: jobset_owner(js).map(|o| vec![o]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".into()),
+            selector: Some(BTreeMap::from([(
+                kwas_api_types::jobset::v1alpha2::constants::JOBSET_NAME_KEY.to_string(),
+                name,
+            )])),
+            publish_not_ready_addresses: Some(true),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    })
+}
+
 /// How a child Job is wired to scheduling.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChildWiring {
@@ -236,6 +283,9 @@ pub fn desired_job(js: &JobSet, child: &Child, wiring: &ChildWiring) -> Job {
         .annotations
         .get_or_insert_with(BTreeMap::new)
         .extend(project_annotations);
+    if let Some(subdomain) = subdomain(js) {
+        spec.template.spec.get_or_insert_with(Default::default).subdomain = Some(subdomain);
+    }
     match wiring.management {
         PodGroupManagement::Centralized => {
             spec.template.spec.get_or_insert_with(Default::default).scheduling_group = Some(PodSchedulingGroup {
@@ -340,6 +390,38 @@ mod tests {
             !pod.labels.as_ref().unwrap().contains_key(exclusive),
             "an annotation only"
         );
+    }
+
+    #[test]
+    fn the_headless_service_selects_the_jobsets_pods_and_names_their_subdomain() {
+        let js = jobset();
+        let svc = desired_service(&js).unwrap();
+        let spec = svc.spec.as_ref().unwrap();
+        assert_eq!(svc.metadata.name.as_deref(), Some("pretrain"));
+        assert_eq!(spec.cluster_ip.as_deref(), Some("None"));
+        assert_eq!(spec.publish_not_ready_addresses, Some(true));
+        assert_eq!(
+            spec.selector.as_ref().unwrap()["jobset.sigs.k8s.io/jobset-name"],
+            "pretrain"
+        );
+        assert_eq!(svc.metadata.owner_references.as_ref().unwrap()[0].kind, "JobSet");
+        let child = &children(&js)[0];
+        let wiring = ChildWiring {
+            management: PodGroupManagement::Delegated,
+            root_group: "root".into(),
+            job_managed_by: None,
+            restart_attempt: 0,
+        };
+        let job = desired_job(&js, child, &wiring);
+        let pod_spec = job.spec.unwrap().template.spec.unwrap();
+        assert_eq!(pod_spec.subdomain.as_deref(), Some("pretrain"));
+        // A name that cannot name a Service: no Service, no subdomain.
+        for bad in ["9lives", "a.b", &"x".repeat(64)] {
+            let mut other = jobset();
+            other.metadata.name = Some(bad.to_string());
+            assert!(desired_service(&other).is_none(), "{bad}");
+            assert!(subdomain(&other).is_none(), "{bad}");
+        }
     }
 
     #[test]

@@ -89,6 +89,8 @@ pub struct Context {
     metrics: Metrics,
     index: SchedulingIndex,
     backoff: Arc<crate::retry::Backoff>,
+    /// JobSets (uids) whose headless Service this process created or found.
+    services: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -114,6 +116,7 @@ impl Context {
             metrics,
             index: SchedulingIndex::empty(),
             backoff: Arc::default(),
+            services: Arc::default(),
         }
     }
 }
@@ -310,6 +313,7 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
     let mut root = None;
     let mut child_groups = Vec::new();
     if !decide::is_finished(js) {
+        ensure_service(ctx, js, &events).await?;
         let own = compile::jobset_workload_name(js);
         let lookup = crate::sync::Lookup {
             index: &ctx.index,
@@ -373,6 +377,39 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
         decide::Then::AwaitChange => Action::await_change(),
         decide::Then::Requeue(after) => Action::requeue(after),
     })
+}
+
+/// Creates the JobSet's headless Service once per process (see [`children::desired_service`]); one that
+/// exists already is kept, as the JobSet project's controller keeps it. A Service the API refuses is
+/// reported once (Warning `FailedCreateService`) and the JobSet runs without pod DNS names.
+async fn ensure_service(ctx: &Context, js: &JobSet, events: &EventSink) -> Result<()> {
+    let uid = js.metadata.uid.clone().unwrap_or_default();
+    if ctx.services.lock().contains(&uid) {
+        return Ok(());
+    }
+    if let Some(svc) = children::desired_service(js) {
+        let api: Api<k8s_openapi::api::core::v1::Service> =
+            Api::namespaced(ctx.client.clone(), &js.namespace().unwrap_or_default());
+        match api.create(&kube::api::PostParams::default(), &svc).await {
+            Ok(_) => events.emit(
+                false,
+                "SuccessfulCreate",
+                format!("Created service: {}", svc.name_any()),
+            ),
+            Err(e) if crate::error::is_conflict(&e) => {}
+            Err(kube::Error::Api(status)) if status.code == 422 || status.code == 400 => {
+                events.emit(true, "FailedCreateService", status.message.clone());
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut services = ctx.services.lock();
+    if services.len() > 100_000 {
+        // Deleted JobSets are not tracked: forget all (at worst one AlreadyExists per JobSet).
+        services.clear();
+    }
+    services.insert(uid);
+    Ok(())
 }
 
 /// Carries out one step; `Some` ends the reconcile with that action.

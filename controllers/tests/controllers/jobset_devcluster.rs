@@ -655,3 +655,35 @@ async fn one_process_watches_each_kind_once_for_both_controllers() {
     process.await.unwrap().unwrap();
     cluster.shutdown().await;
 }
+
+/// The JobSet project's DNS setup: a headless Service named after the JobSet selecting its pods, and the
+/// pods' subdomain, so an Indexed child's pod resolves as `<job>-<index>.<jobset>`.
+#[tokio::test]
+async fn a_jobset_gets_a_headless_service_and_its_pods_a_subdomain() {
+    let e = env(PodGroupManagement::Centralized).await;
+    let c = &e.client;
+    Api::<JobSet>::namespaced(c.clone(), "default")
+        .create(
+            &PostParams::default(),
+            &jobset("dns", two_replicated_jobs("Centralized")),
+        )
+        .await
+        .unwrap();
+    wait_js(c, "dns", "Completed").await;
+    let svc = Api::<k8s_openapi::api::core::v1::Service>::namespaced(c.clone(), "default")
+        .get("dns")
+        .await
+        .unwrap();
+    let spec = svc.spec.unwrap();
+    assert_eq!(spec.cluster_ip.as_deref(), Some("None"));
+    assert_eq!(spec.publish_not_ready_addresses, Some(true));
+    assert_eq!(spec.selector.unwrap()["jobset.sigs.k8s.io/jobset-name"], "dns");
+    assert_eq!(svc.metadata.owner_references.unwrap()[0].kind, "JobSet");
+    let pods: Vec<Pod> = list(c).await;
+    assert_eq!(pods.len(), 5);
+    for p in &pods {
+        assert_eq!(p.spec.as_ref().unwrap().subdomain.as_deref(), Some("dns"));
+        assert_eq!(p.labels()["jobset.sigs.k8s.io/jobset-name"], "dns");
+    }
+    e.cluster.shutdown().await;
+}
