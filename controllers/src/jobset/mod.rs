@@ -182,7 +182,9 @@ where
     // The JobSet's Workload (owned by it, not labelled).
     let workloads = relevant(informers.workloads.subscribe(), spec_projection::<Workload>);
     async move {
-        ctx.index.ready().await;
+        // No wait for the caches' first lists here: their watches hand this controller events through
+        // bounded queues, which must be read from the start (a reconcile before the lists complete reads
+        // from the API instead).
         let (reader, jobsets) = crate::decode::watch(
             client,
             watcher::Config::default(),
