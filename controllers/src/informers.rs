@@ -11,7 +11,9 @@
 //! Subscribers take what they need with [`Hub::subscribe`] (and [`Hub::store`]) before the hubs start
 //! ([`Informers::start`]), so each sees the initial list. Delivery is bounded: each subscriber has a
 //! queue of [`QUEUE`] events and a hub waits for the slowest (a subscriber that stopped, its controller
-//! shut down, is dropped from the fan-out), as client-go's shared informer buffers per handler.
+//! shut down, is dropped from the fan-out), as client-go's shared informer buffers per handler. So a
+//! subscriber reads its events from the start and never waits on a hub's store before reading them
+//! (that wait can stall the very watch it waits on).
 //! Watch errors are logged by the hub (the watcher retries with backoff); subscribers see only events.
 
 use std::future::Future;
