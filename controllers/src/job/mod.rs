@@ -478,9 +478,8 @@ async fn reconcile_managed(cached: &Job, ctx: &Context, cache_rv: Option<&str>, 
         let patched = patch_status(&jobs, &name, &resource_version, &tracking.status).await?;
         resource_version = patched.metadata.resource_version.clone().unwrap_or_default();
         if let Some(base) = cache_rv {
-            ctx.written.remember(base, patched);
             // The write was conditional on the version started from: it was the stored one.
-            ctx.written.verify(&uid);
+            ctx.written.remember(base, patched);
             current = true;
         }
         written = tracking.status.clone();

@@ -85,7 +85,7 @@ impl Written {
     }
 
     /// This controller wrote `job` (a conditional write, so the version it was based on was the stored
-    /// one), starting from a reconcile whose cache showed `cache_rv`.
+    /// one: the Job is no longer doubtful), starting from a reconcile whose cache showed `cache_rv`.
     pub fn remember(&self, cache_rv: &str, job: Job) {
         let Some(uid) = job.metadata.uid.clone() else { return };
         let mut state = self.0.lock();
@@ -106,9 +106,11 @@ impl Written {
                 *ours = job;
             }
             None => {
-                state.written.insert(uid, (vec![cache_rv.to_string()], job));
+                state.written.insert(uid.clone(), (vec![cache_rv.to_string()], job));
             }
         }
+        // The write was conditional on the version it started from: that version was the stored one.
+        state.doubtful.remove(&uid);
     }
 
     /// A read found the Job at the version the reconcile started from: it is current.
