@@ -65,9 +65,12 @@ where
                         l.insert(k.clone());
                     }
                     let p = projection(&o);
-                    let changed = seen.get(&k).is_none_or(|(old, _)| *old != p);
+                    if seen.get(&k).is_some_and(|(old, _)| *old == p) {
+                        // Unchanged projection: its owners (part of it) are the ones kept.
+                        return futures::stream::iter(Vec::new());
+                    }
                     seen.insert(k, (p, identity(o.meta())));
-                    if changed { vec![Ok(o)] } else { Vec::new() }
+                    vec![Ok(o)]
                 }
                 Ok(watcher::Event::Delete(o)) => {
                     seen.remove(&key(&o));
@@ -101,7 +104,6 @@ fn identity(m: &ObjectMeta) -> ObjectMeta {
         namespace: m.namespace.clone(),
         uid: m.uid.clone(),
         owner_references: m.owner_references.clone(),
-        labels: m.labels.clone(),
         ..ObjectMeta::default()
     }
 }
