@@ -113,19 +113,6 @@ impl SchedulingIndex {
         .all(|r| r.unwrap_or(true))
     }
 
-    /// Wait until both caches hold a complete list.
-    pub async fn ready(&self) {
-        if let Some(s) = &self.workloads {
-            let _ = s.wait_until_ready().await;
-        }
-        if let Some(s) = &self.pod_groups {
-            let _ = s.wait_until_ready().await;
-        }
-        if let Some(s) = &self.composites {
-            let _ = s.wait_until_ready().await;
-        }
-    }
-
     /// Names of the cached Workloads in `namespace` whose `spec.controllerRef` is `(api_group, kind, name)`.
     pub fn workload_names(&self, namespace: &str, api_group: &str, kind: &str, name: &str) -> Vec<String> {
         let Some(store) = &self.workloads else {
