@@ -13,18 +13,7 @@ use crate::store::GroupResource;
 
 const MANAGER: &str = "kubelet";
 
-/// The pod's containers: (name, image).
-pub(super) fn containers_of(pod: &Value) -> Vec<(String, String)> {
-    pod.pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let field = |f: &str| c.get(f).and_then(Value::as_str).unwrap_or("").to_string();
-            (field("name"), field("image"))
-        })
-        .collect()
-}
+pub(super) use run_end::containers_of;
 
 /// The pods resource.
 pub(super) fn pods_res(s: &State) -> Option<Arc<crate::resource::ResourceInfo>> {

@@ -37,6 +37,19 @@ pub(crate) enum RunEnd {
     Ended,
 }
 
+/// The pod's containers: (name, image).
+pub(crate) fn containers_of(pod: &Value) -> Vec<(String, String)> {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let field = |f: &str| c.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+            (field("name"), field("image"))
+        })
+        .collect()
+}
+
 /// The `containerID` of `container`'s run number `restarts` in the pod of `uid`.
 pub(crate) fn container_id(uid: &str, container: &str, restarts: i64) -> String {
     format!("sim://{}-{container}-{restarts}", uid.split('-').next().unwrap_or(uid))
@@ -64,16 +77,7 @@ pub(crate) fn end_run(pod: &mut Value, outcome: &Outcome, now: &str) -> (RunEnd,
         .to_string();
     let index = pod_completion_index(pod);
     let base = attempt_base(pod);
-    let specs: Vec<(String, String)> = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let field = |f: &str| c.get(f).and_then(Value::as_str).unwrap_or("").to_string();
-            (field("name"), field("image"))
-        })
-        .collect();
+    let specs = containers_of(pod);
     let old: Vec<Value> = pod
         .pointer("/status/containerStatuses")
         .and_then(Value::as_array)
