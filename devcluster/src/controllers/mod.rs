@@ -6,7 +6,8 @@
 //! first), event expiry ([`events`]), the apps/v1 workload controllers ([`apps`]: Deployments,
 //! ReplicaSets, StatefulSets, DaemonSets), the CronJob controller ([`cronjob`]), the resource quota
 //! controller ([`quota`]), the disruption controller ([`disruption`]: PodDisruptionBudget status), the
-//! taint eviction controller ([`taint_eviction`]: pods on nodes with `NoExecute` taints they do not
+//! EndpointSlice controller ([`endpointslice`]: the discovery.k8s.io/v1 slices of Services with
+//! selectors), the taint eviction controller ([`taint_eviction`]: pods on nodes with `NoExecute` taints they do not
 //! tolerate) and the volume controllers ([`volume`]: the PersistentVolume controller, PVC and PV
 //! protection).
 //!
@@ -17,6 +18,7 @@ mod apps;
 mod crd_cleanup;
 mod cronjob;
 pub(crate) mod disruption;
+mod endpointslice;
 mod events;
 mod gc;
 mod namespace;
@@ -82,8 +84,8 @@ fn process(state: &mut State, budget: usize) -> usize {
 }
 
 /// Periodic checks: PodGroup protection, event expiry, and the workload controllers (apps, CronJobs,
-/// quotas, disruption budgets, taint evictions, volumes and the simulated CSI driver), which read the whole
-/// cluster on every pass.
+/// quotas, disruption budgets, EndpointSlices, taint evictions, volumes and the simulated CSI driver), which
+/// read the whole cluster on every pass.
 fn sweep(state: &mut State, event_ttl: Duration, taints: &mut taint_eviction::TaintEviction) {
     let now = jiff::Timestamp::now();
     podgroup_protection::sweep(state);
@@ -92,6 +94,7 @@ fn sweep(state: &mut State, event_ttl: Duration, taints: &mut taint_eviction::Ta
     cronjob::sync(state, now);
     quota::sync(state);
     disruption::sync(state, now);
+    endpointslice::sync(state);
     taints.sync(state, now);
     sync_storage(state);
 }

@@ -10,6 +10,7 @@ mod cronjob;
 pub(crate) mod custom;
 pub(crate) mod customresourcedefinition;
 pub(crate) mod dra;
+pub(crate) mod endpointslice;
 mod event;
 mod job;
 mod lease;
@@ -52,6 +53,7 @@ pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
         apps::daemonset::resource(),
         event::v1_resource(),
         lease::resource(),
+        endpointslice::resource(),
         job::resource(),
         cronjob::resource(),
         poddisruptionbudget::resource(),

@@ -1,8 +1,9 @@
 //! core/v1 Service: API defaults (type `ClusterIP`, TCP ports, `targetPort` = `port`, single-stack IPv4),
 //! a cluster IP allocated from `10.96.0.0/12` and node ports from `30000-32767` (both unique across the
 //! cluster, kept on updates, immutable), and kube-apiserver's validation of types and ports. devcluster
-//! has no network: no endpoints, no proxy, no load balancer (a LoadBalancer's external IP stays
-//! `<pending>`); `kubectl expose` and manifests with Services work as on a real cluster.
+//! has no network: no proxy, no DNS, no load balancer (a LoadBalancer's external IP stays `<pending>`);
+//! the EndpointSlice controller (`controllers::endpointslice`) lists a Service's pods in EndpointSlices,
+//! and `kubectl expose` and manifests with Services work as on a real cluster.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;

@@ -35,6 +35,8 @@ fn valid(kind: &str, name: &str) -> Value {
         "CompositePodGroup" => json!({"spec": {"schedulingPolicy": {"gang": {"minGroupCount": 1}},
             "workloadRef": {"name": "w"}}}),
         "Service" => json!({"spec": {"ports": [{"port": 80}], "selector": {"app": "a"}}}),
+        "EndpointSlice" => json!({"addressType": "IPv4", "endpoints": [{"addresses": ["10.1.0.1"],
+            "conditions": {"ready": true}}], "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}),
         "ResourceQuota" => json!({"spec": {"hard": {"pods": "5", "requests.cpu": "2"}}}),
         "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" => json!({"spec": {"replicas": 1,
             "selector": {"matchLabels": {"app": "a"}},
@@ -581,6 +583,7 @@ async fn check_invariants(c: &DevCluster, served: &[Served]) {
     decodes!(api::scheduling::v1alpha3::CompositePodGroup);
     decodes!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition);
     decodes!(api::core::v1::Service);
+    decodes!(api::discovery::v1::EndpointSlice);
     decodes!(api::core::v1::ResourceQuota);
     decodes!(api::apps::v1::Deployment);
     decodes!(api::apps::v1::ReplicaSet);

@@ -7,6 +7,7 @@
 
 mod common;
 mod dra;
+mod endpointslices;
 mod exhaustion;
 mod fuzz;
 mod hardening;
