@@ -7,9 +7,10 @@
 //!   serde, schemars schemas usable inside CRDs (union rules as CEL) and garde validation;
 //! - [`v1alpha3`]: one module with every `scheduling.k8s.io/v1alpha3` type, the leaf building blocks from
 //!   k8s-openapi and the composite ones from this crate side by side;
-//! - [`jobset`]: kwas' JobSet (`jobsets.kwas.dev/v1alpha1`) and, in [`jobset::v1alpha2`], the JobSet
-//!   project's `jobset.x-k8s.io/v1alpha2` API with KEP-6089's scheduling block: types, CRD, upstream's
-//!   webhook defaulting and validation as pure functions, and conversions between the two;
+//! - [`jobset`]: the JobSet project's `jobset.x-k8s.io/v1alpha2` API ([`jobset::v1alpha2`], re-exported
+//!   as [`jobset::JobSet`]) with KEP-6089's scheduling block: types, CRD, upstream's webhook defaulting
+//!   and validation as pure functions; and kwas' retired `jobsets.kwas.dev/v1alpha1`
+//!   ([`jobset::kwas_v1alpha1`]) with its conversion;
 //! - [`batch`]: upstream's API validation of the `batch/v1` Job fields the Job controller's failure and
 //!   success policies read (what kube-apiserver refuses, with its paths and messages);
 //! - [`field`]: field errors as apimachinery's `field.Error` and its name checks;

@@ -143,12 +143,12 @@ pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compile
         .or_insert_with(|| Value::String(PLACEHOLDER_UID.to_string()));
     let mut out = match (api_version.as_str(), kind.as_str()) {
         ("batch/v1", "Job") if options.resolved => resolve_job(&decode_strict(&doc, "Job")?)?,
-        ("kwas.dev/v1alpha1", "JobSet") if options.resolved => resolve_jobset(&decode_strict(&doc, "JobSet")?)?,
+        ("jobset.x-k8s.io/v1alpha2", "JobSet") if options.resolved => resolve_jobset(&decode_strict(&doc, "JobSet")?)?,
         ("batch/v1", "Job") => compile_job(&decode_strict(&doc, "Job")?)?,
-        ("kwas.dev/v1alpha1", "JobSet") if options.flat => {
+        ("jobset.x-k8s.io/v1alpha2", "JobSet") if options.flat => {
             compile_jobset_flat(&decode_strict(&doc, "JobSet")?, options.management)?
         }
-        ("kwas.dev/v1alpha1", "JobSet") => compile_jobset(&decode_strict(&doc, "JobSet")?, options.management)?,
+        ("jobset.x-k8s.io/v1alpha2", "JobSet") => compile_jobset(&decode_strict(&doc, "JobSet")?, options.management)?,
         // What a workload's manifest carries along (its claim templates, priority classes, budgets) is
         // not compiled: the controllers create nothing from it.
         (v, _) if v.starts_with("resource.k8s.io/") || v == "scheduling.k8s.io/v1" || v == "policy/v1" => {
@@ -163,7 +163,7 @@ pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compile
             });
         }
         _ => bail!(
-            "kwas compile handles batch/v1 Jobs, kwas.dev/v1alpha1 JobSets and scheduling.k8s.io/v1alpha3 \
+            "kwas compile handles batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets and scheduling.k8s.io/v1alpha3 \
              Workloads, not {api_version} {kind}"
         ),
     };
@@ -295,7 +295,7 @@ fn resolve_jobset(js: &JobSet) -> Result<Compiled> {
     let name = js.name_any();
     let builder = kwas_controllers::jobset::compile::jobset_builder(js)
         .map_err(|e| anyhow::anyhow!(kubectl_invalid("JobSet", &name, &e)))?;
-    resolved_document("kwas.dev/v1alpha1", "JobSet", &js.metadata, &builder)
+    resolved_document("jobset.x-k8s.io/v1alpha2", "JobSet", &js.metadata, &builder)
 }
 
 fn compile_jobset(js: &JobSet, default_management: PodGroupManagement) -> Result<Compiled> {

@@ -37,6 +37,10 @@ pub struct ControllersArgs {
     /// PodGroup management of JobSets that do not choose one.
     #[arg(long, value_enum, default_value_t = Management::Centralized)]
     pub jobset_management: Management,
+    /// Which JobSets to reconcile: `standalone` (kwas installed the JobSet CRD) or `alongside` (the JobSet
+    /// project's controller runs too; only JobSets with `spec.managedBy: kwas.dev/jobset-controller`).
+    #[arg(long, value_enum, default_value_t = crate::JobSetInstall::Standalone)]
+    pub jobset_install: crate::JobSetInstall,
     /// `spec.managedBy` of the JobSets' child Jobs (empty: the cluster's default Job controller).
     #[arg(long, default_value = JOB_CONTROLLER_NAME)]
     pub child_jobs_managed_by: String,
@@ -83,6 +87,7 @@ impl ControllersArgs {
                 ..JobControllerConfig::default()
             }),
             jobset: (!self.no_jobset_controller).then(|| JobSetControllerConfig {
+                install: self.jobset_install.into(),
                 default_management: PodGroupManagement::from(self.jobset_management),
                 job_managed_by: (!self.child_jobs_managed_by.is_empty()).then(|| self.child_jobs_managed_by.clone()),
             }),

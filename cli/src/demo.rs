@@ -252,7 +252,7 @@ fn job_done(job: &Job) -> Option<&'static str> {
 }
 
 fn jobset_done(js: &JobSet) -> Option<&'static str> {
-    let conditions = js.status.as_ref()?.conditions.as_ref()?;
+    let conditions = &js.status.as_ref()?.conditions;
     conditions
         .iter()
         .filter(|c| c.status == "True")

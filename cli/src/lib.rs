@@ -6,6 +6,7 @@
 
 pub mod compile;
 pub mod controllers;
+pub mod convert;
 pub mod demo;
 pub mod dev;
 pub mod kube_client;
@@ -26,6 +27,27 @@ pub enum Management {
     Centralized,
     /// The Job controller creates each child Job's PodGroup.
     Delegated,
+}
+
+/// Which JobSets the JobSet controller reconciles (a flag value).
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+pub enum JobSetInstall {
+    /// kwas is the cluster's JobSet controller: JobSets without `spec.managedBy`, with the JobSet
+    /// project's controller name and with kwas'.
+    #[default]
+    Standalone,
+    /// The JobSet project's controller runs too: only JobSets with `spec.managedBy:
+    /// kwas.dev/jobset-controller`.
+    Alongside,
+}
+
+impl From<JobSetInstall> for kwas_controllers::jobset::Install {
+    fn from(i: JobSetInstall) -> Self {
+        match i {
+            JobSetInstall::Standalone => Self::Standalone,
+            JobSetInstall::Alongside => Self::Alongside,
+        }
+    }
 }
 
 impl From<Management> for PodGroupManagement {

@@ -55,6 +55,12 @@ enum Command {
         #[arg(long, conflicts_with = "resolved")]
         flat: bool,
     },
+    /// Rewrite kwas' retired `kwas.dev/v1alpha1` JobSets as `jobset.x-k8s.io/v1alpha2` JobSets (other
+    /// documents pass through), printed as YAML.
+    Convert {
+        /// Manifest file (YAML, several documents allowed); `-` reads standard input.
+        file: PathBuf,
+    },
     /// A Job's, JobSet's or Workload's groups and pods: policy, minimum, topology domain, node, state.
     Tree(plugin::TreeArgs),
     /// Why a pod or a gang waits, in the scheduler's words, what would have to change, and preemption.
@@ -71,6 +77,20 @@ enum Command {
 enum Format {
     Yaml,
     Json,
+}
+
+fn run_convert(file: &PathBuf) -> anyhow::Result<()> {
+    let input = if file.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        s
+    } else {
+        std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?
+    };
+    let (out, converted) = kwas_cli::convert::convert(&input)?;
+    eprintln!("# converted {converted} kwas.dev/v1alpha1 JobSet(s) to jobset.x-k8s.io/v1alpha2");
+    print!("{out}");
+    Ok(())
 }
 
 fn run_compile(
@@ -183,6 +203,7 @@ fn main() -> ExitCode {
             resolved,
             flat,
         } => run_compile(&file, output, jobset_management, &namespace, resolved, flat),
+        Command::Convert { file } => run_convert(&file),
         Command::Tree(args) => runtime().and_then(|rt| rt.block_on(plugin::run_tree(args))),
         Command::Why(args) => runtime().and_then(|rt| rt.block_on(plugin::run_why(args))),
         Command::WhoPreempted(args) => runtime().and_then(|rt| rt.block_on(plugin::run_who_preempted(args))),

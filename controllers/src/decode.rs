@@ -152,14 +152,14 @@ mod tests {
     #[test]
     fn one_object_decodes_on_its_own() {
         let good: DynamicObject = serde_json::from_value(serde_json::json!({
-            "apiVersion": "kwas.dev/v1alpha1", "kind": "JobSet",
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": {"name": "good", "namespace": "ns"},
             "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": {"spec": {"containers": []}}}}}]}
         }))
         .unwrap();
         assert!(decode::<JobSet>(good).is_ok());
         let bad: DynamicObject = serde_json::from_value(serde_json::json!({
-            "apiVersion": "kwas.dev/v1alpha1", "kind": "JobSet",
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": {"name": "bad", "namespace": "ns", "uid": "u"},
             "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": {"spec": {"containers": 5}}}}}]}
         }))

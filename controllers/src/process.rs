@@ -43,9 +43,10 @@ pub const API_ACCESS: &[(&str, &str, &[&str])] = &[
         "compositepodgroups",
         &["get", "list", "watch", "create", "delete"],
     ),
-    ("kwas.dev", "jobsets", &["get", "list", "watch"]),
-    ("kwas.dev", "jobsets/status", &["patch"]),
+    ("jobset.x-k8s.io", "jobsets", &["get", "list", "watch", "delete"]),
+    ("jobset.x-k8s.io", "jobsets/status", &["patch"]),
     ("", "services", &["create"]),
+    ("", "persistentvolumeclaims", &["create"]),
     ("events.k8s.io", "events", &["create", "patch"]),
     // The ResourceClaim controller (`--resource-claim-controller`).
     ("", "pods/status", &["patch"]),

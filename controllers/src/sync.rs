@@ -455,7 +455,7 @@ mod tests {
     #[test]
     fn template_pointers() {
         let owner = OwnerReference {
-            api_version: "kwas.dev/v1alpha1".into(),
+            api_version: "jobset.x-k8s.io/v1alpha2".into(),
             kind: "JobSet".into(),
             name: "js".into(),
             uid: "u".into(),

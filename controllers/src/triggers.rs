@@ -160,14 +160,26 @@ pub fn spec_projection<K: Resource>(o: &K) -> u64 {
     h.finish()
 }
 
-/// What the JobSet reconcile reads of a child Job: its spec (generation), metadata, conditions and ready
-/// pods. Not its other counters, which the Job controller rewrites as each pod starts and ends.
+/// What the JobSet reconcile reads of a child Job: its spec (generation), metadata, conditions, whether its
+/// ready and succeeded pods reach its parallelism and whether any pod is active. Not the counters
+/// themselves, which the Job controller rewrites as each pod starts and ends.
 pub fn jobset_job_projection(job: &Job) -> u64 {
     let mut h = DefaultHasher::new();
     job.metadata.generation.hash(&mut h);
     hash_metadata(job, &mut h);
     let status = job.status.as_ref();
-    status.and_then(|s| s.ready).hash(&mut h);
+    // `replicatedJobsStatus` counts a Job ready when its ready and succeeded pods reach
+    // `min(parallelism, completions)`, and active when any pod is: those two facts, not the counts.
+    let spec = job.spec.as_ref();
+    let mut pods = spec.and_then(|s| s.parallelism).unwrap_or(1);
+    if let Some(c) = spec.and_then(|s| s.completions) {
+        pods = pods.min(c);
+    }
+    let done = status.map_or(0, |s| {
+        i64::from(s.ready.unwrap_or(0)) + i64::from(s.succeeded.unwrap_or(0))
+    });
+    (done >= i64::from(pods)).hash(&mut h);
+    status.and_then(|s| s.active).is_some_and(|a| a > 0).hash(&mut h);
     for c in status.and_then(|s| s.conditions.as_ref()).into_iter().flatten() {
         (&c.type_, &c.status).hash(&mut h);
     }
@@ -269,23 +281,35 @@ mod tests {
 
     #[test]
     fn a_jobset_re_runs_on_a_childs_conditions_and_readiness_not_its_counters() {
-        let mut job = Job::default();
+        let mut job = Job {
+            spec: Some(k8s_openapi::api::batch::v1::JobSpec {
+                parallelism: Some(4),
+                ..Default::default()
+            }),
+            status: Some(k8s_openapi::api::batch::v1::JobStatus {
+                active: Some(1),
+                ..Default::default()
+            }),
+            ..Job::default()
+        };
         let base = jobset_job_projection(&job);
-        job.status = Some(k8s_openapi::api::batch::v1::JobStatus {
-            active: Some(2),
-            succeeded: Some(1),
-            ..Default::default()
-        });
+        let status = job.status.as_mut().unwrap();
+        status.active = Some(3);
+        status.ready = Some(1);
+        status.succeeded = Some(1);
         assert_eq!(base, jobset_job_projection(&job), "counters are not read");
-        job.status.as_mut().unwrap().ready = Some(2);
+        job.status.as_mut().unwrap().ready = Some(3);
         let ready = jobset_job_projection(&job);
-        assert_ne!(base, ready);
+        assert_ne!(base, ready, "ready + succeeded reached parallelism");
+        job.status.as_mut().unwrap().active = Some(0);
+        let idle = jobset_job_projection(&job);
+        assert_ne!(ready, idle, "no pod active any more");
         job.status.as_mut().unwrap().conditions = Some(vec![k8s_openapi::api::batch::v1::JobCondition {
             type_: "Complete".into(),
             status: "True".into(),
             ..Default::default()
         }]);
-        assert_ne!(ready, jobset_job_projection(&job));
+        assert_ne!(idle, jobset_job_projection(&job));
     }
 
     #[tokio::test]

@@ -45,7 +45,7 @@ fn delegated_child_job() {
     // The parent (a JobSet) compiled a gang of gangs; it created the root CompositePodGroup and delegates
     // the PodGroups to the Job controller through the downward-mapping annotations.
     let jobset = OwnerReference {
-        api_version: "kwas.dev/v1alpha1".into(),
+        api_version: "jobset.x-k8s.io/v1alpha2".into(),
         kind: "JobSet".into(),
         name: "pretrain".into(),
         uid: "jobset-uid".into(),

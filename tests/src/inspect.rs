@@ -159,7 +159,6 @@ pub fn jobset_condition<'a>(
     js.status
         .as_ref()?
         .conditions
-        .as_ref()?
         .iter()
         .find(|c| c.type_ == type_ && c.status == "True")
 }

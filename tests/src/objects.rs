@@ -326,7 +326,7 @@ impl JobSetBuilder {
             spec["scheduling"] = Value::Object(scheduling);
         }
         Ok(serde_json::from_value(json!({
-            "apiVersion": "kwas.dev/v1alpha1",
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
             "kind": "JobSet",
             "metadata": {"name": self.name, "namespace": NS},
             "spec": spec

@@ -13,7 +13,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use workloadbuilder::{WorkloadBuilder, WorkloadItem};
 
 fn pair(c: &mut Criterion, name: &str, item: WorkloadItem) {
-    let owner = common::owner_kind("kwas.dev/v1alpha1", "JobSet", name);
+    let owner = common::owner_kind("jobset.x-k8s.io/v1alpha2", "JobSet", name);
     let builder = WorkloadBuilder::new(item).allow(common::allow_all());
     let workload = builder.build(name, "default", &owner).unwrap();
     let mut group = c.benchmark_group(name);

@@ -162,7 +162,7 @@ impl WorkloadBuilder {
     /// use workloadbuilder::{AllowList, PolicyOption, SchedulingConfig, WorkloadBuilder, WorkloadItem};
     ///
     /// let owner = OwnerReference {
-    ///     api_version: "kwas.dev/v1alpha1".into(),
+    ///     api_version: "jobset.x-k8s.io/v1alpha2".into(),
     ///     kind: "JobSet".into(),
     ///     name: "trainer".into(),
     ///     uid: "uid-2".into(),

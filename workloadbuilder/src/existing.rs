@@ -12,7 +12,7 @@
 //!
 //! // The parent compiled and created this Workload.
 //! let parent = OwnerReference {
-//!     api_version: "kwas.dev/v1alpha1".into(),
+//!     api_version: "jobset.x-k8s.io/v1alpha2".into(),
 //!     kind: "JobSet".into(),
 //!     name: "trainer".into(),
 //!     uid: "uid-2".into(),

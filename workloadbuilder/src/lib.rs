@@ -160,7 +160,7 @@
 //!         .with_callback(move |cfg| { cfg.default_gang_min_count(child_groups); })
 //!         .with_children(children);
 //!     let owner = OwnerReference {
-//!         api_version: "kwas.dev/v1alpha1".into(),
+//!         api_version: "jobset.x-k8s.io/v1alpha2".into(),
 //!         kind: "JobSet".into(),
 //!         name: "trainer".into(),
 //!         uid: "uid-2".into(),

@@ -32,7 +32,7 @@ fn job_example_2_omitted_block_is_basic() {
 }
 
 fn jobset_runtime(js: &JobSet, workload: &k8s_openapi::api::scheduling::v1alpha3::Workload) -> serde_json::Value {
-    let owner = owner_of("kwas.dev/v1alpha1", "JobSet", &js.metadata);
+    let owner = owner_of("jobset.x-k8s.io/v1alpha2", "JobSet", &js.metadata);
     let wl = workload.metadata.name.as_deref().unwrap();
     let root_name = generate_pod_group_name(TemplateKey {
         workload: wl,

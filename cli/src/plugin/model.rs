@@ -44,7 +44,7 @@ pub struct Snapshot {
 pub enum Kind {
     /// batch/v1 Job.
     Job,
-    /// kwas.dev/v1alpha1 JobSet.
+    /// jobset.x-k8s.io/v1alpha2 JobSet.
     JobSet,
     /// scheduling.k8s.io Workload.
     Workload,

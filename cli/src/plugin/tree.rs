@@ -316,9 +316,8 @@ pub fn jobset_status(js: &JobSet) -> String {
     let true_conditions: Vec<&str> = js
         .status
         .as_ref()
-        .and_then(|s| s.conditions.as_ref())
         .into_iter()
-        .flatten()
+        .flat_map(|s| s.conditions.iter())
         .filter(|c| c.status == "True")
         .map(|c| c.type_.as_str())
         .collect();

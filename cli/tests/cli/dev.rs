@@ -71,7 +71,7 @@ fn every_bundled_example_runs_under_the_defaults() {
         "{groups}"
     );
     let jobsets = ok(&dev, &["get", "jobsets"]);
-    assert!(jobsets.lines().next().unwrap().contains("WORKLOAD"), "{jobsets}");
+    assert!(jobsets.lines().next().unwrap().contains("TERMINALSTATE"), "{jobsets}");
 }
 
 #[test]

@@ -42,7 +42,9 @@ fn edits_the_workload_cannot_take_are_rejected_and_a_min_count_edit_is_applied()
     );
     assert!(!ok);
     assert!(
-        err.contains(r#"spec.replicatedJobs[1].template.spec.template: Invalid value: the pod template is immutable"#),
+        err.contains(
+            r#"spec.replicatedJobs: Invalid value: the Job templates are immutable unless the JobSet is suspended"#
+        ),
         "{err}"
     );
     let (ok, err) = patch(

@@ -14,6 +14,7 @@ mod dra;
 mod hostile;
 mod job_policies;
 mod jobset_edits;
+mod jobset_project;
 mod observability;
 mod packaging;
 mod plugin;

@@ -384,7 +384,7 @@ fn every_deploy_kustomization_passes_a_server_side_dry_run() {
     let dev = crate::common::start(&[]);
     // What an operator installs first: the JobSet CRD, the Prometheus Operator's CRDs (a test
     // stand-in) and, since a dry run creates nothing, the namespace.
-    ok(&dev, &["apply", "-f", "crds/jobset.yaml"]);
+    ok(&dev, &["apply", "-f", "crds/jobset.x-k8s.io_jobsets.yaml"]);
     ok(
         &dev,
         &["apply", "-f", "cli/tests/fixtures/prometheus-operator-crds.yaml"],
@@ -396,7 +396,7 @@ fn every_deploy_kustomization_passes_a_server_side_dry_run() {
             "--for=condition=Established",
             "crd/servicemonitors.monitoring.coreos.com",
             "crd/prometheusrules.monitoring.coreos.com",
-            "crd/jobsets.kwas.dev",
+            "crd/jobsets.jobset.x-k8s.io",
         ],
     );
     ok(&dev, &["apply", "-f", "deploy/scheduler/namespace.yaml"]);

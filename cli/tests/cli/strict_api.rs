@@ -40,7 +40,7 @@ spec:
 
 fn jobset(scheduling: &str) -> String {
     format!(
-        r#"apiVersion: kwas.dev/v1alpha1
+        r#"apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet
 metadata:
   name: empty

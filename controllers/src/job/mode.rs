@@ -96,7 +96,7 @@ mod tests {
     #[test]
     fn parent_owned_jobs_manage_nothing_unless_delegated() {
         let mut child = job();
-        child.metadata.owner_references = Some(vec![owner("kwas.dev/v1alpha1", "JobSet")]);
+        child.metadata.owner_references = Some(vec![owner("jobset.x-k8s.io/v1alpha2", "JobSet")]);
         assert_eq!(
             management_mode(&child).unwrap(),
             ManagementMode::None(UnmanagedReason::ParentManaged)

@@ -7,11 +7,12 @@
 //!   written for jobset.x-k8s.io (selectors on `jobset.sigs.k8s.io/jobset-name`, `job-index`,
 //!   `job-global-index`, ...) find them. Their `spec.scheduling` is
 //!   stripped (the JobSet compiled it into its own Workload: KEP-6089 "Split-Brain" mitigation 1).
-//! - DNS (the JobSet project's default `network.enableDNSHostnames: true`): a headless Service named after
-//!   the JobSet selects its pods ([`desired_service`], `publishNotReadyAddresses: true`) and every pod gets
-//!   the JobSet's name as `subdomain`, so an Indexed child's pod is reachable as
-//!   `<job>-<index>.<jobset>` (torchrun, MPI and JAX rendezvous). A JobSet whose name is not a DNS-1035 label
-//!   (the rule for Service names) gets neither.
+//! - DNS (`network.enableDNSHostnames`, true by the webhook's default): a headless Service named after the
+//!   subdomain (`network.subdomain`, else the JobSet's name) selects the JobSet's pods ([`desired_service`],
+//!   `publishNotReadyAddresses` as `network` says, true by default) and every pod gets the subdomain, so
+//!   an Indexed child's pod is reachable as `<jobset>-<rjob>-<jobIdx>-<podIdx>.<subdomain>` (torchrun, MPI
+//!   and JAX rendezvous). A subdomain that is not a DNS-1035 label (the rule for Service names) gets
+//!   neither.
 //! - Centralized: the JobSet creates each child's PodGroup (`generate_pod_group_name(<job>, <template>)`, the
 //!   same name the Job controller would give a delegated PodGroup) under the root CompositePodGroup, and sets
 //!   `schedulingGroup.podGroupName` in the child's pod template, so the Job controller manages nothing.
@@ -25,7 +26,10 @@ use k8s_openapi::api::core::v1::PodSchedulingGroup;
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kwas_api_types::jobset::{JobSet, MAX_CHILD_JOBS, PodGroupManagement, ROOT_TEMPLATE_NAME, child_job_name};
+use kwas_api_types::jobset::v1alpha2::constants as k;
+use kwas_api_types::jobset::{
+    JobSet, MAX_CHILD_JOBS, PodGroupManagement, ROOT_TEMPLATE_NAME, ReplicatedJob, child_job_name,
+};
 use kwas_api_types::names::{JOBSET_CONTROLLER_NAME, labels};
 use workloadbuilder::job::delegated_pod_group_name;
 use workloadbuilder::{
@@ -36,7 +40,8 @@ use workloadbuilder::{
 use super::compile::jobset_owner;
 use crate::sync::mark_managed;
 
-/// The label with a child Job's restart attempt.
+/// kwas' earlier label with a child Job's restart attempt (read for Jobs created before kwas used the
+/// JobSet project's `jobset.sigs.k8s.io/restart-attempt`).
 pub const RESTART_ATTEMPT_LABEL: &str = "kwas.dev/restart-attempt";
 
 /// One child Job of a JobSet.
@@ -55,18 +60,23 @@ pub struct Child {
 /// At most [`MAX_CHILD_JOBS`] in all, whatever `replicas` say (validation rejects more; a JobSet stored
 /// before the bound, or on a cluster without the schema, still costs bounded work).
 pub fn children(js: &JobSet) -> Vec<Child> {
-    let name = js.name_any();
     js.spec
         .replicated_jobs
         .iter()
-        .flat_map(|r| {
-            (0..r.replicas.clamp(0, MAX_CHILD_JOBS)).map(|i| Child {
-                replicated_job: r.name.clone(),
-                index: i,
-                name: child_job_name(&name, &r.name, i),
-            })
-        })
+        .flat_map(|r| children_of(js, r))
         .take(MAX_CHILD_JOBS as usize)
+        .collect()
+}
+
+/// The child Jobs of one replicated job, in index order (at most [`MAX_CHILD_JOBS`]).
+pub fn children_of(js: &JobSet, r: &ReplicatedJob) -> Vec<Child> {
+    let name = js.name_any();
+    (0..r.replicas.clamp(0, MAX_CHILD_JOBS))
+        .map(|i| Child {
+            replicated_job: r.name.clone(),
+            index: i,
+            name: child_job_name(&name, &r.name, i),
+        })
         .collect()
 }
 
@@ -135,54 +145,106 @@ pub fn jobset_labels(js: &JobSet) -> BTreeMap<String, String> {
 }
 
 /// The labels (and the same annotations) the JobSet project's controller puts on a child Job and its pods
-/// (`labelAndAnnotateObject`): the JobSet's and replicated job's names, the restart attempt, the replicated
-/// job's and the JobSet's replica counts, the job index, its global index across replicated jobs in spec
-/// order, and the job key (the SHA-1 of `<namespace>/<job name>`). The exclusive-placement annotation
-/// (`alpha.jobset.sigs.k8s.io/exclusive-topology`) of the JobSet or of the replicated job's template is
-/// passed on as an annotation only, as upstream does.
+/// (`labelAndAnnotateObject`): the JobSet's name and uid, the replicated job's name, the restart attempt,
+/// the replicated job's and the JobSet's replica counts, the job index, its global index across replicated
+/// jobs in spec order, the job key (the SHA-1 of `<namespace>/<job name>`), the group name, its replicas
+/// and the Job's index in its group, and the coordinator's endpoint when `spec.coordinator` is set. The
+/// exclusive-placement annotations (`alpha.jobset.sigs.k8s.io/exclusive-topology`, with
+/// `alpha.jobset.sigs.k8s.io/node-selector`) of the JobSet or, overriding it, of the replicated job's
+/// template are passed on as annotations only, as upstream does.
 pub fn jobset_project_metadata(
     js: &JobSet,
     child: &Child,
     restart_attempt: i32,
 ) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
-    use kwas_api_types::jobset::v1alpha2::constants as k;
     let namespace = js.namespace().unwrap_or_default();
-    let replicas = |r: &kwas_api_types::jobset::ReplicatedJob| i64::from(r.replicas.max(0));
-    let global_replicas: i64 = js.spec.replicated_jobs.iter().map(replicas).sum();
-    let mut before: i64 = 0;
-    let mut replicated_job_replicas = 0;
-    let mut exclusive_rj = None;
-    for r in &js.spec.replicated_jobs {
-        if r.name == child.replicated_job {
-            replicated_job_replicas = replicas(r);
-            exclusive_rj = r
-                .template
-                .metadata
-                .as_ref()
-                .and_then(|m| m.annotations.as_ref())
-                .and_then(|a| a.get(k::EXCLUSIVE_KEY))
-                .cloned();
-            break;
-        }
-        before += replicas(r);
-    }
-    let pairs = [
-        (k::JOBSET_NAME_KEY, js.name_any()),
+    let name = js.name_any();
+    let rj = js.spec.replicated_job(&child.replicated_job);
+    let group = rj.map_or(kwas_api_types::jobset::v1alpha2::DEFAULT_GROUP_NAME, |r| {
+        r.group_name.as_str()
+    });
+    let mut pairs = vec![
+        (k::JOBSET_NAME_KEY, name.clone()),
+        (k::JOBSET_UID_KEY, js.metadata.uid.clone().unwrap_or_default()),
         (k::REPLICATED_JOB_NAME_KEY, child.replicated_job.clone()),
         (k::RESTARTS_KEY, restart_attempt.to_string()),
-        (k::REPLICATED_JOB_REPLICAS, replicated_job_replicas.to_string()),
-        (k::GLOBAL_REPLICAS_KEY, global_replicas.to_string()),
+        (k::REPLICATED_JOB_REPLICAS, rj.map_or(0, |r| r.replicas).to_string()),
+        (k::GLOBAL_REPLICAS_KEY, global_replicas(js).to_string()),
         (k::JOB_INDEX_KEY, child.index.to_string()),
         (k::JOB_KEY, job_key(&namespace, &child.name)),
-        (k::JOB_GLOBAL_INDEX_KEY, (before + i64::from(child.index)).to_string()),
+        (
+            k::JOB_GLOBAL_INDEX_KEY,
+            global_job_index(js, &child.replicated_job, child.index).map_or(String::new(), |i| i.to_string()),
+        ),
+        (k::GROUP_NAME_KEY, group.to_string()),
+        (k::GROUP_REPLICAS_KEY, group_replicas(js, group).to_string()),
+        (
+            k::JOB_GROUP_INDEX_KEY,
+            group_job_index(js, group, &child.replicated_job, child.index).map_or(String::new(), |i| i.to_string()),
+        ),
     ];
+    if let Some(endpoint) = kwas_api_types::jobset::v1alpha2::coordinator_endpoint(&name, &js.spec) {
+        pairs.push((k::COORDINATOR_KEY, endpoint));
+    }
     let labels: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
     let mut annotations = labels.clone();
-    let exclusive = js.annotations().get(k::EXCLUSIVE_KEY).cloned();
-    if let Some(topology) = exclusive_rj.or(exclusive) {
-        annotations.insert(k::EXCLUSIVE_KEY.to_string(), topology);
-    }
+    let mut exclusive = |from: Option<&BTreeMap<String, String>>| {
+        if let Some(from) = from
+            && let Some(topology) = from.get(k::EXCLUSIVE_KEY)
+        {
+            annotations.insert(k::EXCLUSIVE_KEY.to_string(), topology.clone());
+            if let Some(strategy) = from.get(k::NODE_SELECTOR_STRATEGY_KEY) {
+                annotations.insert(k::NODE_SELECTOR_STRATEGY_KEY.to_string(), strategy.clone());
+            }
+        }
+    };
+    exclusive(js.metadata.annotations.as_ref());
+    exclusive(
+        rj.and_then(|r| r.template.metadata.as_ref())
+            .and_then(|m| m.annotations.as_ref()),
+    );
     (labels, annotations)
+}
+
+/// The sum of every replicated job's replicas (upstream's `globalReplicas`).
+pub fn global_replicas(js: &JobSet) -> i64 {
+    js.spec.replicated_jobs.iter().map(|r| i64::from(r.replicas)).sum()
+}
+
+/// The index of a Job across all replicated jobs in spec order (upstream's `globalJobIndex`); `None` for
+/// an unknown replicated job.
+pub fn global_job_index(js: &JobSet, replicated_job: &str, index: i32) -> Option<i64> {
+    let mut before = 0i64;
+    for r in &js.spec.replicated_jobs {
+        if r.name == replicated_job {
+            return Some(before + i64::from(index));
+        }
+        before += i64::from(r.replicas);
+    }
+    None
+}
+
+/// The sum of the replicas of the replicated jobs of group `group` (upstream's `groupReplicas`).
+pub fn group_replicas(js: &JobSet, group: &str) -> i64 {
+    js.spec
+        .replicated_jobs
+        .iter()
+        .filter(|r| r.group_name == group)
+        .map(|r| i64::from(r.replicas))
+        .sum()
+}
+
+/// The index of a Job among the Jobs of its group in spec order (upstream's `groupJobIndex`); `None` when
+/// the replicated job is not in the group.
+pub fn group_job_index(js: &JobSet, group: &str, replicated_job: &str, index: i32) -> Option<i64> {
+    let mut before = 0i64;
+    for r in js.spec.replicated_jobs.iter().filter(|r| r.group_name == group) {
+        if r.name == replicated_job {
+            return Some(before + i64::from(index));
+        }
+        before += i64::from(r.replicas);
+    }
+    None
 }
 
 /// The JobSet project's `jobHashKey`: the hex SHA-1 of `<namespace>/<job name>` (a label value of 40
@@ -195,11 +257,26 @@ pub fn job_key(namespace: &str, job: &str) -> String {
     digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The name of the JobSet's headless Service and its pods' subdomain (the JobSet's name), if the name can
-/// name a Service (a DNS-1035 label: at most 63 lowercase letters, digits and '-', starting with a letter,
+/// Whether the JobSet's pods get DNS hostnames (`network.enableDNSHostnames`; the webhook defaults it
+/// to true, so an unset value counts as true).
+pub fn dns_hostnames_enabled(js: &JobSet) -> bool {
+    js.spec
+        .network
+        .as_ref()
+        .and_then(|n| n.enable_dns_hostnames)
+        .unwrap_or(true)
+}
+
+/// The name of the JobSet's headless Service and its pods' subdomain (`network.subdomain`, else the
+/// JobSet's name: upstream's `GetSubdomain`), when DNS hostnames are enabled and the name can name a
+/// Service (a DNS-1035 label: at most 63 lowercase letters, digits and '-', starting with a letter,
 /// ending with a letter or digit).
 pub fn subdomain(js: &JobSet) -> Option<String> {
+    if !dns_hostnames_enabled(js) {
+        return None;
+    }
     let name = js.name_any();
+    let name = kwas_api_types::jobset::v1alpha2::subdomain(&name, &js.spec).to_string();
     let b = name.as_bytes();
     let ok = !b.is_empty()
         && b.len() <= 63
@@ -210,15 +287,21 @@ pub fn subdomain(js: &JobSet) -> Option<String> {
     ok.then_some(name)
 }
 
-/// The JobSet project's headless Service (`createHeadlessSvcIfNecessary`): `clusterIP: None`, selecting
-/// the JobSet's pods by `jobset.sigs.k8s.io/jobset-name`, publishing not-ready addresses (the default of
-/// `network.publishNotReadyAddresses`), controlled by the JobSet.
+/// The JobSet project's headless Service (`createHeadlessSvcIfNecessary`): named after the subdomain,
+/// `clusterIP: None`, selecting the JobSet's pods by `jobset.sigs.k8s.io/jobset-name`, publishing
+/// not-ready addresses as `network.publishNotReadyAddresses` says (default true), controlled by the JobSet.
 pub fn desired_service(js: &JobSet) -> Option<k8s_openapi::api::core::v1::Service> {
     use k8s_openapi::api::core::v1::{Service, ServiceSpec};
     let name = subdomain(js)?;
+    let publish = js
+        .spec
+        .network
+        .as_ref()
+        .and_then(|n| n.publish_not_ready_addresses)
+        .unwrap_or(true);
     Some(Service {
         metadata: ObjectMeta {
-            name: Some(name.clone()),
+            name: Some(name),
             namespace: js.namespace(),
             labels: Some(jobset_labels(js)),
             owner_references: jobset_owner(js).map(|o| vec![o]),
@@ -226,15 +309,103 @@ pub fn desired_service(js: &JobSet) -> Option<k8s_openapi::api::core::v1::Servic
         },
         spec: Some(ServiceSpec {
             cluster_ip: Some("None".into()),
-            selector: Some(BTreeMap::from([(
-                kwas_api_types::jobset::v1alpha2::constants::JOBSET_NAME_KEY.to_string(),
-                name,
-            )])),
-            publish_not_ready_addresses: Some(true),
+            selector: Some(BTreeMap::from([(k::JOBSET_NAME_KEY.to_string(), js.name_any())])),
+            publish_not_ready_addresses: Some(publish),
             ..ServiceSpec::default()
         }),
         status: None,
     })
+}
+
+/// The JobSet project's node-selector strategy of exclusive placement (`addNamespacedJobNodeSelector`,
+/// `addTaintToleration`): with both `alpha.jobset.sigs.k8s.io/exclusive-topology` and
+/// `alpha.jobset.sigs.k8s.io/node-selector`, the pods select nodes labelled
+/// `alpha.jobset.sigs.k8s.io/namespaced-job: <namespace>_<job>` and tolerate the
+/// `alpha.jobset.sigs.k8s.io/no-schedule` taint (the nodes are labelled and tainted by the user).
+fn exclusive_node_selector(spec: &mut JobSpec, annotations: &BTreeMap<String, String>, namespace: &str, job: &str) {
+    if !(annotations.contains_key(k::EXCLUSIVE_KEY) && annotations.contains_key(k::NODE_SELECTOR_STRATEGY_KEY)) {
+        return;
+    }
+    let pod = spec.template.spec.get_or_insert_with(Default::default);
+    pod.node_selector
+        .get_or_insert_with(BTreeMap::new)
+        .insert(k::NAMESPACED_JOB_KEY.to_string(), format!("{namespace}_{job}"));
+    pod.tolerations
+        .get_or_insert_with(Vec::new)
+        .push(k8s_openapi::api::core::v1::Toleration {
+            key: Some(k::NO_SCHEDULE_TAINT_KEY.to_string()),
+            operator: Some("Exists".into()),
+            effect: Some("NoSchedule".into()),
+            ..Default::default()
+        });
+}
+
+/// The JobSet's PersistentVolumeClaims (`spec.volumeClaimPolicies`, upstream's `createPVCsIfNecessary`):
+/// one per template, named `<template>-<jobset>`, labelled with the JobSet's name, controlled by the JobSet
+/// when its retention policy is `Delete` (garbage-collected with it) and left behind when `Retain`.
+pub fn desired_pvcs(js: &JobSet) -> Vec<k8s_openapi::api::core::v1::PersistentVolumeClaim> {
+    use kwas_api_types::jobset::v1alpha2::{RetentionPolicyType, pvc_name};
+    let name = js.name_any();
+    js.spec
+        .volume_claim_policies
+        .iter()
+        .flat_map(|policy| {
+            let owned = policy
+                .retention_policy
+                .as_ref()
+                .and_then(|r| r.when_deleted)
+                .is_none_or(|w| w == RetentionPolicyType::Delete);
+            let name = name.clone();
+            policy.templates.iter().map(move |t| {
+                let template = t.metadata.name.clone().unwrap_or_default();
+                let mut labels = t.metadata.labels.clone().unwrap_or_default();
+                labels.insert(k::JOBSET_NAME_KEY.to_string(), name.clone());
+                k8s_openapi::api::core::v1::PersistentVolumeClaim {
+                    metadata: ObjectMeta {
+                        name: Some(pvc_name(&name, &template)),
+                        namespace: js.namespace(),
+                        labels: Some(labels),
+                        annotations: t.metadata.annotations.clone(),
+                        owner_references: owned.then(|| jobset_owner(js).map(|o| vec![o])).flatten(),
+                        ..ObjectMeta::default()
+                    },
+                    spec: t.spec.clone(),
+                    status: None,
+                }
+            })
+        })
+        .collect()
+}
+
+/// Upstream's `addVolumes`: a volume for each volume claim template that a container or init container of
+/// the pod template mounts by the template's name, claiming the JobSet's PVC.
+fn add_volumes(spec: &mut JobSpec, js: &JobSet) {
+    use k8s_openapi::api::core::v1::{PersistentVolumeClaimVolumeSource, Volume};
+    let Some(pod) = spec.template.spec.as_mut() else {
+        return;
+    };
+    let name = js.name_any();
+    for policy in &js.spec.volume_claim_policies {
+        for t in &policy.templates {
+            let template = t.metadata.name.clone().unwrap_or_default();
+            let mounted = pod
+                .containers
+                .iter()
+                .chain(pod.init_containers.iter().flatten())
+                .flat_map(|c| c.volume_mounts.iter().flatten())
+                .any(|m| m.name == template);
+            if mounted {
+                pod.volumes.get_or_insert_with(Vec::new).push(Volume {
+                    name: template.clone(),
+                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                        claim_name: kwas_api_types::jobset::v1alpha2::pvc_name(&name, &template),
+                        read_only: None,
+                    }),
+                    ..Volume::default()
+                });
+            }
+        }
+    }
 }
 
 /// How a child Job is wired to scheduling.
@@ -262,7 +433,6 @@ pub fn desired_job(js: &JobSet, child: &Child, wiring: &ChildWiring) -> Job {
     job_labels.extend(jobset_labels(js));
     job_labels.insert(labels::REPLICATED_JOB_NAME.to_string(), child.replicated_job.clone());
     job_labels.insert(labels::JOB_INDEX.to_string(), child.index.to_string());
-    job_labels.insert(RESTART_ATTEMPT_LABEL.to_string(), wiring.restart_attempt.to_string());
     let (project_labels, project_annotations) = jobset_project_metadata(js, child, wiring.restart_attempt);
     job_labels.extend(project_labels.clone());
     let mut annotations = template_meta.annotations.unwrap_or_default();
@@ -270,6 +440,13 @@ pub fn desired_job(js: &JobSet, child: &Child, wiring: &ChildWiring) -> Job {
     let mut spec: JobSpec = rj.template.spec.clone().unwrap_or_default();
     spec.scheduling = None;
     spec.suspend = Some(js.spec.suspend.unwrap_or(false));
+    exclusive_node_selector(
+        &mut spec,
+        &annotations,
+        &js.namespace().unwrap_or_default(),
+        &child.name,
+    );
+    add_volumes(&mut spec, js);
     if let Some(m) = &wiring.job_managed_by {
         spec.managed_by = Some(m.clone());
     }
@@ -325,12 +502,14 @@ mod tests {
                     ReplicatedJob {
                         name: "driver".into(),
                         replicas: 1,
-                        template: Default::default(),
+                        group_name: "default".into(),
+                        ..Default::default()
                     },
                     ReplicatedJob {
                         name: "workers".into(),
                         replicas: 2,
-                        template: Default::default(),
+                        group_name: "default".into(),
+                        ..Default::default()
                     },
                 ],
                 ..Default::default()
@@ -424,6 +603,49 @@ mod tests {
         }
     }
 
+    /// Upstream's node-selector strategy of exclusive placement (`TestConstructJobsFromTemplate` "node
+    /// selector exclusive placement strategy enabled"): the namespaced job name as node selector and the
+    /// no-schedule taint tolerated, only with both annotations.
+    #[test]
+    fn the_node_selector_strategy_of_exclusive_placement() {
+        let mut js = jobset();
+        let wiring = ChildWiring {
+            management: PodGroupManagement::Centralized,
+            root_group: "root".into(),
+            job_managed_by: None,
+            restart_attempt: 0,
+        };
+        let child = &children(&js)[0];
+        let exclusive = (
+            "alpha.jobset.sigs.k8s.io/exclusive-topology".to_string(),
+            "rack".to_string(),
+        );
+        js.metadata.annotations = Some([exclusive.clone()].into());
+        let pod = desired_job(&js, child, &wiring).spec.unwrap().template.spec.unwrap();
+        assert!(pod.node_selector.is_none() && pod.tolerations.is_none());
+        js.metadata.annotations = Some(
+            [
+                exclusive,
+                ("alpha.jobset.sigs.k8s.io/node-selector".to_string(), "true".to_string()),
+            ]
+            .into(),
+        );
+        let pod = desired_job(&js, child, &wiring).spec.unwrap().template.spec.unwrap();
+        assert_eq!(
+            pod.node_selector.unwrap()["alpha.jobset.sigs.k8s.io/namespaced-job"],
+            "ml_pretrain-driver-0"
+        );
+        let t = &pod.tolerations.unwrap()[0];
+        assert_eq!(
+            (t.key.as_deref(), t.operator.as_deref(), t.effect.as_deref()),
+            (
+                Some("alpha.jobset.sigs.k8s.io/no-schedule"),
+                Some("Exists"),
+                Some("NoSchedule")
+            )
+        );
+    }
+
     #[test]
     fn one_child_per_replica() {
         let names: Vec<String> = children(&jobset()).into_iter().map(|c| c.name).collect();
@@ -449,7 +671,10 @@ mod tests {
         let annotations = job.metadata.annotations.as_ref().unwrap();
         assert_eq!(DownwardMapping::read(annotations).unwrap(), None);
         assert!(annotations.keys().all(|k| k.starts_with("jobset.sigs.k8s.io/")));
-        assert_eq!(job.metadata.labels.as_ref().unwrap()[RESTART_ATTEMPT_LABEL], "2");
+        assert_eq!(
+            job.metadata.labels.as_ref().unwrap()["jobset.sigs.k8s.io/restart-attempt"],
+            "2"
+        );
         wiring.management = PodGroupManagement::Delegated;
         let job = desired_job(&js, child, &wiring);
         let mapping = DownwardMapping::read(job.metadata.annotations.as_ref().unwrap())

@@ -9,7 +9,9 @@
 //!
 //! # Defaults (controller), user intent, callbacks
 //! - Root: default a gang of gangs; a callback sets `minGroupCount` to the number of child groups (the sum of
-//!   `replicas`) when the user did not. The user's root block (`spec.scheduling`) replaces fields whole, so
+//!   `replicas`) when the user did not. A JobSet whose startup is staged (`startupPolicyOrder: InOrder` or
+//!   `dependsOn`) counts only the first stage's groups ([`first_stage_group_count`]), and a user's
+//!   `minGroupCount` above that is refused (it would never schedule). The user's root block (`spec.scheduling`) replaces fields whole, so
 //!   `schedulingPolicy: {basic: {}}` is the escape hatch that lets components start independently.
 //! - Leaves: default Basic; the user's intent comes from `spec.scheduling.replicatedJobPolicies` (Option B)
 //!   or the replicated job's `template.spec.scheduling` (Option A), never both; a callback defaults a gang's
@@ -58,7 +60,57 @@ pub fn jobset_workload_name(js: &JobSet) -> String {
 
 /// The number of child groups of the root: one per child Job.
 pub fn child_group_count(js: &JobSet) -> i32 {
-    js.spec.replicated_jobs.iter().map(|r| r.replicas.max(0)).sum()
+    js.spec
+        .replicated_jobs
+        .iter()
+        .fold(0i32, |sum, r| sum.saturating_add(r.replicas.max(0)))
+}
+
+/// What stages the JobSet's startup, if anything: `startupPolicyOrder: InOrder` or a replicated job's
+/// `dependsOn`.
+pub fn staged(js: &JobSet) -> Option<&'static str> {
+    use kwas_api_types::jobset::StartupPolicyOptions;
+    if js
+        .spec
+        .startup_policy
+        .as_ref()
+        .is_some_and(|p| p.startup_policy_order == StartupPolicyOptions::InOrder)
+    {
+        Some("startupPolicyOrder InOrder")
+    } else if js.spec.replicated_jobs.iter().any(|r| !r.depends_on.is_empty()) {
+        Some("dependsOn")
+    } else {
+        None
+    }
+}
+
+/// The number of child groups that exist before any startup gate opens: with `InOrder`, the first
+/// replicated job's Jobs (the first with replicas); with `dependsOn`, the Jobs of the replicated jobs that
+/// depend on none; otherwise every child group. The root's default gang `minGroupCount` is this number: a
+/// composite gang whose children appear in stages counts only the first stage, which is placed as one gang;
+/// later stages' groups join the root as their Jobs are created and are placed by their own gang policies
+/// (a root gang that waited for all stages would never schedule, as later stages wait for the first to run).
+pub fn first_stage_group_count(js: &JobSet) -> i32 {
+    use kwas_api_types::jobset::StartupPolicyOptions;
+    let in_order = js
+        .spec
+        .startup_policy
+        .as_ref()
+        .is_some_and(|p| p.startup_policy_order == StartupPolicyOptions::InOrder);
+    if in_order {
+        return js
+            .spec
+            .replicated_jobs
+            .iter()
+            .map(|r| r.replicas.max(0))
+            .find(|r| *r > 0)
+            .unwrap_or(0);
+    }
+    js.spec
+        .replicated_jobs
+        .iter()
+        .filter(|r| r.depends_on.is_empty())
+        .fold(0i32, |sum, r| sum.saturating_add(r.replicas.max(0)))
 }
 
 /// The structural rules the CRD's CEL validations also express, checked again with field paths (so an API
@@ -283,7 +335,26 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
                 .with_config_path(path),
         );
     }
-    let groups = child_group_count(js).max(1);
+    let groups = first_stage_group_count(js).max(1);
+    if let Some(stage) = staged(js) {
+        let user_min = scheduling
+            .and_then(|s| s.scheduling_policy.as_ref())
+            .and_then(|p| p.gang.as_ref())
+            .and_then(|g| g.min_group_count);
+        if let Some(min) = user_min
+            && min > groups
+        {
+            let mut errs = FieldErrors::new();
+            errs.push(FieldError::invalid(
+                root_path.child("schedulingPolicy").child("gang").child("minGroupCount"),
+                min,
+                format!(
+                    "must be at most {groups}: {stage} creates only {groups} child group(s) before the root gang must be placed, so a larger minimum never schedules"
+                ),
+            ));
+            return Err(errs);
+        }
+    }
     let mut root_default = SchedulingConfig::gang(None);
     root_default.priority_class_name = js
         .spec

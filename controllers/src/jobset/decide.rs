@@ -78,6 +78,8 @@ pub enum Step {
     SetSuspend(String, bool),
     /// Record an event on the JobSet.
     Event(PlannedEvent),
+    /// Delete the JobSet (foreground): its `ttlSecondsAfterFinished` expired.
+    DeleteJobSet,
     /// Write the status.
     PatchStatus(Box<JobSetStatus>),
     /// The JobSet is invalid: mark it `Failed` (once) with this message and a Warning event, do nothing
@@ -115,15 +117,11 @@ impl Decision {
 
 /// Whether the JobSet has a terminal condition.
 pub fn is_finished(js: &JobSet) -> bool {
-    js.status.as_ref().is_some_and(is_terminal)
+    policy::job_set_finished(js)
 }
 
 fn is_terminal(status: &JobSetStatus) -> bool {
-    status
-        .conditions
-        .iter()
-        .flatten()
-        .any(|c| (c.type_ == conditions::COMPLETED || c.type_ == conditions::FAILED) && c.status == "True")
+    policy::find(status, conditions::COMPLETED).is_some() || policy::find(status, conditions::FAILED).is_some()
 }
 
 /// Why the JobSet's current spec cannot be applied to its live Workload `live` (`None`: it can): the spec
@@ -183,12 +181,17 @@ pub fn decide(o: &Observed<'_>) -> Decision {
     let js = o.js;
     let name = js.name_any();
     if is_finished(js) {
-        // Clean up what a finished JobSet still runs.
+        // Clean up what a finished JobSet still runs; delete it when its TTL expired.
         let decided = policy::evaluate(js, o.jobs, o.now);
-        return Decision::done(
-            decided.delete.into_iter().map(Step::DeleteJob).collect(),
-            Then::AwaitChange,
-        );
+        let mut steps: Vec<Step> = decided.delete.into_iter().map(Step::DeleteJob).collect();
+        if decided.delete_jobset {
+            steps.push(Step::DeleteJobSet);
+        }
+        let then = match decided.requeue_after_seconds {
+            Some(s) if !decided.delete_jobset => Then::Requeue(Duration::from_secs(s.clamp(1, 86_400) as u64)),
+            _ => Then::AwaitChange,
+        };
+        return Decision::done(steps, then);
     }
 
     // 1. Compile.
@@ -239,9 +242,9 @@ pub fn decide(o: &Observed<'_>) -> Decision {
     }
     let decided = policy::evaluate(js, o.jobs, o.now);
     let mut status = decided.status.clone();
-    if let Some(conditions) = status.conditions.as_mut() {
-        conditions.retain(|c| c.type_ != conditions::SCHEDULING_UPDATE_REJECTED);
-    }
+    status
+        .conditions
+        .retain(|c| c.type_ != conditions::SCHEDULING_UPDATE_REJECTED);
     status.workload_name = Some(workload.name_any());
     let root_name = root_group_name(&workload.name_any());
     status.composite_pod_group_name = Some(root_name.clone());
@@ -310,8 +313,16 @@ pub fn decide(o: &Observed<'_>) -> Decision {
                 .map(|(job, suspend)| Step::SetSuspend(job.clone(), *suspend)),
         );
     }
+    // A JobSet that finishes now with a TTL is reconciled again when the TTL expires (status writes do not
+    // trigger reconciles).
+    let then = match js.spec.ttl_seconds_after_finished {
+        Some(ttl) if is_terminal(&status) => {
+            Then::Requeue(Duration::from_secs(u64::from(ttl.clamp(1, 86_400).unsigned_abs())))
+        }
+        _ => Then::AwaitChange,
+    };
     steps.push(Step::PatchStatus(Box::new(status)));
-    Decision::done(steps, Then::AwaitChange)
+    Decision::done(steps, then)
 }
 
 #[cfg(test)]
@@ -321,7 +332,7 @@ mod tests {
 
     fn jobset(scheduling: serde_json::Value) -> JobSet {
         let mut js: JobSet = serde_json::from_value(serde_json::json!({
-            "apiVersion": "kwas.dev/v1alpha1",
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
             "kind": "JobSet",
             "metadata": {"name": "train", "namespace": "ml", "uid": "js-uid"},
             "spec": {
@@ -380,6 +391,7 @@ mod tests {
                 Step::CreateJob(j) => format!("CreateJob {}", j.name_any()),
                 Step::SetSuspend(j, s) => format!("SetSuspend {j}={s}"),
                 Step::Event(e) => format!("Event {}", e.reason),
+                Step::DeleteJobSet => "DeleteJobSet".into(),
                 Step::PatchStatus(_) => "PatchStatus".into(),
                 Step::Fail(m) => format!("Fail {m}"),
             })
@@ -522,14 +534,14 @@ mod tests {
     fn a_finished_jobset_only_cleans_up() {
         let mut js = gang();
         js.status = Some(JobSetStatus {
-            conditions: Some(vec![Condition {
+            conditions: vec![Condition {
                 type_: conditions::COMPLETED.into(),
                 status: "True".into(),
                 reason: "AllJobsCompleted".into(),
                 message: String::new(),
                 last_transition_time: Time(Timestamp::UNIX_EPOCH),
                 observed_generation: Some(1),
-            }]),
+            }],
             ..Default::default()
         });
         assert!(is_finished(&js));

@@ -46,7 +46,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
-use kwas_api_types::jobset::{JobSet, JobSetStatus, PodGroupManagement, conditions};
+use kwas_api_types::jobset::{JobSet, JobSetStatus, PodGroupManagement, conditions, v1alpha2};
 use kwas_api_types::names::{JOB_CONTROLLER_NAME, JOBSET_CONTROLLER_NAME, events as event_reasons, labels};
 use serde_json::json;
 use tracing::{Instrument, info_span, warn};
@@ -61,9 +61,38 @@ use crate::sync::{
 };
 use children::root_group_name;
 
+/// Which JobSets the controller reconciles, by `spec.managedBy`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Install {
+    /// kwas installed the JobSet CRD and is the cluster's JobSet controller: it reconciles JobSets
+    /// without `managedBy`, with the JobSet project's controller name
+    /// (`jobset.sigs.k8s.io/jobset-controller`) and with kwas' (`kwas.dev/jobset-controller`).
+    #[default]
+    Standalone,
+    /// The JobSet project's controller runs too: kwas reconciles only JobSets whose `managedBy` is
+    /// `kwas.dev/jobset-controller` (which the JobSet project's controller skips).
+    Alongside,
+}
+
+impl Install {
+    /// Whether a JobSet with this `spec.managedBy` is kwas' to reconcile.
+    pub fn manages(self, managed_by: Option<&str>) -> bool {
+        use kwas_api_types::jobset::v1alpha2::constants::JOBSET_CONTROLLER_NAME as UPSTREAM;
+        matches!(
+            (self, managed_by),
+            (_, Some(JOBSET_CONTROLLER_NAME)) | (Install::Standalone, None | Some(UPSTREAM))
+        )
+    }
+}
+
+/// The `Failed` reason of a JobSet the JobSet project's validating webhook would have refused (kwas).
+pub const INVALID_JOBSET: &str = "InvalidJobSet";
+
 /// Configuration of the JobSet controller.
 #[derive(Clone, Debug)]
 pub struct JobSetControllerConfig {
+    /// Which JobSets are kwas' (by `spec.managedBy`).
+    pub install: Install,
     /// The PodGroup management of JobSets that do not choose one.
     pub default_management: PodGroupManagement,
     /// The `spec.managedBy` of child Jobs: the Job controller that runs them (`None`: the cluster's default
@@ -74,6 +103,7 @@ pub struct JobSetControllerConfig {
 impl Default for JobSetControllerConfig {
     fn default() -> Self {
         Self {
+            install: Install::Standalone,
             default_management: PodGroupManagement::Centralized,
             job_managed_by: Some(JOB_CONTROLLER_NAME.to_string()),
         }
@@ -91,6 +121,8 @@ pub struct Context {
     backoff: Arc<crate::retry::Backoff>,
     /// JobSets (uids) whose headless Service this process created or found.
     services: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
+    /// JobSets (uids) whose PersistentVolumeClaims this process created or found.
+    volumes: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -117,6 +149,7 @@ impl Context {
             index: SchedulingIndex::empty(),
             backoff: Arc::default(),
             services: Arc::default(),
+            volumes: Arc::default(),
         }
     }
 }
@@ -276,14 +309,19 @@ async fn delete_job(api: &Api<Job>, name: &str) -> Result<()> {
     }
 }
 
-async fn fail_invalid(js: &JobSet, api: &Api<JobSet>, events: &EventSink, message: String) -> Result<Action> {
+async fn fail_invalid(
+    js: &JobSet,
+    api: &Api<JobSet>,
+    events: &EventSink,
+    reason: &str,
+    message: String,
+) -> Result<Action> {
     let mut status = js.status.clone().unwrap_or_default();
-    let conditions_list = status.conditions.get_or_insert_with(Vec::new);
-    if !conditions_list.iter().any(|c| c.type_ == conditions::FAILED) {
-        conditions_list.push(Condition {
+    if !status.conditions.iter().any(|c| c.type_ == conditions::FAILED) {
+        status.conditions.push(Condition {
             type_: conditions::FAILED.into(),
             status: "True".into(),
-            reason: conditions::REASON_INVALID_SCHEDULING.into(),
+            reason: reason.into(),
             message: message.clone(),
             last_transition_time: Time(Timestamp::now()),
             observed_generation: js.metadata.generation,
@@ -293,7 +331,11 @@ async fn fail_invalid(js: &JobSet, api: &Api<JobSet>, events: &EventSink, messag
             .await;
         patch_status(api, &js.name_any(), &status).await?;
     }
-    Ok(Action::await_change())
+    // A failed JobSet with a TTL is reconciled again when it expires (status writes trigger nothing).
+    Ok(match js.spec.ttl_seconds_after_finished {
+        Some(ttl) => Action::requeue(Duration::from_secs(u64::from(ttl.clamp(1, 86_400).unsigned_abs()))),
+        None => Action::await_change(),
+    })
 }
 
 async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
@@ -302,35 +344,52 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
     let name = cached.name_any();
     let jobsets: Api<JobSet> = Api::namespaced(client.clone(), &namespace);
     // Decisions rest on the status this controller last wrote (`restarts` above all), not a cached copy.
-    let Some(js) = jobsets.get_opt(&name).await? else {
+    let Some(mut js) = jobsets.get_opt(&name).await? else {
         return Ok(Action::await_change());
     };
     if js.metadata.uid != cached.metadata.uid || js.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
+    // Another controller's JobSet (the JobSet project's, Kueue's MultiKueue, ...): not touched.
+    if !ctx.config.install.manages(js.spec.managed_by.as_deref()) {
+        return Ok(Action::await_change());
+    }
+    // The JobSet project's webhook defaults, applied to what is read (kwas has no mutating webhook; the
+    // defaults are functions of the spec, so every reconcile sees the same values).
+    let started = js.status.as_ref().is_some_and(|s| s.workload_name.is_some());
+    v1alpha2::defaults::apply_schema_defaults(&mut js.spec);
+    v1alpha2::defaults::default_jobset(&mut js);
     let js = &js;
     let events = EventSink::new(ctx.recorder.clone(), js);
+    // What the JobSet project's validating webhook refuses, refused before anything is created.
+    if !started && !decide::is_finished(js) {
+        let errs = v1alpha2::validation::validate_create(js, &v1alpha2::validation::Features::default(), &[]);
+        if !errs.is_empty() {
+            let message = errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+            return fail_invalid(
+                js,
+                &jobsets,
+                &events,
+                INVALID_JOBSET,
+                format!("invalid JobSet: {message}"),
+            )
+            .await;
+        }
+    }
     let management = management(js, &ctx.config);
     let mut workloads = Vec::new();
     let mut root = None;
     let mut child_groups = Vec::new();
     if !decide::is_finished(js) {
         ensure_service(ctx, js, &events).await?;
+        ensure_volume_claims(ctx, js, &events).await?;
         let own = compile::jobset_workload_name(js);
         let lookup = crate::sync::Lookup {
             index: &ctx.index,
             own_name: Some(&own),
             trust_misses: false,
         };
-        workloads = find_workloads(
-            client,
-            lookup,
-            &namespace,
-            kwas_api_types::names::KWAS_GROUP,
-            "JobSet",
-            &name,
-        )
-        .await?;
+        workloads = find_workloads(client, lookup, &namespace, v1alpha2::GROUP, "JobSet", &name).await?;
         if let [workload] = workloads.as_slice() {
             let workload_name = workload.name_any();
             root = crate::sync::get_cached::<CompositePodGroup>(
@@ -400,7 +459,11 @@ async fn ensure_service(ctx: &Context, js: &JobSet, events: &EventSink) -> Resul
             ),
             Err(e) if crate::error::is_conflict(&e) => {}
             Err(kube::Error::Api(status)) if status.code == 422 || status.code == 400 => {
-                events.emit(true, "FailedCreateService", status.message.clone());
+                events.emit(
+                    true,
+                    v1alpha2::constants::reasons::HEADLESS_SERVICE_CREATION_FAILED,
+                    status.message.clone(),
+                );
             }
             Err(e) => return Err(e.into()),
         }
@@ -411,6 +474,43 @@ async fn ensure_service(ctx: &Context, js: &JobSet, events: &EventSink) -> Resul
         services.clear();
     }
     services.insert(uid);
+    Ok(())
+}
+
+/// Creates the JobSet's PersistentVolumeClaims (`spec.volumeClaimPolicies`, [`children::desired_pvcs`])
+/// once per process, before its Jobs; one that exists is kept, as upstream keeps it. A claim the API
+/// refuses is reported (Warning `PVCCreationFailed`) and retried with backoff.
+async fn ensure_volume_claims(ctx: &Context, js: &JobSet, events: &EventSink) -> Result<()> {
+    let uid = js.metadata.uid.clone().unwrap_or_default();
+    if js.spec.volume_claim_policies.is_empty() || ctx.volumes.lock().contains(&uid) {
+        return Ok(());
+    }
+    let api: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(ctx.client.clone(), &js.namespace().unwrap_or_default());
+    for pvc in children::desired_pvcs(js) {
+        match api.create(&kube::api::PostParams::default(), &pvc).await {
+            Ok(_) => events.emit(
+                false,
+                "SuccessfulCreate",
+                format!("Created PersistentVolumeClaim: {}", pvc.name_any()),
+            ),
+            Err(e) if crate::error::is_conflict(&e) => {}
+            Err(kube::Error::Api(status)) => {
+                events.emit(
+                    true,
+                    v1alpha2::constants::reasons::PVC_CREATION_FAILED,
+                    status.message.clone(),
+                );
+                return Err(kube::Error::Api(status).into());
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut volumes = ctx.volumes.lock();
+    if volumes.len() > 100_000 {
+        volumes.clear();
+    }
+    volumes.insert(uid);
     Ok(())
 }
 
@@ -477,7 +577,23 @@ async fn apply(
         // The reconcile started from the stored JobSet: an unchanged status is not written again.
         Step::PatchStatus(status) if js.status.as_ref() == Some(&*status) => {}
         Step::PatchStatus(status) => patch_status(jobsets, &js.name_any(), &status).await?,
-        Step::Fail(message) => return fail_invalid(js, jobsets, events, message).await.map(Some),
+        Step::Fail(message) => {
+            return fail_invalid(js, jobsets, events, conditions::REASON_INVALID_SCHEDULING, message)
+                .await
+                .map(Some);
+        }
+        Step::DeleteJobSet => {
+            let dp = DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Foreground),
+                ..DeleteParams::default()
+            };
+            match jobsets.delete(&js.name_any(), &dp).await {
+                Ok(_) => {}
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+            return Ok(Some(Action::await_change()));
+        }
     }
     Ok(None)
 }

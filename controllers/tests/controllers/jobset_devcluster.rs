@@ -17,9 +17,9 @@ use kwas_api_types::jobset::{JobSet, PodGroupManagement};
 use kwas_controllers::jobset::JobSetControllerConfig;
 use serde_json::{Value, json};
 
-const T: Duration = Duration::from_secs(20);
+pub(crate) const T: Duration = Duration::from_secs(20);
 
-async fn install_crd(client: &Client) {
+pub(crate) async fn install_crd(client: &Client) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &JobSet::crd()).await.unwrap();
     let api: Api<JobSet> = Api::namespaced(client.clone(), "default");
@@ -29,7 +29,7 @@ async fn install_crd(client: &Client) {
     .await;
 }
 
-fn template(parallelism: i32, run: &str, exit: Option<&str>, scheduling: Option<Value>) -> Value {
+pub(crate) fn template(parallelism: i32, run: &str, exit: Option<&str>, scheduling: Option<Value>) -> Value {
     let mut annotations = json!({"kwas.dev/sim-run-duration": run});
     if let Some(e) = exit {
         annotations["kwas.dev/sim-exit-phase"] = json!(e);
@@ -44,8 +44,8 @@ fn template(parallelism: i32, run: &str, exit: Option<&str>, scheduling: Option<
     json!({"spec": spec})
 }
 
-fn jobset(name: &str, spec: Value) -> JobSet {
-    serde_json::from_value(json!({"apiVersion": "kwas.dev/v1alpha1", "kind": "JobSet", "metadata": {"name": name, "namespace": "default"}, "spec": spec})).unwrap()
+pub(crate) fn jobset(name: &str, spec: Value) -> JobSet {
+    serde_json::from_value(json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": name, "namespace": "default"}, "spec": spec})).unwrap()
 }
 
 fn two_replicated_jobs(management: &str) -> Value {
@@ -61,7 +61,7 @@ fn two_replicated_jobs(management: &str) -> Value {
     })
 }
 
-async fn list<K>(client: &Client) -> Vec<K>
+pub(crate) async fn list<K>(client: &Client) -> Vec<K>
 where
     K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -75,26 +75,25 @@ where
         .items
 }
 
-async fn get_js(client: &Client, name: &str) -> JobSet {
+pub(crate) async fn get_js(client: &Client, name: &str) -> JobSet {
     Api::<JobSet>::namespaced(client.clone(), "default")
         .get(name)
         .await
         .unwrap()
 }
 
-fn js_condition<'a>(
+pub(crate) fn js_condition<'a>(
     js: &'a JobSet,
     type_: &str,
 ) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
     js.status
         .as_ref()?
         .conditions
-        .as_ref()?
         .iter()
         .find(|c| c.type_ == type_ && c.status == "True")
 }
 
-async fn wait_js(client: &Client, name: &str, type_: &str) -> JobSet {
+pub(crate) async fn wait_js(client: &Client, name: &str, type_: &str) -> JobSet {
     eventually_within(T, format!("JobSet {name} {type_}"), || async {
         let js = get_js(client, name).await;
         js_condition(&js, type_).is_some().then_some(js)
@@ -102,24 +101,28 @@ async fn wait_js(client: &Client, name: &str, type_: &str) -> JobSet {
     .await
 }
 
-struct Env {
-    cluster: kwas_devcluster::DevCluster,
-    client: Client,
+pub(crate) struct Env {
+    pub(crate) cluster: kwas_devcluster::DevCluster,
+    pub(crate) client: Client,
     _binder: Task,
     _jobs: Task,
     jobsets: Option<Task>,
 }
 
-async fn env(management: PodGroupManagement) -> Env {
+pub(crate) async fn env(management: PodGroupManagement) -> Env {
+    env_with(JobSetControllerConfig {
+        default_management: management,
+        ..Default::default()
+    })
+    .await
+}
+
+pub(crate) async fn env_with(config: JobSetControllerConfig) -> Env {
     let cluster = cluster().await;
     let client = cluster.client();
     install_crd(&client).await;
     let binder = start_binder(client.clone(), cluster.node_names());
     let jobs = start_job_controller(client.clone(), job_config());
-    let config = JobSetControllerConfig {
-        default_management: management,
-        ..Default::default()
-    };
     let jobsets = start_jobset_controller(client.clone(), config);
     Env {
         cluster,
@@ -385,7 +388,11 @@ async fn a_failed_job_restarts_the_jobset_until_max_restarts() {
                     .is_none_or(|c| c.is_empty())
             })
             .count();
-        (active == 0 && jobs.iter().all(|j| j.labels()["kwas.dev/restart-attempt"] == "1")).then_some(())
+        (active == 0
+            && jobs
+                .iter()
+                .all(|j| j.labels()["jobset.sigs.k8s.io/restart-attempt"] == "1"))
+        .then_some(())
     })
     .await;
     e.cluster.shutdown().await;
@@ -542,7 +549,7 @@ async fn an_undecodable_or_oversized_jobset_is_reported_on_itself_and_the_others
     let mut bad = two_replicated_jobs("Centralized");
     bad["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"] = json!(5);
     let bad: kube::api::DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "kwas.dev/v1alpha1", "kind": "JobSet",
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
         "metadata": {"name": "undecodable", "namespace": "default"}, "spec": bad
     }))
     .unwrap();

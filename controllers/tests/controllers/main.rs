@@ -9,5 +9,6 @@ mod cache_lag;
 mod common;
 mod job_devcluster;
 mod job_policies_devcluster;
+mod jobset_api_devcluster;
 mod jobset_devcluster;
 mod properties;

@@ -225,7 +225,7 @@ fn jobset(replicas: &[i32], parallelism: i32, max_restarts: i32, restarts: i32, 
         })
         .collect();
     let mut js: JobSet = serde_json::from_value(serde_json::json!({
-        "apiVersion": "kwas.dev/v1alpha1",
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
         "metadata": {"name": "js", "namespace": "ns", "uid": "js-uid", "generation": 1},
         "spec": {

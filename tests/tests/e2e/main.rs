@@ -5,6 +5,7 @@
 
 mod chaos;
 mod jobs;
+mod jobset_api;
 mod jobsets;
 mod lifecycle;
 mod monitor;

@@ -394,7 +394,7 @@ fn flat(tree: WorkloadItem) -> Result<k8s_openapi::api::scheduling::v1alpha3::Wo
     WorkloadBuilder::new(tree).allow(allow_all()).build_flat(
         "w",
         "default",
-        &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"),
+        &owner_kind("jobset.x-k8s.io/v1alpha2", "JobSet", "js"),
     )
 }
 
@@ -438,7 +438,7 @@ fn a_flat_workload_has_one_pod_group_template_per_leaf_in_pre_order() {
     // Identity as in `build`.
     let nested = WorkloadBuilder::new(tree)
         .allow(allow_all())
-        .build("w", "default", &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"))
+        .build("w", "default", &owner_kind("jobset.x-k8s.io/v1alpha2", "JobSet", "js"))
         .unwrap();
     assert_eq!(workload.metadata, nested.metadata);
     assert_eq!(workload.spec.controller_ref, nested.spec.controller_ref);
@@ -461,7 +461,7 @@ fn a_flat_workload_has_one_pod_group_template_per_leaf_in_pre_order() {
         flat(leaf.clone()).unwrap(),
         WorkloadBuilder::new(leaf)
             .allow(allow_all())
-            .build("w", "default", &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"))
+            .build("w", "default", &owner_kind("jobset.x-k8s.io/v1alpha2", "JobSet", "js"))
             .unwrap()
     );
 }
@@ -597,7 +597,7 @@ fn parent_workload() -> k8s_openapi::api::scheduling::v1alpha3::Workload {
         .build(
             "trainer-wl",
             "ml",
-            &owner_kind("kwas.dev/v1alpha1", "JobSet", "trainer"),
+            &owner_kind("jobset.x-k8s.io/v1alpha2", "JobSet", "trainer"),
         )
         .unwrap()
 }
@@ -714,7 +714,7 @@ fn building_from_an_existing_workload_is_refused() {
         .build(
             "trainer-wl",
             "ml",
-            &owner_kind("kwas.dev/v1alpha1", "JobSet", "trainer"),
+            &owner_kind("jobset.x-k8s.io/v1alpha2", "JobSet", "trainer"),
         )
         .unwrap_err();
     assert_eq!(errs.len(), 1);

@@ -246,7 +246,7 @@ fn reference_multi_level_controller_produces_composite_and_child_pod_groups() {
         "1 driver + 16 workers"
     );
 
-    let owner = owner_of("kwas.dev/v1alpha1", "JobSet", &js.metadata);
+    let owner = owner_of("jobset.x-k8s.io/v1alpha2", "JobSet", &js.metadata);
     let root_name = generate_pod_group_name(TemplateKey {
         workload: &wl,
         template: "jobset",

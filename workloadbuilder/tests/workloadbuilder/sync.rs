@@ -20,7 +20,7 @@ fn workload(root_count: i32, workers: i32) -> Workload {
         );
     WorkloadBuilder::new(tree)
         .allow(allow_all())
-        .build("wl", "ml", &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"))
+        .build("wl", "ml", &owner_kind("jobset.x-k8s.io/v1alpha2", "JobSet", "js"))
         .unwrap()
 }
 
@@ -228,7 +228,7 @@ fn immutable_differences_are_reported_per_object() {
         );
     let desired = WorkloadBuilder::new(tree)
         .allow(allow_all())
-        .build("wl", "ml", &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"))
+        .build("wl", "ml", &owner_kind("jobset.x-k8s.io/v1alpha2", "JobSet", "js"))
         .unwrap();
     let root = new_composite_pod_group(&live, "root", &GroupName::new("root-0"), None, vec![]).unwrap();
     let workers = group(&live, "workers", "w-0", Some("root-0"));
@@ -314,7 +314,7 @@ fn a_workload_the_api_would_refuse_to_update_comes_with_a_replacement_plan() {
             .with_child(WorkloadItem::new("workers").with_default(SchedulingConfig::gang(Some(4)))),
     )
     .allow(allow_all())
-    .build("wl", "ml", &owner_kind("kwas.dev/v1alpha1", "JobSet", "js"))
+    .build("wl", "ml", &owner_kind("jobset.x-k8s.io/v1alpha2", "JobSet", "js"))
     .unwrap();
     let root = new_composite_pod_group(&live, "root", &GroupName::new("root-0"), None, vec![]).unwrap();
     let stage = GroupName::new("stage-0");

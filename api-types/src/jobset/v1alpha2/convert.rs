@@ -1,4 +1,4 @@
-//! Conversions between kwas' own `jobsets.kwas.dev/v1alpha1` ([`crate::jobset`]) and
+//! Conversions between kwas' own `jobsets.kwas.dev/v1alpha1` ([`crate::jobset::kwas_v1alpha1`]) and
 //! `jobset.x-k8s.io/v1alpha2`, so the controller can work on v1alpha2 while kwas.dev objects keep working.
 //!
 //! **kwas.dev/v1alpha1 → v1alpha2** loses nothing: every v1alpha1 field has a v1alpha2 counterpart
@@ -21,7 +21,7 @@
 //! A v1alpha2 JobSet within v1alpha1's bounds (at most 8 replicated jobs, at most 10,000 Jobs) converts to
 //! a valid v1alpha1 one; beyond them the result is what the kwas.dev CRD would reject.
 
-use crate::jobset as v1alpha1;
+use crate::jobset::kwas_v1alpha1 as v1alpha1;
 
 use super::{
     DEFAULT_GROUP_NAME, FailurePolicy, JobSet, JobSetRestartStrategy, JobSetSpec, JobSetStatus, Operator,

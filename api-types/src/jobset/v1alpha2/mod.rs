@@ -20,7 +20,7 @@
 //!   [`validation::validate_update`] mirror the validating webhook (`pkg/webhooks/jobset_webhook.go`) with
 //!   its field paths and messages, feature gates as [`validation::Features`]. The webhook's test tables
 //!   (`pkg/webhooks/jobset_webhook_test.go`) are ported as unit tests named after the upstream cases;
-//! - [`convert`]: conversions from and to kwas' own `jobsets.kwas.dev/v1alpha1` ([`crate::jobset`]).
+//! - [`convert`]: conversions from and to kwas' own `jobsets.kwas.dev/v1alpha1` ([`crate::jobset::kwas_v1alpha1`]).
 //!
 //! The scheduling block ([`JobSetScheduling`]) is kwas.dev/v1alpha1's, with the v1.37 field names
 //! (`schedulingPolicy`, `schedulingConstraints`, `disruptionMode`, `podGroupManagement`,
@@ -38,13 +38,16 @@
 //!   creates them.
 //! - **kwas has no mutating or validating webhook.** The CRD therefore adds CEL rules for the parts of the
 //!   webhook's update validation a rule can state cheaply (`managedBy` immutable; the replicated jobs'
-//!   names, order and replicas immutable) and makes a failure policy rule's `name` optional (upstream's
+//!   names, order and replicas immutable; their Job templates immutable unless the JobSet is or was
+//!   suspended, where upstream's webhook lets only the pod templates' labels, annotations, node selector,
+//!   tolerations and scheduling gates change) and makes a failure policy rule's `name` optional (upstream's
 //!   schema requires it, its mutating webhook names unnamed rules first); the controller is to apply
 //!   [`defaults::default_jobset`] to what it reads and reject what [`validation::validate_create`] /
 //!   [`validation::validate_update`] reject.
 //! - **kwas additions and bounds**: `spec.scheduling`; at most 8 replicated jobs (a JobSet is one Workload
 //!   whose root CompositePodGroupTemplate holds at most 8 PodGroupTemplates; the bound also keeps the CEL
-//!   rules within kube-apiserver's cost budgets); replicated job names at most 63 characters (implied
+//!   rules within kube-apiserver's cost budgets); at most 10,000 replicas per replicated job and in all
+//!   (one reconcile's work is bounded by the number of child Jobs); replicated job names at most 63 characters (implied
 //!   upstream by the generated Job names) and not `jobset` (the Workload's root template name); status
 //!   `workloadName`, `compositePodGroupName` and `observedGeneration`. [`validation::validate_scheduling`]
 //!   checks these with field paths.

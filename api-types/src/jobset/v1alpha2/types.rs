@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::jobset::{
     JobSetScheduling, job_template_schema_with_rules, scheduling_transition_rule, template_scheduling_transition_rule,
+    v1alpha2_templates_transition_rule,
 };
 
 /// The message of upstream's `self == oldSelf` rules.
@@ -36,6 +37,9 @@ const IMMUTABLE: &str = "Value is immutable";
 #[x_kube(
     validation = Rule::new("!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && self.replicatedJobs.exists(x, has(x.dependsOn)))")
         .message("StartupPolicy and DependsOn APIs are mutually exclusive"),
+    validation = Rule::new("!has(self.replicatedJobs) || self.replicatedJobs.map(r, r.replicas).sum() <= 10000")
+        .message("the replicated jobs' replicas may sum to at most 10000")
+        .field_path(".replicatedJobs"),
     validation = Rule::new("!has(self.replicatedJobs) || self.replicatedJobs.all(r, r.name != 'jobset')")
         .message("replicated job names may not be `jobset` (the name of the root template)")
         .field_path(".replicatedJobs"),
@@ -47,6 +51,9 @@ const IMMUTABLE: &str = "Value is immutable";
         .field_path(".replicatedJobs"),
     validation = Rule::new("has(self.replicatedJobs) == has(oldSelf.replicatedJobs) && (!has(self.replicatedJobs) || (self.replicatedJobs.map(r, r.name) == oldSelf.replicatedJobs.map(r, r.name) && self.replicatedJobs.map(r, r.replicas) == oldSelf.replicatedJobs.map(r, r.replicas)))")
         .message("the replicated jobs (their names, order and replicas) are immutable")
+        .field_path(".replicatedJobs"),
+    validation = Rule::new(v1alpha2_templates_transition_rule())
+        .message("the Job templates are immutable unless the JobSet is suspended (but a gang's minCount)")
         .field_path(".replicatedJobs"),
     validation = Rule::new("has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy)")
         .message("field is immutable")
@@ -146,8 +153,9 @@ pub struct ReplicatedJob {
 
     /// replicas is the number of jobs that will be created from this ReplicatedJob's template. Jobs names
     /// will be in the format: `<jobSet.name>-<spec.replicatedJob.name>-<job-index>`.
+    /// (kwas bound: at most 10,000, and 10,000 over all replicated jobs, so one reconcile does bounded work.)
     #[serde(default = "one")]
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 10000))]
     pub replicas: i32,
 
     /// dependsOn is an optional list that specifies the preceding ReplicatedJobs upon which the current

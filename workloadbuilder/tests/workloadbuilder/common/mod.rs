@@ -73,7 +73,7 @@ pub fn parse_job(fixture_name: &str) -> Job {
     serde_saphyr::from_str(&fixture(fixture_name)).unwrap()
 }
 
-// A minimal JobSet shape (kwas.dev/v1alpha1) for the KEP's reference examples.
+// A minimal JobSet shape (jobset.x-k8s.io/v1alpha2) for the KEP's reference examples.
 
 #[derive(Deserialize)]
 pub struct JobSet {
@@ -191,7 +191,7 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
 }
 
 pub fn compile_jobset(js: &JobSet) -> Result<Workload, FieldErrors> {
-    let owner = owner_of("kwas.dev/v1alpha1", "JobSet", &js.metadata);
+    let owner = owner_of("jobset.x-k8s.io/v1alpha2", "JobSet", &js.metadata);
     let name = generate_workload_name(&owner);
     WorkloadBuilder::new(jobset_item(js)?).allow(allow_all()).build(
         &name,
