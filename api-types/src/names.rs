@@ -33,6 +33,10 @@ pub mod annotations {
     /// Devcluster's simulated kubelet: how long a pod runs before it terminates (a Go duration such as
     /// `30s`, `1m30s`, `500ms`). Without it the pod runs until deleted.
     pub const SIM_RUN_DURATION: &str = "kwas.dev/sim-run-duration";
+    /// On a JobSet (a kwas extension, opt-in): a child Job whose gang was scheduled once and has stayed
+    /// below its `minCount` (`PodGroupSatisfied=False`) for this many seconds counts as failed, with reason
+    /// [`super::conditions::REASON_POD_GROUP_BELOW_MIN_COUNT`], for the JobSet's failure policy.
+    pub const UNSATISFIED_GANG_FAILURE_SECONDS: &str = "kwas.dev/unsatisfied-gang-failure-seconds";
     /// Devcluster's simulated kubelet: the phase a pod ends in after its run duration (`Succeeded`, the
     /// default, or `Failed`).
     pub const SIM_EXIT_PHASE: &str = "kwas.dev/sim-exit-phase";
@@ -103,6 +107,9 @@ pub mod conditions {
     pub const REASON_MIN_COUNT_SATISFIED: &str = "MinCountSatisfied";
     /// Reason of [`POD_GROUP_SATISFIED`] `False`.
     pub const REASON_BELOW_MIN_COUNT: &str = "BelowMinCount";
+    /// The reason of the failure a JobSet attributes to a child Job whose gang stayed below its `minCount`
+    /// longer than [`super::annotations::UNSATISFIED_GANG_FAILURE_SECONDS`] (kwas).
+    pub const REASON_POD_GROUP_BELOW_MIN_COUNT: &str = "PodGroupBelowMinCount";
     /// Pods and groups about to be terminated by a disruption such as preemption.
     pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
     /// Pod condition: the pod has been scheduled.

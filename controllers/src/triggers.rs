@@ -160,6 +160,21 @@ pub fn spec_projection<K: Resource>(o: &K) -> u64 {
     h.finish()
 }
 
+/// What the JobSet reconcile reads of a child's PodGroup: its spec and metadata, and whether the scheduler
+/// placed its gang once and holds it at `minCount` now (the opt-in gang health rule of
+/// [`crate::jobset::gangs`]); not the scheduler's other status writes.
+pub fn jobset_group_projection(group: &k8s_openapi::api::scheduling::v1alpha3::PodGroup) -> u64 {
+    use kwas_api_types::names::conditions::{POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_SATISFIED};
+    let mut h = DefaultHasher::new();
+    spec_projection(group).hash(&mut h);
+    for c in group.status.iter().flat_map(|s| s.conditions.iter().flatten()) {
+        if c.type_ == POD_GROUP_SATISFIED || c.type_ == POD_GROUP_INITIALLY_SCHEDULED {
+            (&c.type_, &c.status).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
 /// What the JobSet reconcile reads of a child Job: its spec (generation), metadata, conditions, whether its
 /// ready and succeeded pods reach its parallelism and whether any pod is active. Not the counters
 /// themselves, which the Job controller rewrites as each pod starts and ends.

@@ -402,7 +402,15 @@ fn every_deploy_kustomization_passes_a_server_side_dry_run() {
     ok(&dev, &["apply", "-f", "deploy/scheduler/namespace.yaml"]);
 
     let dirs = kustomizations();
-    assert_eq!(dirs, ["deploy/controllers", "deploy/monitoring", "deploy/scheduler"]);
+    assert_eq!(
+        dirs,
+        [
+            "deploy/controllers",
+            "deploy/controllers-alongside",
+            "deploy/monitoring",
+            "deploy/scheduler"
+        ]
+    );
     let mut kinds = BTreeSet::new();
     for dir in &dirs {
         let (success, stdout, stderr) = kubectl(&dev, &["apply", "--dry-run=server", "-k", dir, "-o", "json"]);
@@ -461,4 +469,39 @@ fn every_deploy_kustomization_passes_a_server_side_dry_run() {
         !success && stderr.contains("spec.groups[0].rules[0].expr: Required value"),
         "{stderr}"
     );
+}
+
+/// Every kustomization's Deployments pass arguments the `kwas` binary accepts (an overlay's added flag
+/// included): parsed up to a trailing `--help`, which clap answers only once the rest parsed.
+#[test]
+fn every_deployments_arguments_parse() {
+    let mut checked = 0;
+    for dir in kustomizations() {
+        for object in kustomize(&dir) {
+            if object["kind"] != "Deployment" {
+                continue;
+            }
+            for container in object["spec"]["template"]["spec"]["containers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let mut args: Vec<String> = container["args"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap().to_string())
+                    .collect();
+                args.push("--help".into());
+                let out = Command::new(env!("CARGO_BIN_EXE_kwas")).args(&args).output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "{dir}: kwas {args:?}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 3, "the controllers (both installs) and the scheduler");
 }

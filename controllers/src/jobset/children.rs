@@ -317,6 +317,54 @@ pub fn desired_service(js: &JobSet) -> Option<k8s_openapi::api::core::v1::Servic
     })
 }
 
+/// The exclusive-placement topology of a replicated job's Jobs (`alpha.jobset.sigs.k8s.io/exclusive-topology`
+/// on its template, else on the JobSet), unless the node-selector strategy is asked for
+/// (`alpha.jobset.sigs.k8s.io/node-selector`, where nodes are labelled per Job instead).
+///
+/// kwas maps exclusive placement onto its scheduling model instead of upstream's pod affinity: each such
+/// Job's PodGroup is placed in one domain of the key (a topology constraint, the default of the replicated
+/// job's PodGroupTemplate; a user's `schedulingConstraints` replace it), and its pods keep upstream's
+/// required anti-affinity against pods of any other Job that carries a `jobset.sigs.k8s.io/job-key`
+/// ([`exclusive_anti_affinity`]), so no two Jobs share a domain. Upstream's anti-affinity also matches
+/// only pods of the same priority (`jobset.sigs.k8s.io/priority`, set by its pod webhook); kwas has no pod
+/// webhook and keeps Jobs apart whatever their priority.
+pub fn exclusive_topology(js: &JobSet, rj: &ReplicatedJob) -> Option<String> {
+    let annotations = |m: Option<&BTreeMap<String, String>>| m.cloned().unwrap_or_default();
+    let template = annotations(rj.template.metadata.as_ref().and_then(|m| m.annotations.as_ref()));
+    let jobset = annotations(js.metadata.annotations.as_ref());
+    let (source, key) = match template.get(k::EXCLUSIVE_KEY) {
+        Some(key) => (&template, key),
+        None => (&jobset, jobset.get(k::EXCLUSIVE_KEY)?),
+    };
+    (!key.is_empty() && !source.contains_key(k::NODE_SELECTOR_STRATEGY_KEY)).then(|| key.clone())
+}
+
+/// Upstream's exclusive anti-affinity term (`setExclusiveAffinities`): no pod of another Job with a job key
+/// in the same `topology` domain, in any namespace.
+pub fn exclusive_anti_affinity(job_key: &str, topology: &str) -> k8s_openapi::api::core::v1::PodAffinityTerm {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+    k8s_openapi::api::core::v1::PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_expressions: Some(vec![
+                LabelSelectorRequirement {
+                    key: k::JOB_KEY.into(),
+                    operator: "Exists".into(),
+                    values: None,
+                },
+                LabelSelectorRequirement {
+                    key: k::JOB_KEY.into(),
+                    operator: "NotIn".into(),
+                    values: Some(vec![job_key.to_string()]),
+                },
+            ]),
+            match_labels: None,
+        }),
+        namespace_selector: Some(LabelSelector::default()),
+        topology_key: topology.to_string(),
+        ..Default::default()
+    }
+}
+
 /// The JobSet project's node-selector strategy of exclusive placement (`addNamespacedJobNodeSelector`,
 /// `addTaintToleration`): with both `alpha.jobset.sigs.k8s.io/exclusive-topology` and
 /// `alpha.jobset.sigs.k8s.io/node-selector`, the pods select nodes labelled
@@ -462,6 +510,17 @@ pub fn desired_job(js: &JobSet, child: &Child, wiring: &ChildWiring) -> Job {
         .extend(project_annotations);
     if let Some(subdomain) = subdomain(js) {
         spec.template.spec.get_or_insert_with(Default::default).subdomain = Some(subdomain);
+    }
+    if let Some(topology) = exclusive_topology(js, &rj) {
+        let key = job_key(&js.namespace().unwrap_or_default(), &child.name);
+        let pod = spec.template.spec.get_or_insert_with(Default::default);
+        let affinity = pod.affinity.get_or_insert_with(Default::default);
+        affinity
+            .pod_anti_affinity
+            .get_or_insert_with(Default::default)
+            .required_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Vec::new)
+            .push(exclusive_anti_affinity(&key, &topology));
     }
     match wiring.management {
         PodGroupManagement::Centralized => {

@@ -13,7 +13,10 @@
 //!   `dependsOn`) counts only the first stage's groups ([`first_stage_group_count`]), and a user's
 //!   `minGroupCount` above that is refused (it would never schedule). The user's root block (`spec.scheduling`) replaces fields whole, so
 //!   `schedulingPolicy: {basic: {}}` is the escape hatch that lets components start independently.
-//! - Leaves: default Basic; the user's intent comes from `spec.scheduling.replicatedJobPolicies` (Option B)
+//! - Leaves: default Basic; with exclusive placement (`alpha.jobset.sigs.k8s.io/exclusive-topology` on the
+//!   JobSet or the replicated job's template), Basic in one domain of that topology key (upstream's pod
+//!   affinity as a topology constraint; the pods' anti-affinity keeps other Jobs out of the domain, see
+//!   [`super::children::exclusive_topology`]). The user's intent comes from `spec.scheduling.replicatedJobPolicies` (Option B)
 //!   or the replicated job's `template.spec.scheduling` (Option A), never both; a callback defaults a gang's
 //!   `minCount` to the Job's `parallelism`.
 //! - Allowed everywhere: Basic and Gang, Single and All.
@@ -323,7 +326,10 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
                 (cfg, path)
             }
         };
-        let mut default = SchedulingConfig::basic();
+        let mut default = match super::children::exclusive_topology(js, rj) {
+            Some(key) => SchedulingConfig::basic().with_topology(key),
+            None => SchedulingConfig::basic(),
+        };
         default.priority_class_name = pod_template_priority_class(rj.template.spec.as_ref());
         children.push(
             WorkloadItem::new(rj.name.clone())

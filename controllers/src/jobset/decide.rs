@@ -240,7 +240,9 @@ pub fn decide(o: &Observed<'_>) -> Decision {
             count: t.desired,
         });
     }
-    let decided = policy::evaluate(js, o.jobs, o.now);
+    // The opt-in gang health rule (kwas): a gang broken past its grace period counts as a failed Job.
+    let (jobs, gang_wait) = super::gangs::with_broken_gangs(js, o.jobs, o.child_groups, o.now);
+    let decided = policy::evaluate(js, &jobs, o.now);
     let mut status = decided.status.clone();
     status
         .conditions
@@ -315,10 +317,12 @@ pub fn decide(o: &Observed<'_>) -> Decision {
     }
     // A JobSet that finishes now with a TTL is reconciled again when the TTL expires (status writes do not
     // trigger reconciles).
-    let then = match js.spec.ttl_seconds_after_finished {
-        Some(ttl) if is_terminal(&status) => {
+    let then = match (js.spec.ttl_seconds_after_finished, gang_wait) {
+        (Some(ttl), _) if is_terminal(&status) => {
             Then::Requeue(Duration::from_secs(u64::from(ttl.clamp(1, 86_400).unsigned_abs())))
         }
+        // A gang below its minCount whose grace period ends later: decide again then.
+        (_, Some(left)) if !is_terminal(&status) => Then::Requeue(Duration::from_secs(left.clamp(1, 86_400) as u64)),
         _ => Then::AwaitChange,
     };
     steps.push(Step::PatchStatus(Box::new(status)));

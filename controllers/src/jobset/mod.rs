@@ -31,6 +31,7 @@
 pub mod children;
 pub mod compile;
 pub mod decide;
+pub mod gangs;
 pub mod policy;
 
 use std::sync::Arc;
@@ -123,6 +124,9 @@ pub struct Context {
     services: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
     /// JobSets (uids) whose PersistentVolumeClaims this process created or found.
     volumes: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
+    /// The shared cache of Jobs (fed by the watch whose events trigger the reconciles), when running on
+    /// [`Informers`].
+    jobs: Option<kube::runtime::reflector::Store<Job>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -150,6 +154,7 @@ impl Context {
             backoff: Arc::default(),
             services: Arc::default(),
             volumes: Arc::default(),
+            jobs: None,
         }
     }
 }
@@ -190,6 +195,7 @@ where
     // miss is read from the API.
     ctx.index = SchedulingIndex::from_stores(informers.workloads.store(), informers.pod_groups.store())
         .with_composites(informers.composite_pod_groups.store());
+    ctx.jobs = Some(informers.jobs.store());
     let index = ctx.index.clone();
     informers.workloads.inspect(move |e| index.seen(e));
     let index = ctx.index.clone();
@@ -206,7 +212,7 @@ where
     );
     let groups = relevant(
         labelled(informers.pod_groups.subscribe(), labels::JOBSET_NAME),
-        spec_projection::<PodGroup>,
+        crate::triggers::jobset_group_projection,
     );
     let composites = relevant(
         labelled(informers.composite_pod_groups.subscribe(), labels::JOBSET_NAME),
@@ -279,21 +285,46 @@ async fn patch_status(api: &Api<JobSet>, name: &str, status: &JobSetStatus) -> R
     Ok(())
 }
 
-async fn list_children(client: &Client, js: &JobSet) -> Result<Vec<Job>> {
+/// The Jobs the JobSet controls: from the shared Job cache once it completed its first list (its watch
+/// triggers the reconciles, so a trigger never finds an older Job than the one it announces; a Job created
+/// a moment ago and not cached yet is found by its creation answering AlreadyExists), else listed by
+/// label.
+async fn list_children(ctx: &Context, js: &JobSet) -> Result<Vec<Job>> {
+    use futures::FutureExt;
     let namespace = js.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
     let uid = js.metadata.uid.clone().unwrap_or_default();
-    let api: Api<Job> = Api::namespaced(client.clone(), &namespace);
-    let selector = format!("{}={}", labels::JOBSET_NAME, js.name_any());
+    let name = js.name_any();
+    let controlled = |j: &Job| {
+        j.owner_references()
+            .iter()
+            .any(|r| r.controller == Some(true) && r.uid == uid)
+    };
+    if let Some(store) = ctx
+        .jobs
+        .as_ref()
+        .filter(|s| s.wait_until_ready().now_or_never().is_some())
+    {
+        let mut jobs: Vec<Job> = store
+            .state()
+            .into_iter()
+            .filter(|j| {
+                j.metadata.namespace.as_deref() == Some(namespace.as_str())
+                    && j.labels().get(labels::JOBSET_NAME) == Some(&name)
+                    && controlled(j)
+            })
+            .map(|j| (*j).clone())
+            .collect();
+        jobs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        return Ok(jobs);
+    }
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
+    let selector = format!("{}={}", labels::JOBSET_NAME, name);
     Ok(api
         .list(&ListParams::default().labels(&selector))
         .await?
         .items
         .into_iter()
-        .filter(|j| {
-            j.owner_references()
-                .iter()
-                .any(|r| r.controller == Some(true) && r.uid == uid)
-        })
+        .filter(controlled)
         .collect())
 }
 
@@ -399,7 +430,9 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
                 &root_group_name(&workload_name),
             )
             .await?;
-            if management == PodGroupManagement::Centralized {
+            // Centralized: the groups whose minCount the JobSet re-syncs; both: whose health the opt-in
+            // of `gangs` reads.
+            if management == PodGroupManagement::Centralized || gangs::grace_seconds(js).is_some() {
                 child_groups = ctx
                     .index
                     .pod_groups_of(&namespace, &workload_name)
@@ -409,7 +442,7 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
             }
         }
     }
-    let jobs = list_children(client, js).await?;
+    let jobs = list_children(ctx, js).await?;
     let mut observed = decide::Observed {
         js,
         workloads: &workloads,

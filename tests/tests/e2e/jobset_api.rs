@@ -142,3 +142,150 @@ async fn blocking_recreate_binds_no_pod_of_the_next_attempt_while_one_of_the_pre
     assert!(violations.is_empty(), "{violations:#?}");
     monitor.check_no_partial_binding().unwrap();
 }
+
+/// Exclusive placement (`alpha.jobset.sigs.k8s.io/exclusive-topology: <rack key>`) as topology constraints:
+/// each Job's pods in one rack and no two Jobs in one rack, where packing would put both Jobs (4 cpu) in
+/// one rack of 8; a third Job of another exclusive JobSet has no rack left and waits until one frees up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exclusive_placement_gives_each_job_a_rack_of_its_own() {
+    use kwas_api_types::names::labels::{JOB_NAME, RACK};
+    let e2e = E2e::start(grid(1, 2, 2, "4")).await.unwrap();
+    let client = e2e.client();
+    let monitor = GangMonitor::start(&client).await.unwrap();
+    let exclusive = |name: &str, replicas: i32, run: &str| {
+        let mut js = JobSetBuilder::new(name)
+            .management(PodGroupManagement::Centralized)
+            .replicated(
+                replicas,
+                JobBuilder::new("workers").parallelism(2).gang().cpu("1").run_for(run),
+                Intent::Targeted,
+            )
+            .build()
+            .unwrap();
+        js.metadata.annotations = Some(
+            [(
+                "alpha.jobset.sigs.k8s.io/exclusive-topology".to_string(),
+                RACK.to_string(),
+            )]
+            .into(),
+        );
+        js
+    };
+    e2e.create(&exclusive("first", 2, "4s")).await.unwrap();
+    let pods: Vec<Pod> = eventually("the four pods of the first JobSet bound", || async {
+        let pods: Vec<Pod> = list::<Pod>(&client)
+            .await?
+            .into_iter()
+            .filter(|p| p.labels().get("jobset.sigs.k8s.io/jobset-name").map(String::as_str) == Some("first"))
+            .collect();
+        check(bound_count(&pods) == 4, || format!("{} bound", bound_count(&pods))).map(|()| pods)
+    })
+    .await
+    .unwrap();
+    let labels = node_labels(&client).await.unwrap();
+    let rack_of = |p: &Pod| labels[node_of(p).unwrap()][RACK].clone();
+    let mut racks = BTreeSet::new();
+    for job in ["first-workers-0", "first-workers-1"] {
+        let of_job: BTreeSet<String> = pods
+            .iter()
+            .filter(|p| p.labels().get(JOB_NAME).map(String::as_str) == Some(job))
+            .map(rack_of)
+            .collect();
+        assert_eq!(of_job.len(), 1, "{job} in one rack: {of_job:?}");
+        racks.extend(of_job);
+    }
+    assert_eq!(racks.len(), 2, "each Job a rack of its own");
+    // Both racks are taken: the late Job waits until a Job of the first JobSet finished (its rack is
+    // free), so its pods start no earlier than the first Job completion (times to the second).
+    e2e.create(&exclusive("late", 1, "200ms")).await.unwrap();
+    wait_jobset(&e2e, "late", "Completed").await.unwrap();
+    wait_jobset(&e2e, "first", "Completed").await.unwrap();
+    let jobs: Vec<k8s_openapi::api::batch::v1::Job> = list(&client).await.unwrap();
+    let first_done = jobs
+        .iter()
+        .filter(|j| j.labels().get("jobset.sigs.k8s.io/jobset-name").map(String::as_str) == Some("first"))
+        .filter_map(|j| j.status.as_ref()?.completion_time.as_ref().map(|t| t.0))
+        .min()
+        .unwrap();
+    let late_pods: Vec<Pod> = list::<Pod>(&client)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.labels().get("jobset.sigs.k8s.io/jobset-name").map(String::as_str) == Some("late"))
+        .collect();
+    assert!(!late_pods.is_empty());
+    for p in &late_pods {
+        let started = p.status.as_ref().and_then(|s| s.start_time.as_ref()).unwrap().0;
+        assert!(
+            started >= first_done,
+            "{} started at {started}, before the first JobSet freed a rack at {first_done}",
+            p.metadata.name.as_deref().unwrap_or_default()
+        );
+    }
+    monitor.check_no_partial_binding().unwrap();
+}
+
+/// The opt-in gang health rule (kwas extension `kwas.dev/unsatisfied-gang-failure-seconds`): a gang that
+/// was placed and then lost a member it cannot get back (its node cordoned, the other full) stays below
+/// its `minCount`; past the grace period the JobSet counts its Job as failed and the failure policy
+/// restarts the JobSet; the new attempt runs once there is room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_broken_past_its_grace_period_restarts_the_jobset() {
+    use kwas_api_types::names::labels::JOB_NAME;
+    let e2e = E2e::start(grid(1, 1, 2, "2")).await.unwrap();
+    let client = e2e.client();
+    let mut js = JobSetBuilder::new("fragile")
+        .management(PodGroupManagement::Centralized)
+        .replicated(
+            1,
+            JobBuilder::new("workers").parallelism(2).gang().cpu("2").run_for("3s"),
+            Intent::Targeted,
+        )
+        .build()
+        .unwrap();
+    js.metadata.annotations = Some([("kwas.dev/unsatisfied-gang-failure-seconds".to_string(), "1".to_string())].into());
+    js.spec.failure_policy = Some(FailurePolicy {
+        max_restarts: 1,
+        ..Default::default()
+    });
+    e2e.create(&js).await.unwrap();
+    let pods = wait_bound(&e2e, "fragile-workers-0", 2).await.unwrap();
+    let victim = pods.iter().find(|p| node_of(p).is_some()).unwrap();
+    let node = node_of(victim).unwrap().to_string();
+    e2e.cluster().cordon(&node).unwrap();
+    kube::Api::<Pod>::namespaced(client.clone(), NS)
+        .delete(&victim.name_any(), &Default::default())
+        .await
+        .unwrap();
+    let restarted = eventually("the JobSet restarted", || async {
+        let js = e2e.api::<kwas_api_types::jobset::JobSet>().get("fragile").await?;
+        let restarts = js.status.as_ref().map_or(0, |s| s.restarts);
+        check(restarts == 1, || format!("restarts {restarts}")).map(|()| js)
+    })
+    .await
+    .unwrap();
+    let restarting = restarted
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "RestartingJobSet")
+        .unwrap();
+    assert_eq!(restarting.reason, "DefaultFailurePolicy");
+    assert!(
+        restarting.message.contains("first failed job: fragile-workers-0"),
+        "{}",
+        restarting.message
+    );
+    e2e.cluster().uncordon(&node).unwrap();
+    let done = wait_jobset(&e2e, "fragile", "Completed").await.unwrap();
+    assert_eq!(done.status.as_ref().unwrap().restarts, 1);
+    let pods: Vec<Pod> = list(&client).await.unwrap();
+    assert!(
+        pods.iter()
+            .filter(|p| p.labels().get(JOB_NAME).map(String::as_str) == Some("fragile-workers-0"))
+            .all(|p| p.labels()["jobset.sigs.k8s.io/restart-attempt"] == "1"),
+        "the first attempt's pods are gone"
+    );
+}
