@@ -160,18 +160,21 @@ pub fn spec_projection<K: Resource>(o: &K) -> u64 {
     h.finish()
 }
 
-/// What the JobSet reconcile reads of a child's PodGroup: its spec and metadata, and whether the scheduler
-/// placed its gang once and holds it at `minCount` now (the opt-in gang health rule of
+/// What the JobSet reconcile reads of a child's PodGroup: its spec and metadata, and whether its gang is
+/// broken (placed once, below its `minCount` now: the opt-in gang health rule of
 /// [`crate::jobset::gangs`]); not the scheduler's other status writes.
 pub fn jobset_group_projection(group: &k8s_openapi::api::scheduling::v1alpha3::PodGroup) -> u64 {
     use kwas_api_types::names::conditions::{POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_SATISFIED};
+    let conditions: Vec<_> = group
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .collect();
+    let is = |type_: &str, status: &str| conditions.iter().any(|c| c.type_ == type_ && c.status == status);
+    let broken = is(POD_GROUP_INITIALLY_SCHEDULED, "True") && is(POD_GROUP_SATISFIED, "False");
     let mut h = DefaultHasher::new();
     spec_projection(group).hash(&mut h);
-    for c in group.status.iter().flat_map(|s| s.conditions.iter().flatten()) {
-        if c.type_ == POD_GROUP_SATISFIED || c.type_ == POD_GROUP_INITIALLY_SCHEDULED {
-            (&c.type_, &c.status).hash(&mut h);
-        }
-    }
+    broken.hash(&mut h);
     h.finish()
 }
 

@@ -357,11 +357,12 @@ pub fn who_preempted(snap: &Snapshot, target: &ObjectRef) -> PreemptedView {
         .flatten();
     let mut group_entries: Vec<Preemption> = Vec::new();
     for g in &group_nodes {
-        let Some(c) = g
-            .conditions
-            .iter()
-            .find(|c| c.type_ == conditions::DISRUPTION_TARGET && c.status == "True")
-        else {
+        // True while the group is being disrupted; False (reason `Scheduled`) once its replacements were
+        // placed again, the message still naming the preemption.
+        let Some(c) = g.conditions.iter().find(|c| {
+            c.type_ == conditions::DISRUPTION_TARGET
+                && (c.status == "True" || message::parse_disruption(&c.message).is_some())
+        }) else {
             continue;
         };
         let parsed = message::parse_disruption(&c.message).map(|p| preemptor_of_condition(snap, p));

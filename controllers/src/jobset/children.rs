@@ -317,28 +317,6 @@ pub fn desired_service(js: &JobSet) -> Option<k8s_openapi::api::core::v1::Servic
     })
 }
 
-/// The exclusive-placement topology of a replicated job's Jobs (`alpha.jobset.sigs.k8s.io/exclusive-topology`
-/// on its template, else on the JobSet), unless the node-selector strategy is asked for
-/// (`alpha.jobset.sigs.k8s.io/node-selector`, where nodes are labelled per Job instead).
-///
-/// kwas maps exclusive placement onto its scheduling model instead of upstream's pod affinity: each such
-/// Job's PodGroup is placed in one domain of the key (a topology constraint, the default of the replicated
-/// job's PodGroupTemplate; a user's `schedulingConstraints` replace it), and its pods keep upstream's
-/// required anti-affinity against pods of any other Job that carries a `jobset.sigs.k8s.io/job-key`
-/// ([`exclusive_anti_affinity`]), so no two Jobs share a domain. Upstream's anti-affinity also matches
-/// only pods of the same priority (`jobset.sigs.k8s.io/priority`, set by its pod webhook); kwas has no pod
-/// webhook and keeps Jobs apart whatever their priority.
-pub fn exclusive_topology(js: &JobSet, rj: &ReplicatedJob) -> Option<String> {
-    let annotations = |m: Option<&BTreeMap<String, String>>| m.cloned().unwrap_or_default();
-    let template = annotations(rj.template.metadata.as_ref().and_then(|m| m.annotations.as_ref()));
-    let jobset = annotations(js.metadata.annotations.as_ref());
-    let (source, key) = match template.get(k::EXCLUSIVE_KEY) {
-        Some(key) => (&template, key),
-        None => (&jobset, jobset.get(k::EXCLUSIVE_KEY)?),
-    };
-    (!key.is_empty() && !source.contains_key(k::NODE_SELECTOR_STRATEGY_KEY)).then(|| key.clone())
-}
-
 /// Upstream's exclusive anti-affinity term (`setExclusiveAffinities`): no pod of another Job with a job key
 /// in the same `topology` domain, in any namespace.
 pub fn exclusive_anti_affinity(job_key: &str, topology: &str) -> k8s_openapi::api::core::v1::PodAffinityTerm {
@@ -511,7 +489,7 @@ pub fn desired_job(js: &JobSet, child: &Child, wiring: &ChildWiring) -> Job {
     if let Some(subdomain) = subdomain(js) {
         spec.template.spec.get_or_insert_with(Default::default).subdomain = Some(subdomain);
     }
-    if let Some(topology) = exclusive_topology(js, &rj) {
+    if let Some(topology) = super::compile::exclusive_topology(js, &rj) {
         let key = job_key(&js.namespace().unwrap_or_default(), &child.name);
         let pod = spec.template.spec.get_or_insert_with(Default::default);
         let affinity = pod.affinity.get_or_insert_with(Default::default);

@@ -16,7 +16,7 @@
 //! - Leaves: default Basic; with exclusive placement (`alpha.jobset.sigs.k8s.io/exclusive-topology` on the
 //!   JobSet or the replicated job's template), Basic in one domain of that topology key (upstream's pod
 //!   affinity as a topology constraint; the pods' anti-affinity keeps other Jobs out of the domain, see
-//!   [`super::children::exclusive_topology`]). The user's intent comes from `spec.scheduling.replicatedJobPolicies` (Option B)
+//!   [`exclusive_topology`]). The user's intent comes from `spec.scheduling.replicatedJobPolicies` (Option B)
 //!   or the replicated job's `template.spec.scheduling` (Option A), never both; a callback defaults a gang's
 //!   `minCount` to the Job's `parallelism`.
 //! - Allowed everywhere: Basic and Gang, Single and All.
@@ -284,6 +284,29 @@ fn policy_block(p: &kwas_api_types::jobset::ReplicatedJobPolicy) -> PodGroupBloc
     }
 }
 
+/// The exclusive-placement topology of a replicated job's Jobs (`alpha.jobset.sigs.k8s.io/exclusive-topology`
+/// on its template, else on the JobSet), unless the node-selector strategy is asked for
+/// (`alpha.jobset.sigs.k8s.io/node-selector`, where nodes are labelled per Job instead).
+///
+/// kwas maps exclusive placement onto its scheduling model instead of upstream's pod affinity: each such
+/// Job's PodGroup is placed in one domain of the key (a topology constraint, the default of the replicated
+/// job's PodGroupTemplate; a user's `schedulingConstraints` replace it), and its pods keep upstream's
+/// required anti-affinity against pods of any other Job that carries a `jobset.sigs.k8s.io/job-key`
+/// (`children::exclusive_anti_affinity`), so no two Jobs share a domain. Upstream's anti-affinity also matches
+/// only pods of the same priority (`jobset.sigs.k8s.io/priority`, set by its pod webhook); kwas has no pod
+/// webhook and keeps Jobs apart whatever their priority.
+pub fn exclusive_topology(js: &JobSet, rj: &kwas_api_types::jobset::ReplicatedJob) -> Option<String> {
+    let annotations = |m: Option<&std::collections::BTreeMap<String, String>>| m.cloned().unwrap_or_default();
+    let template = annotations(rj.template.metadata.as_ref().and_then(|m| m.annotations.as_ref()));
+    let jobset = annotations(js.metadata.annotations.as_ref());
+    let (source, key) = match template.get(kwas_api_types::jobset::v1alpha2::EXCLUSIVE_KEY) {
+        Some(key) => (&template, key),
+        None => (&jobset, jobset.get(kwas_api_types::jobset::v1alpha2::EXCLUSIVE_KEY)?),
+    };
+    (!key.is_empty() && !source.contains_key(kwas_api_types::jobset::v1alpha2::NODE_SELECTOR_STRATEGY_KEY))
+        .then(|| key.clone())
+}
+
 /// The JobSet's `WorkloadItem` tree (see the module docs), after the structural and block checks.
 pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
     let mut errs = validate_structure(js);
@@ -326,7 +349,7 @@ pub fn jobset_item(js: &JobSet) -> Result<WorkloadItem, FieldErrors> {
                 (cfg, path)
             }
         };
-        let mut default = match super::children::exclusive_topology(js, rj) {
+        let mut default = match exclusive_topology(js, rj) {
             Some(key) => SchedulingConfig::basic().with_topology(key),
             None => SchedulingConfig::basic(),
         };

@@ -127,7 +127,18 @@ pub struct Context {
     /// The shared cache of Jobs (fed by the watch whose events trigger the reconciles), when running on
     /// [`Informers`].
     jobs: Option<kube::runtime::reflector::Store<Job>>,
+    /// Child Jobs this process created (or found) and the cache may not show yet, with when: read with the
+    /// cache until it shows them (or for [`CREATED_MEMORY`]), so a reconcile soon after a creation does not
+    /// create them again (each such attempt costs an AlreadyExists and a GET, and one of its PodGroup).
+    created: Arc<parking_lot::Mutex<Created>>,
 }
+
+/// Child Jobs created by this process, by (namespace, name), with when.
+type Created = std::collections::HashMap<(String, String), (std::time::Instant, Job)>;
+
+/// How long a created child Job is remembered when the cache does not show it (a Job deleted before the
+/// watch reported it is then looked for again).
+pub const CREATED_MEMORY: Duration = Duration::from_secs(30);
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -155,6 +166,7 @@ impl Context {
             services: Arc::default(),
             volumes: Arc::default(),
             jobs: None,
+            created: Arc::default(),
         }
     }
 }
@@ -314,6 +326,19 @@ async fn list_children(ctx: &Context, js: &JobSet) -> Result<Vec<Job>> {
             })
             .map(|j| (*j).clone())
             .collect();
+        // Created a moment ago, not cached yet: as created (forgotten once cached, or after a while).
+        let mut created = ctx.created.lock();
+        created.retain(|(ns, job), (at, _)| {
+            let cached = *ns == namespace && jobs.iter().any(|j| j.metadata.name.as_deref() == Some(job.as_str()));
+            !cached && at.elapsed() < CREATED_MEMORY
+        });
+        for ((ns, _), (_, remembered)) in created.iter() {
+            if *ns == namespace && remembered.labels().get(labels::JOBSET_NAME) == Some(&name) && controlled(remembered)
+            {
+                jobs.push(remembered.clone());
+            }
+        }
+        drop(created);
         jobs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         return Ok(jobs);
     }
@@ -574,7 +599,10 @@ async fn apply(
         } => {
             sync_workload_min_count(client, &workload, &template, count).await?;
         }
-        Step::DeleteJob(job) => delete_job(&jobs_api, &job).await?,
+        Step::DeleteJob(job) => {
+            ctx.created.lock().remove(&(namespace.clone(), job.clone()));
+            delete_job(&jobs_api, &job).await?;
+        }
         Step::DeletePodGroup(group) => crate::sync::delete::<PodGroup>(client, &namespace, &group).await?,
         Step::DeleteRootGroup(group) => crate::sync::delete::<CompositePodGroup>(client, &namespace, &group).await?,
         Step::CreateRootGroup(group) => {
@@ -591,7 +619,12 @@ async fn apply(
             created?;
         }
         Step::CreateJob(job) => {
-            create_or_get(client, &*job, "Job", events, "SuccessfulCreate", Some("FailedCreate")).await?;
+            let live = create_or_get(client, &*job, "Job", events, "SuccessfulCreate", Some("FailedCreate")).await?;
+            let mut created = ctx.created.lock();
+            if created.len() > 100_000 {
+                created.clear();
+            }
+            created.insert((namespace.clone(), live.name_any()), (std::time::Instant::now(), live));
         }
         Step::SetSuspend(job, suspend) => {
             let patch = json!({"spec": {"suspend": suspend}});

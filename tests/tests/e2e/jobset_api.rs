@@ -238,7 +238,16 @@ async fn a_gang_broken_past_its_grace_period_restarts_the_jobset() {
         .management(PodGroupManagement::Centralized)
         .replicated(
             1,
-            JobBuilder::new("workers").parallelism(2).gang().cpu("2").run_for("3s"),
+            // Long enough that the surviving member still runs when the grace period ends, even on a
+            // loaded machine (a member that succeeded counts towards the gang, and its node would take the
+            // replacement); a deleted member is killed (exit 137, Failed), so its index needs a
+            // replacement.
+            JobBuilder::new("workers")
+                .parallelism(2)
+                .gang()
+                .cpu("2")
+                .run_for("20s")
+                .shutdown_after("5s"),
             Intent::Targeted,
         )
         .build()
@@ -260,7 +269,7 @@ async fn a_gang_broken_past_its_grace_period_restarts_the_jobset() {
     let restarted = eventually("the JobSet restarted", || async {
         let js = e2e.api::<kwas_api_types::jobset::JobSet>().get("fragile").await?;
         let restarts = js.status.as_ref().map_or(0, |s| s.restarts);
-        check(restarts == 1, || format!("restarts {restarts}")).map(|()| js)
+        check(restarts == 1, || format!("restarts {restarts}: {:?}", js.status)).map(|()| js)
     })
     .await
     .unwrap();

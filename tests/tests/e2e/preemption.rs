@@ -206,6 +206,19 @@ async fn a_higher_priority_gang_preempts_an_all_gang_entirely_which_then_reruns_
         .await
         .unwrap();
     wait_bound(&e2e, "low", 4).await.unwrap();
+    // Running again whole: no longer about to be disrupted.
+    let disruption = eventually("the victim group's DisruptionTarget turned False", || async {
+        let d = group_disruption(&e2e, &low_group).await;
+        check(d.as_ref().is_some_and(|(s, _, _)| s == "False"), || format!("{d:?}")).map(|()| d)
+    })
+    .await
+    .unwrap();
+    let (_, reason, message) = disruption.unwrap();
+    assert_eq!(reason, "Scheduled");
+    assert!(
+        message.starts_with("scheduled again after its disruption (kwas-scheduler: preempting to accommodate"),
+        "the preemption it recovered from: {message}"
+    );
     let summary = monitor.check_settled().await.unwrap();
     assert!(summary.gangs_satisfied >= 2, "{summary:?}");
     e2e.shutdown().await;

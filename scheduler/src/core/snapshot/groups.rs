@@ -204,6 +204,11 @@ impl Snapshot {
         Some((u32::try_from(scheduled).unwrap_or(u32::MAX), min))
     }
 
+    /// For a gang PodGroup: its members that `Succeeded` (0 otherwise).
+    pub fn gang_members_succeeded(&self, key: &GroupKey) -> u32 {
+        self.group_id(key).map_or(0, |id| self.succeeded_members(id))
+    }
+
     /// Pods of PodGroup `g` that `Succeeded` (0 for a CompositePodGroup).
     pub(crate) fn succeeded_members(&self, g: u32) -> u32 {
         let group = self.group(g);

@@ -1,6 +1,8 @@
 //! Live gang health (KEP-6413): `PodGroupSatisfied` on gang PodGroups, `True` (`MinCountSatisfied`) while
-//! at least `minCount` members are scheduled (assumed or bound), `False` (`BelowMinCount`) once the gang
-//! has fallen below it, with the message `N of M members scheduled`. Unlike `PodGroupInitiallyScheduled`
+//! at least `minCount` members are scheduled (assumed or bound) or succeeded (a member that finished its
+//! work does not break the gang: a gang whose pods end one after another, or all succeeded, stays
+//! satisfied), `False` (`BelowMinCount`) once the gang has fallen below it, with the message `N of M
+//! members scheduled` (`…, K succeeded` when members succeeded). Unlike `PodGroupInitiallyScheduled`
 //! it follows the gang both ways; it is absent until the gang first reaches its minimum.
 //!
 //! Which groups to look at is collected as pods and groups change ([`Engine::health_changed`]); the leader
@@ -15,11 +17,16 @@ use crate::core::{GroupKey, GroupKind};
 
 use super::*;
 
-/// The condition a gang with `scheduled` of `min` members gets, given whether it has the condition
-/// already: `None` while a gang that never reached its minimum has none (the condition is absent until
-/// the first transition).
-pub(crate) fn desired_health(scheduled: u32, min: u32, has_condition: bool) -> Option<(bool, &'static str, String)> {
-    let satisfied = scheduled >= min;
+/// The condition a gang with `scheduled` (and `succeeded`) of `min` members gets, given whether it has the
+/// condition already: `None` while a gang that never reached its minimum has none (the condition is
+/// absent until the first transition).
+pub(crate) fn desired_health(
+    scheduled: u32,
+    succeeded: u32,
+    min: u32,
+    has_condition: bool,
+) -> Option<(bool, &'static str, String)> {
+    let satisfied = u64::from(scheduled) + u64::from(succeeded) >= u64::from(min);
     if !satisfied && !has_condition {
         return None;
     }
@@ -28,7 +35,12 @@ pub(crate) fn desired_health(scheduled: u32, min: u32, has_condition: bool) -> O
     } else {
         REASON_BELOW_MIN_COUNT
     };
-    Some((satisfied, reason, format!("{scheduled} of {min} members scheduled")))
+    let message = if succeeded > 0 {
+        format!("{scheduled} of {min} members scheduled, {succeeded} succeeded")
+    } else {
+        format!("{scheduled} of {min} members scheduled")
+    };
+    Some((satisfied, reason, message))
 }
 
 impl Engine {
@@ -67,11 +79,12 @@ impl Engine {
             let Some((scheduled, min)) = self.snap.gang_members_scheduled(&key) else {
                 continue;
             };
+            let succeeded = self.snap.gang_members_succeeded(&key);
             let has = self
                 .groups
                 .get(&key)
                 .is_some_and(|m| m.conditions.iter().any(|c| c.type_ == POD_GROUP_SATISFIED));
-            if let Some((status, reason, message)) = desired_health(scheduled, min, has) {
+            if let Some((status, reason, message)) = desired_health(scheduled, succeeded, min, has) {
                 self.group_condition(&key, POD_GROUP_SATISFIED, status, reason, &message, out);
             }
         }
@@ -84,27 +97,57 @@ mod tests {
 
     #[test]
     fn the_condition_follows_the_gang_both_ways_once_it_formed() {
-        assert_eq!(desired_health(0, 4, false), None);
-        assert_eq!(desired_health(3, 4, false), None);
+        assert_eq!(desired_health(0, 0, 4, false), None);
+        assert_eq!(desired_health(3, 0, 4, false), None);
         assert_eq!(
-            desired_health(4, 4, false),
+            desired_health(4, 0, 4, false),
             Some((true, REASON_MIN_COUNT_SATISFIED, "4 of 4 members scheduled".into()))
         );
         assert_eq!(
-            desired_health(3, 4, true),
+            desired_health(3, 0, 4, true),
             Some((false, REASON_BELOW_MIN_COUNT, "3 of 4 members scheduled".into()))
         );
         assert_eq!(
-            desired_health(u32::MAX, u32::MAX, true),
+            desired_health(u32::MAX, u32::MAX, u32::MAX, true),
             Some((
                 true,
                 REASON_MIN_COUNT_SATISFIED,
-                format!("{} of {} members scheduled", u32::MAX, u32::MAX)
+                format!("{} of {} members scheduled, {} succeeded", u32::MAX, u32::MAX, u32::MAX)
             ))
         );
         assert_eq!(
-            desired_health(0, 1, true),
+            desired_health(0, 0, 1, true),
             Some((false, REASON_BELOW_MIN_COUNT, "0 of 1 members scheduled".into()))
+        );
+    }
+
+    /// A gang whose members finish one after another, or all succeeded, stays satisfied; one that lost a
+    /// running member while others succeeded does not.
+    #[test]
+    fn succeeded_members_keep_the_gang_satisfied() {
+        assert_eq!(
+            desired_health(0, 4, 4, true),
+            Some((
+                true,
+                REASON_MIN_COUNT_SATISFIED,
+                "0 of 4 members scheduled, 4 succeeded".into()
+            ))
+        );
+        assert_eq!(
+            desired_health(3, 1, 4, true),
+            Some((
+                true,
+                REASON_MIN_COUNT_SATISFIED,
+                "3 of 4 members scheduled, 1 succeeded".into()
+            ))
+        );
+        assert_eq!(
+            desired_health(2, 1, 4, true),
+            Some((
+                false,
+                REASON_BELOW_MIN_COUNT,
+                "2 of 4 members scheduled, 1 succeeded".into()
+            ))
         );
     }
 }

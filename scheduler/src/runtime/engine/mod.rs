@@ -590,6 +590,24 @@ impl Engine {
             let ty = g.group.kind.api().initially_scheduled_condition();
             if g.satisfied {
                 self.group_condition(&g.group, ty, true, REASON_SCHEDULED, &g.message, out);
+                // A preemption victim whose replacements were placed is no longer about to be disrupted; the
+                // message keeps what disrupted it (`kubectl kwas who-preempted` reads it).
+                let disrupted = self.groups.get(&g.group).and_then(|m| {
+                    m.conditions
+                        .iter()
+                        .find(|c| c.type_ == kwas_api_types::names::conditions::DISRUPTION_TARGET && c.status == "True")
+                        .map(|c| c.message.clone())
+                });
+                if let Some(was) = disrupted {
+                    self.group_condition(
+                        &g.group,
+                        kwas_api_types::names::conditions::DISRUPTION_TARGET,
+                        false,
+                        REASON_SCHEDULED,
+                        &format!("scheduled again after its disruption ({was})"),
+                        out,
+                    );
+                }
             } else if !preempting && g.code.is_some_and(|c| c != crate::core::Code::Success) {
                 let message = with_postfilter(&g.message, &suffix);
                 self.group_condition(&g.group, ty, false, g.rejection.reason(), &message, out);
