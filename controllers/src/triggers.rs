@@ -178,6 +178,22 @@ pub fn jobset_group_projection(group: &k8s_openapi::api::scheduling::v1alpha3::P
     h.finish()
 }
 
+/// Whether an active Job counts as ready in a JobSet's `replicatedJobsStatus` (the JobSet's policy reads it
+/// too): its ready and succeeded pods reach
+/// `min(parallelism, completions)` (parallelism 1 when unset, as the API defaults it).
+pub fn job_counts_ready(job: &Job) -> bool {
+    let spec = job.spec.as_ref();
+    let mut pods = spec.and_then(|s| s.parallelism).unwrap_or(1);
+    if let Some(c) = spec.and_then(|s| s.completions) {
+        pods = pods.min(c);
+    }
+    let status = job.status.as_ref();
+    let done = status.map_or(0, |s| {
+        i64::from(s.ready.unwrap_or(0)) + i64::from(s.succeeded.unwrap_or(0))
+    });
+    done >= i64::from(pods)
+}
+
 /// What the JobSet reconcile reads of a child Job: its spec (generation), metadata, conditions, whether its
 /// ready and succeeded pods reach its parallelism and whether any pod is active. Not the counters
 /// themselves, which the Job controller rewrites as each pod starts and ends.
@@ -186,17 +202,9 @@ pub fn jobset_job_projection(job: &Job) -> u64 {
     job.metadata.generation.hash(&mut h);
     hash_metadata(job, &mut h);
     let status = job.status.as_ref();
-    // `replicatedJobsStatus` counts a Job ready when its ready and succeeded pods reach
-    // `min(parallelism, completions)`, and active when any pod is: those two facts, not the counts.
-    let spec = job.spec.as_ref();
-    let mut pods = spec.and_then(|s| s.parallelism).unwrap_or(1);
-    if let Some(c) = spec.and_then(|s| s.completions) {
-        pods = pods.min(c);
-    }
-    let done = status.map_or(0, |s| {
-        i64::from(s.ready.unwrap_or(0)) + i64::from(s.succeeded.unwrap_or(0))
-    });
-    (done >= i64::from(pods)).hash(&mut h);
+    // `replicatedJobsStatus` counts whether a Job is ready and whether any of its pods is active: those two
+    // facts, not the counts.
+    job_counts_ready(job).hash(&mut h);
     status.and_then(|s| s.active).is_some_and(|a| a > 0).hash(&mut h);
     for c in status.and_then(|s| s.conditions.as_ref()).into_iter().flatten() {
         (&c.type_, &c.status).hash(&mut h);

@@ -277,14 +277,9 @@ pub fn subdomain(js: &JobSet) -> Option<String> {
     }
     let name = js.name_any();
     let name = kwas_api_types::jobset::v1alpha2::subdomain(&name, &js.spec).to_string();
-    let b = name.as_bytes();
-    let ok = !b.is_empty()
-        && b.len() <= 63
-        && b[0].is_ascii_lowercase()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[b.len() - 1] != b'-';
-    ok.then_some(name)
+    kwas_api_types::field::is_dns1035_label(&name)
+        .is_empty()
+        .then_some(name)
 }
 
 /// The JobSet project's headless Service (`createHeadlessSvcIfNecessary`): named after the subdomain,

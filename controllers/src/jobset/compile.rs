@@ -69,16 +69,18 @@ pub fn child_group_count(js: &JobSet) -> i32 {
         .fold(0i32, |sum, r| sum.saturating_add(r.replicas.max(0)))
 }
 
+/// Whether the JobSet starts its replicated jobs in order (`startupPolicyOrder: InOrder`).
+pub fn in_order(js: &JobSet) -> bool {
+    js.spec
+        .startup_policy
+        .as_ref()
+        .is_some_and(|p| p.startup_policy_order == kwas_api_types::jobset::StartupPolicyOptions::InOrder)
+}
+
 /// What stages the JobSet's startup, if anything: `startupPolicyOrder: InOrder` or a replicated job's
 /// `dependsOn`.
 pub fn staged(js: &JobSet) -> Option<&'static str> {
-    use kwas_api_types::jobset::StartupPolicyOptions;
-    if js
-        .spec
-        .startup_policy
-        .as_ref()
-        .is_some_and(|p| p.startup_policy_order == StartupPolicyOptions::InOrder)
-    {
+    if in_order(js) {
         Some("startupPolicyOrder InOrder")
     } else if js.spec.replicated_jobs.iter().any(|r| !r.depends_on.is_empty()) {
         Some("dependsOn")
@@ -94,13 +96,7 @@ pub fn staged(js: &JobSet) -> Option<&'static str> {
 /// later stages' groups join the root as their Jobs are created and are placed by their own gang policies
 /// (a root gang that waited for all stages would never schedule, as later stages wait for the first to run).
 pub fn first_stage_group_count(js: &JobSet) -> i32 {
-    use kwas_api_types::jobset::StartupPolicyOptions;
-    let in_order = js
-        .spec
-        .startup_policy
-        .as_ref()
-        .is_some_and(|p| p.startup_policy_order == StartupPolicyOptions::InOrder);
-    if in_order {
+    if in_order(js) {
         return js
             .spec
             .replicated_jobs

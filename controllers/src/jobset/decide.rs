@@ -115,6 +115,12 @@ impl Decision {
     }
 }
 
+/// A requeue delay of `seconds`, at least one second and at most a day (TTLs and grace periods are user
+/// values).
+pub fn after_seconds(seconds: i64) -> Duration {
+    Duration::from_secs(seconds.clamp(1, 86_400).unsigned_abs())
+}
+
 /// Whether the JobSet has a terminal condition.
 pub fn is_finished(js: &JobSet) -> bool {
     policy::job_set_finished(js)
@@ -188,7 +194,7 @@ pub fn decide(o: &Observed<'_>) -> Decision {
             steps.push(Step::DeleteJobSet);
         }
         let then = match decided.requeue_after_seconds {
-            Some(s) if !decided.delete_jobset => Then::Requeue(Duration::from_secs(s.clamp(1, 86_400) as u64)),
+            Some(s) if !decided.delete_jobset => Then::Requeue(after_seconds(s)),
             _ => Then::AwaitChange,
         };
         return Decision::done(steps, then);
@@ -318,11 +324,9 @@ pub fn decide(o: &Observed<'_>) -> Decision {
     // A JobSet that finishes now with a TTL is reconciled again when the TTL expires (status writes do not
     // trigger reconciles).
     let then = match (js.spec.ttl_seconds_after_finished, gang_wait) {
-        (Some(ttl), _) if is_terminal(&status) => {
-            Then::Requeue(Duration::from_secs(u64::from(ttl.clamp(1, 86_400).unsigned_abs())))
-        }
+        (Some(ttl), _) if is_terminal(&status) => Then::Requeue(after_seconds(i64::from(ttl))),
         // A gang below its minCount whose grace period ends later: decide again then.
-        (_, Some(left)) if !is_terminal(&status) => Then::Requeue(Duration::from_secs(left.clamp(1, 86_400) as u64)),
+        (_, Some(left)) if !is_terminal(&status) => Then::Requeue(after_seconds(left)),
         _ => Then::AwaitChange,
     };
     steps.push(Step::PatchStatus(Box::new(status)));

@@ -22,7 +22,6 @@ use kwas_api_types::names::conditions::{
     POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_SATISFIED, REASON_POD_GROUP_BELOW_MIN_COUNT,
 };
 
-use super::children::{Child, child_group_name};
 use super::policy::job_finished;
 
 /// The grace period the JobSet opts into, in seconds (at most a day; a value that does not parse as a
@@ -67,12 +66,8 @@ pub fn with_broken_gangs(js: &JobSet, jobs: &[Job], groups: &[PodGroup], now: Ti
             let Some(rjob) = labels.get(kwas_api_types::jobset::v1alpha2::REPLICATED_JOB_NAME_KEY) else {
                 return job.clone();
             };
-            let child = Child {
-                replicated_job: rjob.clone(),
-                index: 0,
-                name: job.name_any(),
-            };
-            let group_name = child_group_name(&child);
+            // The child's PodGroup (both management strategies name it so).
+            let group_name: String = workloadbuilder::job::delegated_pod_group_name(&job.name_any(), rjob).into();
             let Some(group) = groups.iter().find(|g| {
                 g.metadata.name.as_deref() == Some(group_name.as_str()) && g.metadata.deletion_timestamp.is_none()
             }) else {
@@ -113,6 +108,7 @@ pub fn with_broken_gangs(js: &JobSet, jobs: &[Job], groups: &[PodGroup], now: Ti
 
 #[cfg(test)]
 mod tests {
+    use super::super::children::{Child, child_group_name};
     use super::*;
     use k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;

@@ -121,9 +121,9 @@ pub struct Context {
     index: SchedulingIndex,
     backoff: Arc<crate::retry::Backoff>,
     /// JobSets (uids) whose headless Service this process created or found.
-    services: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
+    services: Arc<Seen>,
     /// JobSets (uids) whose PersistentVolumeClaims this process created or found.
-    volumes: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
+    volumes: Arc<Seen>,
     /// The shared cache of Jobs (fed by the watch whose events trigger the reconciles), when running on
     /// [`Informers`].
     jobs: Option<kube::runtime::reflector::Store<Job>>,
@@ -131,6 +131,25 @@ pub struct Context {
     /// cache until it shows them (or for [`CREATED_MEMORY`]), so a reconcile soon after a creation does not
     /// create them again (each such attempt costs an AlreadyExists and a GET, and one of its PodGroup).
     created: Arc<parking_lot::Mutex<Created>>,
+}
+
+/// JobSets (uids) for which something done once per JobSet was done by this process. Deleted JobSets are
+/// not tracked: past 100,000 the set is forgotten (at worst one AlreadyExists per JobSet).
+#[derive(Debug, Default)]
+struct Seen(parking_lot::Mutex<std::collections::HashSet<String>>);
+
+impl Seen {
+    fn contains(&self, uid: &str) -> bool {
+        self.0.lock().contains(uid)
+    }
+
+    fn insert(&self, uid: String) {
+        let mut seen = self.0.lock();
+        if seen.len() > 100_000 {
+            seen.clear();
+        }
+        seen.insert(uid);
+    }
 }
 
 /// Child Jobs created by this process, by (namespace, name), with when.
@@ -389,7 +408,7 @@ async fn fail_invalid(
     }
     // A failed JobSet with a TTL is reconciled again when it expires (status writes trigger nothing).
     Ok(match js.spec.ttl_seconds_after_finished {
-        Some(ttl) => Action::requeue(Duration::from_secs(u64::from(ttl.clamp(1, 86_400).unsigned_abs()))),
+        Some(ttl) => Action::requeue(decide::after_seconds(i64::from(ttl))),
         None => Action::await_change(),
     })
 }
@@ -500,10 +519,10 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
 
 /// Creates the JobSet's headless Service once per process (see [`children::desired_service`]); one that
 /// exists already is kept, as the JobSet project's controller keeps it. A Service the API refuses is
-/// reported once (Warning `FailedCreateService`) and the JobSet runs without pod DNS names.
+/// reported once (Warning `HeadlessServiceCreationFailed`) and the JobSet runs without pod DNS names.
 async fn ensure_service(ctx: &Context, js: &JobSet, events: &EventSink) -> Result<()> {
     let uid = js.metadata.uid.clone().unwrap_or_default();
-    if ctx.services.lock().contains(&uid) {
+    if ctx.services.contains(&uid) {
         return Ok(());
     }
     if let Some(svc) = children::desired_service(js) {
@@ -526,12 +545,7 @@ async fn ensure_service(ctx: &Context, js: &JobSet, events: &EventSink) -> Resul
             Err(e) => return Err(e.into()),
         }
     }
-    let mut services = ctx.services.lock();
-    if services.len() > 100_000 {
-        // Deleted JobSets are not tracked: forget all (at worst one AlreadyExists per JobSet).
-        services.clear();
-    }
-    services.insert(uid);
+    ctx.services.insert(uid);
     Ok(())
 }
 
@@ -540,7 +554,7 @@ async fn ensure_service(ctx: &Context, js: &JobSet, events: &EventSink) -> Resul
 /// refuses is reported (Warning `PVCCreationFailed`) and retried with backoff.
 async fn ensure_volume_claims(ctx: &Context, js: &JobSet, events: &EventSink) -> Result<()> {
     let uid = js.metadata.uid.clone().unwrap_or_default();
-    if js.spec.volume_claim_policies.is_empty() || ctx.volumes.lock().contains(&uid) {
+    if js.spec.volume_claim_policies.is_empty() || ctx.volumes.contains(&uid) {
         return Ok(());
     }
     let api: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
@@ -564,11 +578,7 @@ async fn ensure_volume_claims(ctx: &Context, js: &JobSet, events: &EventSink) ->
             Err(e) => return Err(e.into()),
         }
     }
-    let mut volumes = ctx.volumes.lock();
-    if volumes.len() > 100_000 {
-        volumes.clear();
-    }
-    volumes.insert(uid);
+    ctx.volumes.insert(uid);
     Ok(())
 }
 

@@ -54,7 +54,7 @@ use kube::ResourceExt;
 use kwas_api_types::jobset::v1alpha2::constants::{JOB_INDEX_KEY, REPLICATED_JOB_NAME_KEY, RESTARTS_KEY, reasons};
 use kwas_api_types::jobset::{
     DependsOnStatus, FailurePolicyAction, FailurePolicyRule, JobSet, JobSetStatus, Operator, ReplicatedJob,
-    ReplicatedJobStatus, StartupPolicyOptions, conditions,
+    ReplicatedJobStatus, conditions,
 };
 use kwas_api_types::names::conditions as job_conditions;
 
@@ -158,19 +158,11 @@ pub fn calculate_replicated_job_statuses(js: &JobSet, jobs: &ChildJobs<'_>) -> V
     let bump = |v: &mut i32| *v = v.saturating_add(1);
     for job in &jobs.active {
         let Some(i) = slot(job) else { continue };
-        let status = job.status.clone().unwrap_or_default();
-        let spec = job.spec.clone().unwrap_or_default();
-        let mut pods = spec.parallelism.unwrap_or(1);
-        if let Some(c) = spec.completions
-            && c < pods
-        {
-            pods = c;
-        }
         let s = &mut statuses[i];
-        if i64::from(status.succeeded.unwrap_or(0)) + i64::from(status.ready.unwrap_or(0)) >= i64::from(pods) {
+        if crate::triggers::job_counts_ready(job) {
             bump(&mut s.ready);
         }
-        if status.active.unwrap_or(0) > 0 {
+        if job.status.as_ref().and_then(|st| st.active).unwrap_or(0) > 0 {
             bump(&mut s.active);
         }
         if job_suspended(job) {
@@ -302,10 +294,7 @@ pub fn all_jobs_ready(js: &JobSet, statuses: &[ReplicatedJobStatus]) -> bool {
 
 /// Upstream's `inOrderStartupPolicy`.
 pub fn in_order_startup_policy(js: &JobSet) -> bool {
-    js.spec
-        .startup_policy
-        .as_ref()
-        .is_some_and(|s| s.startup_policy_order == StartupPolicyOptions::InOrder)
+    super::compile::in_order(js)
 }
 
 /// Upstream's `allReplicasStarted`: every Job of the replicated job is ready, succeeded or failed.
@@ -447,8 +436,8 @@ pub fn find_first_failed_policy_rule_and_job<'r, 'j>(
                 && rule_is_applicable(
                     rule,
                     job,
-                    &c.reason.clone().unwrap_or_default(),
-                    &c.message.clone().unwrap_or_default(),
+                    c.reason.as_deref().unwrap_or_default(),
+                    c.message.as_deref().unwrap_or_default(),
                 )
             {
                 matched = Some((job, at));

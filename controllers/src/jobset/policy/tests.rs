@@ -20,6 +20,7 @@ use super::*;
 use crate::jobset::children::{
     global_job_index, global_replicas, group_job_index, group_replicas, job_key, jobset_project_metadata,
 };
+use kwas_api_types::jobset::StartupPolicyOptions;
 
 // ---------------------------------------------------------------------------------------------------------
 // Helpers.
