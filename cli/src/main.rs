@@ -79,14 +79,19 @@ enum Format {
     Json,
 }
 
-fn run_convert(file: &PathBuf) -> anyhow::Result<()> {
-    let input = if file.as_os_str() == "-" {
+/// The manifest file `file` (`-`: standard input).
+fn read_input(file: &PathBuf) -> anyhow::Result<String> {
+    if file.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s)?;
-        s
+        Ok(s)
     } else {
-        std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?
-    };
+        std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))
+    }
+}
+
+fn run_convert(file: &PathBuf) -> anyhow::Result<()> {
+    let input = read_input(file)?;
     let (out, converted) = kwas_cli::convert::convert(&input)?;
     eprintln!("# converted {converted} kwas.dev/v1alpha1 JobSet(s) to jobset.x-k8s.io/v1alpha2");
     print!("{out}");
@@ -101,13 +106,7 @@ fn run_compile(
     resolved: bool,
     flat: bool,
 ) -> anyhow::Result<()> {
-    let input = if file.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s)?;
-        s
-    } else {
-        std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?
-    };
+    let input = read_input(file)?;
     let options = compile::CompileOptions {
         management: management.into(),
         namespace: namespace.to_string(),
