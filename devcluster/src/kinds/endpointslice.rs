@@ -25,6 +25,7 @@ use workloadbuilder::validation::strings;
 
 use super::print::{age, col, name, text_cell};
 use crate::error::{ApiError, FieldCause};
+use crate::kinds::validate::invalid;
 use crate::meta;
 use crate::resource::{AdmitContext, ResourceInfo, Strategy};
 
@@ -466,13 +467,6 @@ fn fully_qualified_domain_name(name: &str, path: &str, causes: &mut Vec<FieldCau
             return;
         }
     }
-}
-
-fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) -> Result<(), ApiError> {
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::print::{age, col, name, text_cell};
 use super::validate::{int_or_percent, label_selector};
 use crate::error::{ApiError, FieldCause};
+use crate::kinds::validate::invalid;
 use crate::meta;
 use crate::resource::decode;
 use crate::resource::{AdmitContext, ResourceInfo, StatusStrategy, Strategy};
@@ -169,13 +170,6 @@ fn validate_status(res: &ResourceInfo, obj: &Value, causes: &mut Vec<FieldCause>
         }
     }
     Ok(())
-}
-
-fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) -> Result<(), ApiError> {
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::print::{age, col, name, text_cell};
 use crate::error::{ApiError, FieldCause};
+use crate::kinds::validate::invalid;
 use crate::meta;
 use crate::resource::{AdmitContext, Facts, Object, ResourceInfo, Strategy};
 
@@ -263,11 +264,4 @@ impl<T: Object> Strategy for RbacStrategy<T> {
             text_cell(subjects("ServiceAccount")),
         ]
     }
-}
-
-fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) -> Result<(), ApiError> {
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
 }

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::print::{age, col, name, text_cell};
 use crate::error::{ApiError, FieldCause};
+use crate::kinds::validate::invalid;
 use crate::meta;
 use crate::resource::{AdmitContext, Facts, Operation, ResourceInfo, Strategy};
 use crate::store::{GroupResource, Store};
@@ -360,11 +361,4 @@ impl Strategy for ServiceStrategy {
             }),
         ]
     }
-}
-
-fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) -> Result<(), ApiError> {
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
 }

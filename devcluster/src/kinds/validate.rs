@@ -5,8 +5,19 @@
 
 use serde_json::{Value, json};
 
-use crate::error::FieldCause;
+use crate::error::{ApiError, FieldCause};
+use crate::meta;
+use crate::resource::ResourceInfo;
 use workloadbuilder::validation::strings;
+
+/// The kind's `Invalid` error naming `obj`, when `causes` holds any (what every kind's validation ends
+/// with).
+pub(crate) fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) -> Result<(), ApiError> {
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
+}
 
 /// `ValidateLabelName`: a qualified name, reported at `path` with the key as the value.
 pub(crate) fn label_name(key: &str, path: &str, causes: &mut Vec<FieldCause>) {

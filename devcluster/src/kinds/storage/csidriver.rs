@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::validate_driver_name;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name, text_cell};
+use crate::kinds::validate::invalid;
 use crate::meta;
 use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
@@ -173,13 +174,6 @@ fn validate_driver(obj: &Value, causes: &mut Vec<FieldCause>) {
     {
         causes.push(FieldCause::not_supported("spec.fsGroupPolicy", p, FS_GROUP_POLICIES));
     }
-}
-
-fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) -> Result<(), ApiError> {
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use super::validate_driver_name;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name};
 use crate::kinds::validate;
+use crate::kinds::validate::invalid;
 use crate::meta;
 use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
@@ -136,13 +137,6 @@ fn validate_drivers(obj: &Value, causes: &mut Vec<FieldCause>) {
             ));
         }
     }
-}
-
-fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) -> Result<(), ApiError> {
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use super::{PV_PROTECTION, access_modes_string, or_unset, validate_driver_name, 
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name, text_cell};
 use crate::kinds::validate;
+use crate::kinds::validate::invalid;
 use crate::meta;
 use crate::resource::decode;
 use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
@@ -376,13 +377,6 @@ fn validate_spec(obj: &Value, causes: &mut Vec<FieldCause>) {
     if sources == 0 {
         causes.push(FieldCause::required("spec", "must specify a volume type"));
     }
-}
-
-fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) -> Result<(), ApiError> {
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
 }
 
 #[cfg(test)]

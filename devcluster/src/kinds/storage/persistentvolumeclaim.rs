@@ -16,6 +16,7 @@ use super::{
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, name, text_cell};
 use crate::kinds::validate;
+use crate::kinds::validate::invalid;
 use crate::meta;
 use crate::resource::decode;
 use crate::resource::{AdmitContext, Facts, ResourceInfo, StatusStrategy, Strategy};
@@ -303,13 +304,6 @@ fn check_resize(cx: &AdmitContext<'_>, res: &ResourceInfo, old: &Value, obj: &Va
         );
     }
     Ok(())
-}
-
-fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) -> Result<(), ApiError> {
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
 }
 
 #[cfg(test)]

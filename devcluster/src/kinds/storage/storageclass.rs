@@ -12,6 +12,7 @@ use super::is_default_class;
 use crate::error::{ApiError, FieldCause};
 use crate::kinds::print::{age, col, text_cell};
 use crate::kinds::validate;
+use crate::kinds::validate::invalid;
 use crate::meta;
 use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
@@ -188,13 +189,6 @@ fn validate_class(obj: &Value, causes: &mut Vec<FieldCause>) {
     if let Some(terms) = obj.get("allowedTopologies").and_then(Value::as_array) {
         validate::topology_terms(terms, "allowedTopologies", causes);
     }
-}
-
-fn invalid(res: &ResourceInfo, obj: &Value, causes: Vec<FieldCause>) -> Result<(), ApiError> {
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(&res.group, &res.kind, meta::name(obj), causes))
 }
 
 #[cfg(test)]
