@@ -26,8 +26,8 @@ fn check_up_to_date(file: &str, from: &str, crd: &impl serde::Serialize) {
 fn jobset_v1alpha2_crd_is_up_to_date() {
     check_up_to_date(
         "jobset.x-k8s.io_jobsets.yaml",
-        "kwas_api_types::jobset::v1alpha2::JobSet",
-        &v1alpha2::JobSet::crd(),
+        "kwas_api_types::jobset::crd() (v1alpha2::JobSet and v1::JobSet)",
+        &kwas_api_types::jobset::crd(),
     );
 }
 

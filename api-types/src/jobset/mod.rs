@@ -42,6 +42,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
 pub mod kwas_v1alpha1;
+pub mod v1;
 pub mod v1alpha2;
 
 pub use v1alpha2::{
@@ -291,4 +292,48 @@ pub mod conditions {
     pub const SCHEDULING_UPDATE_REJECTED: &str = "SchedulingUpdateRejected";
     /// Reason (kwas): the edit changes a field of the Workload that is immutable.
     pub const REASON_IMMUTABLE_FIELD: &str = "ImmutableSchedulingField";
+}
+
+/// The namespace, name, port and path of the Service in front of kwas' controllers' conversion webhook,
+/// which [`crd`] names (`deploy/controllers/webhook.yaml` creates it).
+pub const CONVERSION_WEBHOOK: (&str, &str, i32, &str) = ("kwas-system", "kwas-controllers-webhook", 443, "/convert");
+
+/// The JobSet CRD kwas installs (standalone): `jobset.x-k8s.io/v1alpha2` (the storage version, as
+/// upstream) and `jobset.x-k8s.io/v1`, both served, converted by kwas' controllers' webhook
+/// ([`CONVERSION_WEBHOOK`], [`v1::review`]; `conversionReviewVersions: [v1]`). cert-manager's CA injector
+/// fills in the webhook's `caBundle` from the Certificate named in the `cert-manager.io/inject-ca-from`
+/// annotation (`deploy/controllers/webhook.yaml`).
+pub fn crd() -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+        CustomResourceConversion, ServiceReference, WebhookClientConfig, WebhookConversion,
+    };
+    use kube::CustomResourceExt;
+    let (namespace, name, port, path) = CONVERSION_WEBHOOK;
+    let mut crd = match kube::core::crd::merge_crds(vec![v1alpha2::JobSet::crd(), v1::JobSet::crd()], v1alpha2::VERSION)
+    {
+        Ok(crd) => crd,
+        // Both CRDs come from this crate's types with one group, kind and version each: merging cannot
+        // fail; if it ever did, the storage version alone is still a working CRD.
+        Err(_) => v1alpha2::JobSet::crd(),
+    };
+    crd.metadata
+        .annotations
+        .get_or_insert_default()
+        .insert("cert-manager.io/inject-ca-from".into(), format!("{namespace}/{name}"));
+    crd.spec.conversion = Some(CustomResourceConversion {
+        strategy: "Webhook".into(),
+        webhook: Some(WebhookConversion {
+            client_config: Some(WebhookClientConfig {
+                service: Some(ServiceReference {
+                    namespace: namespace.into(),
+                    name: name.into(),
+                    port: Some(port),
+                    path: Some(path.into()),
+                }),
+                ..WebhookClientConfig::default()
+            }),
+            conversion_review_versions: vec!["v1".into()],
+        }),
+    });
+    crd
 }
