@@ -98,6 +98,7 @@ use serde_json::{Value, json};
 
 pub use error::{ApiError, Error, Result};
 pub use requests::RequestKey;
+pub use resource::conversion::{ConversionHandler, ConversionWebhooks, WebhookAddress};
 pub use supervise::TaskHealth;
 
 /// The Kubernetes version devcluster reports (`/version`, the nodes' kubelet version).
@@ -158,6 +159,9 @@ pub struct DevClusterConfig {
     /// authentication, authorization or TLS, so this lets anyone who can reach the port do anything; off
     /// by default, and a warning is logged when on.
     pub allow_remote_clients: bool,
+    /// The CRD conversion webhooks devcluster calls in-process, by the address a CRD's
+    /// `spec.conversion.webhook.clientConfig` names (devcluster dials no webhook; none by default).
+    pub conversion_webhooks: ConversionWebhooks,
 }
 
 impl Default for DevClusterConfig {
@@ -176,6 +180,7 @@ impl Default for DevClusterConfig {
             podgroup_protection: true,
             job_scheduling_validation: true,
             allow_remote_clients: false,
+            conversion_webhooks: ConversionWebhooks::default(),
         }
     }
 }
@@ -236,6 +241,7 @@ impl DevCluster {
                 podgroup_protection: config.podgroup_protection,
                 job_scheduling_validation: config.job_scheduling_validation,
                 sim_disk_attach_limit: config.csi.attach_limit,
+                conversion_webhooks: config.conversion_webhooks.clone(),
             },
             kinds::builtin_resources(),
         );

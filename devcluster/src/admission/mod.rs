@@ -34,7 +34,7 @@ pub(crate) fn admit(cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), Ap
 /// the name and labels, typed decoding. The write path runs them for updates without the cluster lock.
 pub(crate) fn decode(cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
     let res = cx.res;
-    *obj = res.to_storage(std::mem::take(obj));
+    *obj = res.to_storage(std::mem::take(obj))?;
     validate_name(res, obj)?;
     res.strategy.decode(cx, obj)
 }
@@ -44,7 +44,7 @@ pub(crate) fn decode(cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), A
 /// before the server picks a generated name, and [`admit_typed`] does the rest under the lock.
 pub(crate) fn decode_typed(cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
     let res = cx.res;
-    *obj = res.to_storage(std::mem::take(obj));
+    *obj = res.to_storage(std::mem::take(obj))?;
     res.strategy.decode(cx, obj)
 }
 

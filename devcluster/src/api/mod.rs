@@ -250,9 +250,16 @@ impl State {
                 Effect::ServeCustom {
                     group,
                     plural,
-                    infos,
+                    mut infos,
                     preferred,
                 } => {
+                    // A version converted by webhook reaches the handler registered for its address.
+                    for info in &mut infos {
+                        if let Some(c) = &mut info.conversion {
+                            let handler = self.settings.conversion_webhooks.find(&c.address);
+                            Arc::make_mut(c).handler = handler;
+                        }
+                    }
                     let stop = infos.is_empty();
                     let changed = self.registry.set_custom(&group, &plural, infos, preferred.as_deref());
                     if stop && changed {

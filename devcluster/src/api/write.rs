@@ -322,7 +322,7 @@ pub(crate) fn plan_patch(
         };
         let view = res.present(&old);
         let new = apply::apply(res, &view, patch, &ctx.field_manager, ctx.force, subresource)?;
-        let new = res.to_storage(new);
+        let new = res.to_storage(new)?;
         return merge_change(res, old, new, subresource, "Apply").map(PatchPlan::Change);
     }
     let Some(old) = existing else {
@@ -351,7 +351,7 @@ pub(crate) fn plan_patch(
         PatchType::Strategic => crate::patch::strategic_merge_patch(&mut view, patch).map_err(invalid)?,
         PatchType::Apply => {}
     }
-    let new = res.to_storage(view);
+    let new = res.to_storage(view)?;
     check_type(res, &new)?;
     if meta::name(&new) != name {
         return Err(ApiError::bad_request(format!(

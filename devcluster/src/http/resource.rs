@@ -202,7 +202,7 @@ async fn handle(
         }
         ("POST", None, None) => {
             let mut ctx = req.write_options()?;
-            let body = res.to_storage(req.body_value(&mut ctx.warnings)?);
+            let body = res.to_storage(req.body_value(&mut ctx.warnings)?)?;
             let heavy = guaranteed::is_heavy(&shared, &res, &ns, None, &body);
             let (s, r) = (shared.clone(), res.clone());
             let (obj, ctx) = write(ctx, heavy, move |ctx| guaranteed::create(&s, &r, &ns, body, ctx)).await?;
@@ -234,7 +234,7 @@ async fn handle(
         }
         ("PUT", Some(n), None | Some("status")) => {
             let mut ctx = req.write_options()?;
-            let body = res.to_storage(req.body_value(&mut ctx.warnings)?);
+            let body = res.to_storage(req.body_value(&mut ctx.warnings)?)?;
             let subresource = sub.as_deref().filter(|_| res.status_subresource);
             if sub.is_some() && subresource.is_none() {
                 return Err(ApiError::path_not_found());

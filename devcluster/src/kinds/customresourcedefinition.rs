@@ -12,6 +12,7 @@ use super::custom::{CustomResourceStatus, CustomResourceStrategy};
 use super::print::{col, name, text_cell};
 use crate::error::{ApiError, FieldCause};
 use crate::meta;
+use crate::resource::conversion::{WebhookAddress, WebhookConversion};
 use crate::resource::{
     AdmitContext, Effect, Facts, GroupResource, NameRule, OnDelete, Operation, PrinterColumn, ResourceInfo,
     StatusStrategy, Strategy,
@@ -125,6 +126,56 @@ impl StatusStrategy for DefinitionStatus {
     }
 }
 
+/// `spec.conversion` as kube-apiserver validates it (`ValidateCustomResourceConversion`).
+fn check_conversion(spec: &Value, causes: &mut Vec<FieldCause>) {
+    let Some(conversion) = spec.get("conversion").filter(|c| !c.is_null()) else {
+        return;
+    };
+    let strategy = conversion.get("strategy").and_then(Value::as_str).unwrap_or("");
+    let webhook = conversion.get("webhook").filter(|w| !w.is_null());
+    match strategy {
+        "None" => {
+            if webhook.is_some() {
+                causes.push(FieldCause::forbidden(
+                    "spec.conversion.webhook",
+                    "should not be set when strategy is not set to Webhook",
+                ));
+            }
+        }
+        "Webhook" => {
+            let config = webhook.and_then(|w| w.get("clientConfig")).filter(|c| !c.is_null());
+            match config {
+                None => causes.push(FieldCause::required(
+                    "spec.conversion.webhook.clientConfig",
+                    "required when strategy is set to Webhook",
+                )),
+                Some(c) => {
+                    let has = |k: &str| c.get(k).is_some_and(|v| !v.is_null());
+                    if has("url") == has("service") {
+                        causes.push(FieldCause::required(
+                            "spec.conversion.webhook.clientConfig",
+                            "exactly one of url or service is required",
+                        ));
+                    }
+                }
+            }
+            let versions = meta::string_list(webhook.and_then(|w| w.get("conversionReviewVersions")));
+            if !versions.iter().any(|v| v == "v1" || v == "v1beta1") {
+                causes.push(FieldCause::invalid(
+                    "spec.conversion.webhook.conversionReviewVersions",
+                    &json!(versions),
+                    "must include at least one of v1, v1beta1",
+                ));
+            }
+        }
+        other => causes.push(FieldCause::not_supported(
+            "spec.conversion.strategy",
+            &json!(other),
+            &["None", "Webhook"],
+        )),
+    }
+}
+
 /// The CRD's validation (with `old` on updates: immutable group and plural).
 fn check(res: &ResourceInfo, old: Option<&Value>, obj: &Value) -> Result<(), ApiError> {
     let name = meta::name(obj).to_string();
@@ -205,6 +256,7 @@ fn check(res: &ResourceInfo, old: Option<&Value>, obj: &Value) -> Result<(), Api
             "must have exactly one version marked as storage version",
         ));
     }
+    check_conversion(&spec, &mut causes);
     // CEL rules compile and fit their cost budgets (checked again only when a schema changed).
     let schemas = |crd: &Value| {
         crd.pointer("/spec/versions").and_then(Value::as_array).map(|vs| {
@@ -290,6 +342,37 @@ fn fill_status(op: Operation, old: Option<&Value>, obj: &mut Value) {
     });
 }
 
+/// The order of two versions by kube-aware priority, highest first (`version.CompareKubeAwareVersionStrings`):
+/// GA before beta before alpha, higher major then higher minor first; versions not of the form
+/// `v<major>[(alpha|beta)<minor>]` last, alphabetically.
+pub(crate) fn kube_aware_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn parse(v: &str) -> Option<(u8, u64, u64)> {
+        let rest = v.strip_prefix('v')?;
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let major: u64 = rest[..digits].parse().ok().filter(|m| *m > 0)?;
+        let tail = &rest[digits..];
+        let (level, minor) = if tail.is_empty() {
+            return Some((2, major, 0));
+        } else if let Some(m) = tail.strip_prefix("beta") {
+            (1, m)
+        } else if let Some(m) = tail.strip_prefix("alpha") {
+            (0, m)
+        } else {
+            return None;
+        };
+        if minor.is_empty() || !minor.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        Some((level, major, minor.parse().ok()?))
+    }
+    match (parse(a), parse(b)) {
+        (Some((la, ma, na)), Some((lb, mb, nb))) => (lb, mb, nb).cmp(&(la, ma, na)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
 /// Serves the resources a stored CRD defines.
 fn serve(crd: &Value) -> Effect {
     let spec = &crd["spec"];
@@ -303,7 +386,26 @@ fn serve(crd: &Value) -> Effect {
         .map_or_else(|| kind.to_lowercase(), str::to_string);
     let namespaced = spec.get("scope").and_then(Value::as_str) == Some("Namespaced");
     let mut infos = Vec::new();
-    let mut storage_version = None;
+    let storage_version = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .and_then(|vs| {
+            vs.iter()
+                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        })
+        .and_then(|v| v.get("name").and_then(Value::as_str))
+        .map(str::to_string);
+    let conversion = (spec.pointer("/conversion/strategy").and_then(Value::as_str) == Some("Webhook"))
+        .then(|| spec.pointer("/conversion/webhook/clientConfig"))
+        .flatten()
+        .and_then(WebhookAddress::of_client_config)
+        .map(|address| {
+            Arc::new(WebhookConversion {
+                address,
+                handler: None,
+                storage_api_version: format!("{group}/{}", storage_version.as_deref().unwrap_or("")),
+            })
+        });
     for v in spec
         .get("versions")
         .and_then(Value::as_array)
@@ -311,9 +413,6 @@ fn serve(crd: &Value) -> Effect {
         .unwrap_or_default()
     {
         let version = v.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-        if v.get("storage").and_then(Value::as_bool) == Some(true) {
-            storage_version = Some(version.clone());
-        }
         if v.get("served").and_then(Value::as_bool) != Some(true) {
             continue;
         }
@@ -366,12 +465,58 @@ fn serve(crd: &Value) -> Effect {
             selectable_fields,
             strategy: Arc::new(CustomResourceStrategy),
             status_strategy: Arc::new(CustomResourceStatus),
+            conversion: conversion.clone(),
         });
     }
+    // Discovery lists the versions by kube-aware priority and prefers the first (kube-apiserver's
+    // `sortGroupDiscoveryByKubeAwareVersion`), whatever the storage version.
+    infos.sort_by(|a, b| kube_aware_order(&a.version, &b.version));
+    let preferred = infos.first().map(|i| i.version.clone());
     Effect::ServeCustom {
         group,
         plural,
         infos,
-        preferred: storage_version,
+        preferred,
+    }
+}
+
+#[cfg(test)]
+mod version_order_tests {
+    use super::kube_aware_order;
+
+    /// `TestKubeAwareVersionStrings` (k8s.io/apimachinery/pkg/version/helpers_test.go): sorted highest
+    /// priority first.
+    #[test]
+    fn kube_aware_version_order() {
+        let mut versions = vec![
+            "foo10",
+            "v1alpha1",
+            "v2",
+            "foo1",
+            "v10beta3",
+            "v11alpha2",
+            "v1",
+            "v3beta1",
+            "v12alpha1",
+            "v10",
+            "v11beta2",
+        ];
+        versions.sort_by(|a, b| kube_aware_order(a, b));
+        assert_eq!(
+            versions,
+            [
+                "v10",
+                "v2",
+                "v1",
+                "v11beta2",
+                "v10beta3",
+                "v3beta1",
+                "v12alpha1",
+                "v11alpha2",
+                "v1alpha1",
+                "foo1",
+                "foo10"
+            ]
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! are stored, and the [`Strategy`] that holds everything particular to its kind. The generic layers (the
 //! API operations, watch, patch and apply, HTTP, discovery, Tables) read these and never look at a kind.
 
+pub(crate) mod conversion;
 pub(crate) mod decode;
 mod registry;
 mod strategy;
@@ -70,6 +71,8 @@ pub(crate) struct ResourceInfo {
     pub strategy: Arc<dyn DynStrategy>,
     /// How writes through the `status` subresource are admitted (when [`ResourceInfo::status_subresource`]).
     pub status_strategy: Arc<dyn StatusStrategy>,
+    /// A custom resource's conversion webhook (its CRD's `spec.conversion.strategy: Webhook`).
+    pub conversion: Option<Arc<conversion::WebhookConversion>>,
 }
 
 impl ResourceInfo {
@@ -100,6 +103,7 @@ impl ResourceInfo {
             selectable_fields: Vec::new(),
             strategy: Arc::new(strategy),
             status_strategy: Arc::new(PlainStatus),
+            conversion: None,
         }
     }
 
@@ -220,10 +224,21 @@ impl ResourceInfo {
             || obj.get("kind").and_then(Value::as_str).is_none_or(|k| k != self.kind)
     }
 
-    /// The stored object as a client of this resource sees it.
+    /// The stored object as a client of this resource sees it (converted by the CRD's webhook when it
+    /// was written through another version).
     pub fn present(&self, stored: &Value) -> Value {
         let mut out = if self.strategy.converts_fields() {
             self.strategy.fields_from_storage(stored)
+        } else if let Some(conversion) = self.conversion.as_ref().filter(|_| self.needs_conversion(stored)) {
+            match conversion.convert(stored, &self.api_version()) {
+                Ok(converted) => converted,
+                Err(e) => {
+                    // kube-apiserver fails the read; devcluster's readers cannot fail, so they get the
+                    // stored fields under this version (and the error is logged).
+                    tracing::error!(error = %e, kind = %self.kind, name = %crate::meta::name(stored), "conversion failed on read");
+                    stored.clone()
+                }
+            }
         } else {
             stored.clone()
         };
@@ -231,8 +246,11 @@ impl ResourceInfo {
         out
     }
 
-    /// The object in its storage form, from what a client of this resource sent.
-    pub fn to_storage(&self, obj: Value) -> Value {
+    /// The object in its storage form, from what a client of this resource sent. Through a custom
+    /// resource version with a conversion webhook that is not the storage version, the object must convert
+    /// to the storage version (kube-apiserver stores it so; devcluster keeps it as written, see
+    /// [`conversion`]).
+    pub fn to_storage(&self, obj: Value) -> Result<Value, crate::error::ApiError> {
         let mut out = if self.strategy.converts_fields() {
             self.strategy.fields_to_storage(obj)
         } else {
@@ -242,7 +260,14 @@ impl ResourceInfo {
             Some((api_version, kind)) => set_type(&mut out, api_version, kind),
             None => set_type(&mut out, &self.api_version(), &self.kind),
         }
-        out
+        if let Some(conversion) = &self.conversion
+            && conversion.storage_api_version != self.api_version()
+        {
+            conversion
+                .convert(&out, &conversion.storage_api_version)
+                .map_err(crate::error::ApiError::internal)?;
+        }
+        Ok(out)
     }
 }
 

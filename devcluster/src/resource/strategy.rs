@@ -55,6 +55,8 @@ pub(crate) struct ApiSettings {
     pub job_scheduling_validation: bool,
     /// The simulated CSI driver's `allocatable.count` on every CSINode.
     pub sim_disk_attach_limit: u32,
+    /// The CRD conversion webhooks, called in-process ([`super::conversion`]).
+    pub conversion_webhooks: super::conversion::ConversionWebhooks,
 }
 
 impl Default for ApiSettings {
@@ -63,6 +65,7 @@ impl Default for ApiSettings {
             podgroup_protection: true,
             job_scheduling_validation: true,
             sim_disk_attach_limit: DEFAULT_SIM_DISK_ATTACH_LIMIT,
+            conversion_webhooks: super::conversion::ConversionWebhooks::default(),
         }
     }
 }

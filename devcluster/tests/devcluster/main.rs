@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod crd_conversion;
 mod dra;
 mod endpointslices;
 mod exhaustion;
