@@ -87,6 +87,8 @@ async fn main() -> anyhow::Result<()> {
         ..Default::default()
     };
     config.server.event_ttl = duration(&args.event_ttl, "event-ttl")?;
+    // kwas' JobSet CRD (crds/jobset.x-k8s.io_jobsets.yaml) converts v1alpha2 <-> v1 by webhook.
+    config.conversion_webhooks.register_jobset();
     let cluster = DevCluster::start(config).await?;
     let nodes = cluster.node_names().len();
     eprintln!("devcluster listening on {} with {nodes} nodes", cluster.base_url());

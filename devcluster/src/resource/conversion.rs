@@ -96,6 +96,22 @@ impl ConversionWebhooks {
         self.0.push((address, handler));
     }
 
+    /// Registers kwas' JobSet conversion (`jobset.x-k8s.io` v1alpha2 <-> v1,
+    /// [`kwas_api_types::jobset::v1::review`]) at the address kwas' JobSet CRD names
+    /// ([`kwas_api_types::jobset::CONVERSION_WEBHOOK`]), where kwas' controllers serve it on a real cluster.
+    pub fn register_jobset(&mut self) {
+        let (namespace, name, port, path) = kwas_api_types::jobset::CONVERSION_WEBHOOK;
+        self.register(
+            WebhookAddress::Service {
+                namespace: namespace.into(),
+                name: name.into(),
+                port,
+                path: path.into(),
+            },
+            Arc::new(kwas_api_types::jobset::v1::review),
+        );
+    }
+
     pub(crate) fn find(&self, address: &WebhookAddress) -> Option<ConversionHandler> {
         self.0.iter().find(|(a, _)| a == address).map(|(_, h)| h.clone())
     }

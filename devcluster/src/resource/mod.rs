@@ -256,6 +256,18 @@ impl ResourceInfo {
         } else {
             obj
         };
+        // An object in another version of this resource (a stored object a status write or the server's
+        // own controllers carry through this resource) is converted to this version first, never just
+        // relabelled.
+        if let Some(conversion) = &self.conversion
+            && let Some(own) = out.get("apiVersion").and_then(Value::as_str)
+            && own != self.api_version()
+            && own.split_once('/').is_some_and(|(g, _)| g == self.group)
+        {
+            out = conversion
+                .convert(&out, &self.api_version())
+                .map_err(crate::error::ApiError::internal)?;
+        }
         match self.strategy.storage_type() {
             Some((api_version, kind)) => set_type(&mut out, api_version, kind),
             None => set_type(&mut out, &self.api_version(), &self.kind),

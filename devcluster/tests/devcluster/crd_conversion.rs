@@ -12,25 +12,15 @@ use std::time::Duration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kwas_api_types::jobset::{self, CONVERSION_WEBHOOK, v1};
+use kwas_api_types::jobset::{self, v1};
 use kwas_devcluster::{DevCluster, WebhookAddress};
 use serde_json::{Value, json};
 
 use crate::common::{kubectl, kubectl_in, kubectl_ok, raw};
 
-fn jobset_webhook() -> WebhookAddress {
-    let (namespace, name, port, path) = CONVERSION_WEBHOOK;
-    WebhookAddress::Service {
-        namespace: namespace.into(),
-        name: name.into(),
-        port,
-        path: path.into(),
-    }
-}
-
 async fn cluster_with_jobset_webhook() -> DevCluster {
     let cluster = crate::common::cluster_with(|c| {
-        c.conversion_webhooks.register(jobset_webhook(), Arc::new(v1::review));
+        c.conversion_webhooks.register_jobset();
     })
     .await;
     let crds: Api<CustomResourceDefinition> = Api::all(cluster.client());
@@ -117,6 +107,41 @@ async fn one_jobset_through_both_versions() {
     assert!(preferred["spec"].get("startupPolicy").is_none());
     let table = kubectl(&cluster, &["get", "jobsets"]);
     assert!(table.contains("in-order") && table.contains("TERMINALSTATE"), "{table}");
+
+    // A status write through v1alpha2 (what the controller does) to the object written through v1
+    // keeps its spec as each version shows it.
+    api(&cluster, "v1alpha2")
+        .patch_status(
+            "in-order",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"restarts": 1}})),
+        )
+        .await
+        .unwrap();
+    let alpha = api(&cluster, "v1alpha2").get("in-order").await.unwrap();
+    assert_eq!(alpha.data["spec"]["startupPolicy"]["startupPolicyOrder"], "InOrder");
+    assert_eq!(alpha.data["status"]["restarts"], 1);
+    let as_v1 = api(&cluster, "v1").get("in-order").await.unwrap();
+    assert!(as_v1.data["spec"].get("startupPolicy").is_none());
+    assert_eq!(as_v1.data["status"]["restarts"], 1);
+    // And a spec write through v1alpha2 (a label and suspend) keeps it too.
+    api(&cluster, "v1alpha2")
+        .patch(
+            "in-order",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"via": "alpha"}}, "spec": {"suspend": false}})),
+        )
+        .await
+        .unwrap();
+    let as_v1 = api(&cluster, "v1").get("in-order").await.unwrap();
+    assert_eq!(as_v1.data["spec"]["suspend"], false);
+    assert!(
+        as_v1
+            .metadata
+            .annotations
+            .unwrap()
+            .contains_key(v1::STARTUP_POLICY_ANNOTATION)
+    );
 
     // A v1alpha2 object with a startupPolicy reads through v1 with the annotation.
     let created = api(&cluster, "v1alpha2")
