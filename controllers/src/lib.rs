@@ -37,6 +37,7 @@ pub mod process;
 pub mod retry;
 pub mod sync;
 pub mod triggers;
+pub mod webhook;
 
 pub use error::{Error, Result};
 pub use metrics::Metrics;

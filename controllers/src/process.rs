@@ -73,6 +73,8 @@ pub struct ControllersConfig {
     pub leader_election: Option<LeaseConfig>,
     /// Serve `/healthz`, `/readyz` and `/metrics` here.
     pub admin_addr: Option<SocketAddr>,
+    /// Serve the JobSet CRD's conversion webhook (`/convert`, HTTPS) with these settings, leader or not.
+    pub webhook: Option<crate::webhook::WebhookConfig>,
 }
 
 /// Why [`run`] stopped.
@@ -87,6 +89,9 @@ pub enum RunError {
     /// The admin server could not start.
     #[error("admin server: {0}")]
     Admin(#[from] std::io::Error),
+    /// The conversion webhook could not start.
+    #[error("conversion webhook: {0}")]
+    Webhook(#[from] crate::webhook::WebhookError),
     /// A controller task failed.
     #[error("{0}")]
     Failed(#[from] kwas_shell::TaskFailed),
@@ -114,6 +119,9 @@ pub async fn run(
             prometheus_client::encoding::text::encode(&mut text, &registry).map(|()| text)
         });
         admin::serve(addr, health.clone(), encoder, stop.wait()).await?;
+    }
+    if let Some(webhook) = &config.webhook {
+        crate::webhook::serve(webhook, stop.wait()).await?;
     }
     let Some(le) = config.leader_election.clone() else {
         health.set_ready(true);

@@ -26,8 +26,8 @@
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
-use kube::{Client, CustomResourceExt};
 use kwas_api_types::jobset::{JobSet, PodGroupManagement};
 use kwas_api_types::names::{DEFAULT_SCHEDULER_NAME, SCHEDULER_NAME};
 use kwas_controllers::job::JobControllerConfig;
@@ -135,10 +135,14 @@ pub struct Stack {
     scheduler_handle: Option<RuntimeHandle>,
 }
 
-/// Install the JobSet CRD and wait until it is served.
+/// Install the JobSet CRD (`jobset.x-k8s.io` v1alpha2 and v1, [`kwas_api_types::jobset::crd`]) and wait
+/// until it is served.
 pub async fn install_crds(client: &Client) -> Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    match crds.create(&PostParams::default(), &JobSet::crd()).await {
+    match crds
+        .create(&PostParams::default(), &kwas_api_types::jobset::crd())
+        .await
+    {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 409 => {}
         Err(source) => {
@@ -166,7 +170,12 @@ pub const SCHEDULER_USER_AGENT: &str = "kwas-scheduler";
 impl Stack {
     /// Start the cluster, install the CRDs, then start the controllers and the scheduler.
     pub async fn start(config: StackConfig) -> Result<Self> {
-        let cluster = DevCluster::start(config.cluster.clone()).await?;
+        // devcluster answers the JobSet CRD's conversion webhook in-process with the conversion the
+        // controllers serve at /convert on a real cluster (devcluster dials no webhook), whether or
+        // not the controllers run.
+        let mut cluster_config = config.cluster.clone();
+        cluster_config.conversion_webhooks.register_jobset();
+        let cluster = DevCluster::start(cluster_config).await?;
         install_crds(&cluster.client()).await?;
         let mut stack = Self {
             cluster,
@@ -206,6 +215,8 @@ impl Stack {
             jobset: Some(self.config.jobset.clone()),
             leader_election: None,
             admin_addr: None,
+            // devcluster answers the conversion webhook in-process (`Stack::start`).
+            webhook: None,
             // devcluster has no kube-controller-manager: the stack runs the ResourceClaim controller.
             resource_claims: true,
         };

@@ -191,6 +191,7 @@ impl E2e {
             jobset: Some(self.config.jobset.clone()),
             leader_election,
             admin_addr: None,
+            webhook: None,
             // devcluster has no kube-controller-manager: the stack runs the ResourceClaim controller.
             resource_claims: true,
         };

@@ -620,6 +620,7 @@ async fn one_process_watches_each_kind_once_for_both_controllers() {
         resource_claims: false,
         leader_election: None,
         admin_addr: None,
+        webhook: None,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let process = tokio::spawn(kwas_controllers::process::run(
