@@ -25,7 +25,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::scheduling::v1alpha3::Workload;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kwas_api_types::jobset::{JobSet, PodGroupManagement};
+use kwas_api_types::jobset::{self, JobSet, PodGroupManagement};
 use kwas_api_types::names::JOB_CONTROLLER_NAME;
 use kwas_controllers::job::mode::{ManagementMode, UnmanagedReason, management_mode};
 use kwas_controllers::job::scheduling::{desired_root_pod_group, desired_workload};
@@ -141,6 +141,16 @@ pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compile
     let placeholder = !meta.contains_key("uid");
     meta.entry("uid")
         .or_insert_with(|| Value::String(PLACEHOLDER_UID.to_string()));
+    // A jobset.x-k8s.io/v1 JobSet is checked against v1's fields, then compiled as the API server hands
+    // it to the controller: converted to v1alpha2 (its startup-policy annotation back in spec).
+    let api_version = if (api_version.as_str(), kind.as_str()) == (jobset::v1::API_VERSION, "JobSet") {
+        decode_strict::<jobset::v1::JobSet>(&doc, "JobSet")?;
+        doc = jobset::v1::convert(doc, jobset::v1alpha2::API_VERSION)
+            .map_err(|e| anyhow::anyhow!("converting the JobSet to v1alpha2: {e}"))?;
+        jobset::v1alpha2::API_VERSION.to_string()
+    } else {
+        api_version
+    };
     let mut out = match (api_version.as_str(), kind.as_str()) {
         ("batch/v1", "Job") if options.resolved => resolve_job(&decode_strict(&doc, "Job")?)?,
         ("jobset.x-k8s.io/v1alpha2", "JobSet") if options.resolved => resolve_jobset(&decode_strict(&doc, "JobSet")?)?,
@@ -163,7 +173,7 @@ pub fn compile_document(doc: &Value, options: &CompileOptions) -> Result<Compile
             });
         }
         _ => bail!(
-            "kwas compile handles batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets and scheduling.k8s.io/v1alpha3 \
+            "kwas compile handles batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 and v1 JobSets and scheduling.k8s.io/v1alpha3 \
              Workloads, not {api_version} {kind}"
         ),
     };

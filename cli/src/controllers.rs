@@ -65,6 +65,15 @@ pub struct ControllersArgs {
     /// listen on all addresses so the kubelet's probes and Prometheus reach it).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub admin_addr: SocketAddr,
+    /// Serve the JobSet CRD's conversion webhook (jobset.x-k8s.io v1alpha2 <-> v1, HTTPS, path /convert)
+    /// here; off unless set. The standalone deploy serves it on 0.0.0.0:9443 behind the Service the CRD
+    /// names (kwas-system/kwas-controllers-webhook).
+    #[arg(long)]
+    pub webhook_addr: Option<SocketAddr>,
+    /// The directory with the webhook's serving certificate (tls.crt, tls.key; a mounted
+    /// kubernetes.io/tls Secret), read again when it changes.
+    #[arg(long, default_value = "/tmp/k8s-webhook-server/serving-certs")]
+    pub webhook_cert_dir: std::path::PathBuf,
 }
 
 /// Parse a Go-style duration (`500ms`, `10s`, `1m`).
@@ -95,6 +104,10 @@ impl ControllersArgs {
                 .leader_elect
                 .then(|| LeaseConfig::new(lease_namespace(), self.lease_name.clone(), unique_identity(&identity()))),
             admin_addr: admin,
+            webhook: self.webhook_addr.map(|addr| kwas_controllers::webhook::WebhookConfig {
+                addr,
+                cert_dir: self.webhook_cert_dir.clone(),
+            }),
             resource_claims: self.resource_claim_controller,
         }
     }

@@ -37,6 +37,10 @@ fn compiles_the_bundled_examples() {
             "examples/jobsets/option-b.yaml",
             vec!["Workload", "CompositePodGroup", "PodGroup", "PodGroup", "PodGroup"],
         ),
+        (
+            "examples/jobsets/v1-startup-order.yaml",
+            vec!["Workload", "CompositePodGroup", "PodGroup", "PodGroup", "PodGroup"],
+        ),
     ] {
         let (ok, stdout, stderr) = kwas(&["compile", file], None);
         assert!(ok, "{file}: {stderr}");
@@ -49,6 +53,53 @@ fn compiles_the_bundled_examples() {
         assert_eq!(got, kinds, "{file}");
         assert!(stderr.contains("no metadata.uid"), "{stderr}");
     }
+}
+
+/// A jobset.x-k8s.io/v1 JobSet compiles as its v1alpha2 form does (the startup-policy annotation is
+/// spec.startupPolicy there), and v1 is checked against v1's fields: spec.startupPolicy is unknown in v1.
+#[test]
+fn a_v1_jobset_compiles_as_its_v1alpha2_form() {
+    let v1 = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/jobsets/v1-startup-order.yaml"
+    ))
+    .unwrap();
+    let alpha = v1
+        .replace("apiVersion: jobset.x-k8s.io/v1\n", "apiVersion: jobset.x-k8s.io/v1alpha2\n")
+        .replace(
+            "  annotations:\n    jobset.sigs.k8s.io/startup-policy: eyJzdGFydHVwUG9saWN5T3JkZXIiOiJJbk9yZGVyIn0=\nspec:\n",
+            "spec:\n  startupPolicy:\n    startupPolicyOrder: InOrder\n",
+        );
+    assert_ne!(v1, alpha);
+    let compiled = |text: &str| {
+        let (ok, stdout, stderr) = kwas(&["compile", "-", "-o", "json"], Some(text));
+        assert!(ok, "{stderr}");
+        let list: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        list
+    };
+    let from_v1 = compiled(&v1);
+    assert_eq!(from_v1["items"].as_array().unwrap().len(), 5);
+    assert_eq!(from_v1, compiled(&alpha));
+    // The root gang of gangs admits the first stage only (the driver) while the workers wait.
+    assert_eq!(
+        from_v1["items"][0]["spec"]["compositePodGroupTemplates"][0]["schedulingPolicy"]["gang"]["minGroupCount"],
+        1
+    );
+
+    let wrong = v1.replace(
+        "spec:\n  scheduling:",
+        "spec:\n  startupPolicy:\n    startupPolicyOrder: InOrder\n  scheduling:",
+    );
+    let (ok, _, stderr) = kwas(&["compile", "-"], Some(&wrong));
+    assert!(!ok);
+    assert!(stderr.contains("startupPolicy"), "{stderr}");
+    let bad = v1.replace("eyJzdGFydHVwUG9saWN5T3JkZXIiOiJJbk9yZGVyIn0=", "bm90IGpzb24=");
+    let (ok, _, stderr) = kwas(&["compile", "-"], Some(&bad));
+    assert!(!ok);
+    assert!(
+        stderr.contains("metadata.annotations[jobset.sigs.k8s.io/startup-policy]: not the JSON of a StartupPolicy"),
+        "{stderr}"
+    );
 }
 
 #[test]

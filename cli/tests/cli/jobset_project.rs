@@ -307,3 +307,45 @@ spec:
     let (found, _, _) = kubectl(&dev, &["get", "service", "elsewhere"]);
     assert!(!found);
 }
+
+/// A `jobset.x-k8s.io/v1` JobSet (`examples/jobsets/v1-startup-order.yaml`) on `kwas dev`: applied as v1,
+/// read through either version with the CRD's conversion (the startup-policy annotation is
+/// `spec.startupPolicy` in v1alpha2), started in order and completed; `kubectl get jobsets` reads v1, the
+/// version discovery prefers.
+#[test]
+fn a_v1_jobset_starts_in_order_and_reads_through_both_versions() {
+    let dev = start(&["--job-pod-duration", "300ms"]);
+    ok(
+        &dev,
+        &[
+            "apply",
+            "-f",
+            &repo().join("examples/jobsets/v1-startup-order.yaml").to_string_lossy(),
+        ],
+    );
+    let js = wait_jobset(&dev, "startup-order", "Completed");
+    assert_eq!(js["apiVersion"], "jobset.x-k8s.io/v1");
+    assert!(js["spec"].get("startupPolicy").is_none());
+    assert!(condition(&js, "StartupPolicyCompleted").is_some(), "{js}");
+    let alpha = get_json(&dev, &["jobsets.v1alpha2.jobset.x-k8s.io", "startup-order"]);
+    assert_eq!(alpha["apiVersion"], "jobset.x-k8s.io/v1alpha2");
+    assert_eq!(alpha["spec"]["startupPolicy"]["startupPolicyOrder"], "InOrder");
+    assert_eq!(alpha["status"], js["status"]);
+    // The driver's Job came first: the workers' were created once it was ready.
+    let jobs = labelled(&dev, "jobs", "startup-order");
+    assert_eq!(jobs.len(), 3);
+    let created = |rjob: &str| {
+        jobs.iter()
+            .filter(|j| label(j, "jobset.sigs.k8s.io/replicatedjob-name") == rjob)
+            .map(|j| j["metadata"]["creationTimestamp"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let driver = created("driver");
+    assert!(created("workers").iter().all(|w| w >= &driver[0]));
+    // The table through v1 has the CRD's printer columns.
+    let table = ok(&dev, &["get", "jobsets"]);
+    assert!(
+        table.contains("TERMINALSTATE") && table.contains("startup-order"),
+        "{table}"
+    );
+}

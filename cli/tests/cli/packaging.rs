@@ -382,13 +382,14 @@ fn the_deploy_manifests_run_the_image_the_script_builds() {
 #[test]
 fn every_deploy_kustomization_passes_a_server_side_dry_run() {
     let dev = crate::common::start(&[]);
-    // What an operator installs first: the JobSet CRD, the Prometheus Operator's CRDs (a test
-    // stand-in) and, since a dry run creates nothing, the namespace.
+    // What an operator installs first: the JobSet CRD, the Prometheus Operator's and cert-manager's
+    // CRDs (test stand-ins) and, since a dry run creates nothing, the namespace.
     ok(&dev, &["apply", "-f", "crds/jobset.x-k8s.io_jobsets.yaml"]);
     ok(
         &dev,
         &["apply", "-f", "cli/tests/fixtures/prometheus-operator-crds.yaml"],
     );
+    ok(&dev, &["apply", "-f", "cli/tests/fixtures/cert-manager-crds.yaml"]);
     ok(
         &dev,
         &[
@@ -397,6 +398,8 @@ fn every_deploy_kustomization_passes_a_server_side_dry_run() {
             "crd/servicemonitors.monitoring.coreos.com",
             "crd/prometheusrules.monitoring.coreos.com",
             "crd/jobsets.jobset.x-k8s.io",
+            "crd/issuers.cert-manager.io",
+            "crd/certificates.cert-manager.io",
         ],
     );
     ok(&dev, &["apply", "-f", "deploy/scheduler/namespace.yaml"]);
@@ -427,10 +430,12 @@ fn every_deploy_kustomization_passes_a_server_side_dry_run() {
         kinds,
         BTreeSet::from(
             [
+                "Certificate",
                 "ClusterRole",
                 "ClusterRoleBinding",
                 "ConfigMap",
                 "Deployment",
+                "Issuer",
                 "Namespace",
                 "PrometheusRule",
                 "Role",
