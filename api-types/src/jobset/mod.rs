@@ -2,7 +2,8 @@
 //!
 //! The JobSet kwas serves and reconciles is the JobSet project's own API, `jobset.x-k8s.io/v1alpha2`
 //! ([`v1alpha2`], re-exported here: [`JobSet`] is `jobset.x-k8s.io/v1alpha2`'s), with KEP-6089's
-//! `spec.scheduling` block. Scheduling intent can be given both ways KEP-6089 describes:
+//! `spec.scheduling` block. The CRD ([`crd`]) serves the project's newer `jobset.x-k8s.io/v1` ([`v1`]) too,
+//! converted by webhook; v1alpha2 stays the storage version and the version the controller reads. Scheduling intent can be given both ways KEP-6089 describes:
 //! - **Option A** (template delegation): the root block `spec.scheduling` for the whole JobSet, and each
 //!   replicated job's own `template.spec.scheduling` (the Job API's block) for its Jobs;
 //! - **Option B** (targeted policies): everything in `spec.scheduling`, with `replicatedJobPolicies` naming
