@@ -200,3 +200,33 @@ fn the_served_crd_has_both_versions_and_the_webhook() {
         json!(["v1"])
     );
 }
+
+proptest::proptest! {
+    /// Any annotation value, any startup policy and any other annotations: conversion never panics, a
+    /// v1alpha2 object survives the round trip through v1, and a v1 object either converts or fails with
+    /// the annotation's field path.
+    #[test]
+    fn conversion_round_trips_and_never_panics(
+        order in proptest::option::of(proptest::sample::select(vec!["AnyOrder", "InOrder"])),
+        annotation in proptest::option::of(".{0,64}"),
+        others in proptest::collection::btree_map("[a-z]{1,8}", ".{0,16}", 0..4),
+    ) {
+        let mut alpha = v1alpha2_with(order);
+        if !others.is_empty() {
+            alpha["metadata"]["annotations"] = json!(others);
+        }
+        let v1 = convert(alpha.clone(), API_VERSION).unwrap();
+        let back = convert(v1, v1alpha2::API_VERSION).unwrap();
+        proptest::prop_assert_eq!(&back["spec"], &alpha["spec"]);
+        proptest::prop_assert_eq!(&back["status"], &alpha["status"]);
+
+        let mut raw = convert(v1alpha2_with(None), API_VERSION).unwrap();
+        if let Some(a) = annotation {
+            raw["metadata"]["annotations"] = json!({STARTUP_POLICY_ANNOTATION: a});
+        }
+        match convert(raw, v1alpha2::API_VERSION) {
+            Ok(o) => proptest::prop_assert_eq!(&o["apiVersion"], v1alpha2::API_VERSION),
+            Err(e) => proptest::prop_assert_eq!(e.field, format!("metadata.annotations[{STARTUP_POLICY_ANNOTATION}]")),
+        }
+    }
+}
