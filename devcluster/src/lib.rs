@@ -35,7 +35,7 @@
 //! | 13 | `testing` | the fast test configuration (public) |
 //! | 12 | `http/` | routing, content negotiation, watch streams, discovery, Tables, OpenAPI, `scale` and `logs` |
 //! | 11 | `controllers/` | garbage collector, namespace, CRD cleanup, PodGroup protection, events, `apps`, CronJobs, quotas, `disruption`, `endpointslice`, `taint_eviction`, `volume` |
-//! | 10 | `sim/` | the simulated `kubelet` (run outcomes: `outcome`, `run_end`; stopping pods: `stop`; the status both write: `pod_status`), nodes (`topology`), the CSI driver `csi`, the DRA driver `dra`, the `interconnect` driver |
+//! | 10 | `sim/` | the simulated `kubelet` (its pod admission: `admit`; run outcomes: `outcome`, `run_end`; stopping pods: `stop`; the status both write: `pod_status`), nodes (`topology`), the CSI driver `csi`, the DRA driver `dra`, the `interconnect` driver |
 //! | 9 | `recorder` | events written by the controllers and the kubelet, aggregated like client-go's recorder |
 //! | 8 | `cluster/` | the shared runtime state (`Shared`: the API state under its lock, faults, settings, limits, logs, shutdown) and the lock-per-step HTTP write driver (`guaranteed`) |
 //! | 7 | `api/` | get / list / create / update / patch / delete / deletecollection and subresources over an injected registry, generic over kinds |

@@ -58,6 +58,7 @@ use crate::recorder;
 use crate::store::EventType;
 use crate::store::GroupResource;
 
+use crate::sim::admit::{self, Admitted, Rejection};
 use crate::sim::outcome::{self, Outcome};
 use crate::sim::pod_status::{container_statuses, containers_of, current, write_status};
 use crate::sim::run_end::{self, Ended, RunEnd};
@@ -122,12 +123,13 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
         )
     });
     let mut tracked: HashMap<String, Track> = HashMap::new();
+    let mut admitted = Admitted::default();
     let mut ips: u32 = 0;
     let (mut last_pod, mut last_node, initial) =
         shared.with(|s| (s.store.current_rv(), s.store.current_rv(), s.store.list(&pods, None)));
     let mut last_dep = vec![last_pod; dependencies.len()];
     for p in initial {
-        handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
+        handle_pod(&shared, &cfg, &mut tracked, &mut admitted, &mut ips, &p, false);
     }
     loop {
         pod_sub.borrow_and_update();
@@ -184,7 +186,7 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                     // harmless: only one finds the pod still pending).
                     t.started = false;
                 }
-                handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
+                handle_pod(&shared, &cfg, &mut tracked, &mut admitted, &mut ips, &p, false);
             }
         }
         match node_events {
@@ -207,7 +209,7 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                                     .collect()
                             });
                             for p in waiting {
-                                handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
+                                handle_pod(&shared, &cfg, &mut tracked, &mut admitted, &mut ips, &p, false);
                             }
                         }
                         EventType::Modified => {}
@@ -225,6 +227,7 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                         &shared,
                         &cfg,
                         &mut tracked,
+                        &mut admitted,
                         &mut ips,
                         &e.object,
                         e.kind == EventType::Deleted,
@@ -236,8 +239,9 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                 let (rv, all) = shared.with(|s| (s.store.current_rv(), s.store.list(&pods, None)));
                 last_pod = rv;
                 tracked.retain(|uid, _| all.iter().any(|p| meta::uid(p) == uid));
+                admitted = Admitted::default();
                 for p in all {
-                    handle_pod(&shared, &cfg, &mut tracked, &mut ips, &p, false);
+                    handle_pod(&shared, &cfg, &mut tracked, &mut admitted, &mut ips, &p, false);
                 }
                 idle = false;
             }
@@ -267,6 +271,7 @@ fn handle_pod(
     shared: &Arc<Shared>,
     cfg: &KubeletConfig,
     tracked: &mut HashMap<String, Track>,
+    admitted: &mut Admitted,
     ips: &mut u32,
     pod: &Value,
     deleted: bool,
@@ -274,6 +279,7 @@ fn handle_pod(
     let uid = meta::uid(pod).to_string();
     if deleted {
         tracked.remove(&uid);
+        admitted.remove(&uid);
         shared.logs.lock().remove(&uid);
         return;
     }
@@ -291,6 +297,13 @@ fn handle_pod(
         .unwrap_or("Pending")
         .to_string();
     let node_exists = shared.with(|s| s.store.get(&GroupResource::new("", "nodes"), "", &node).is_some());
+    // The ledger of what runs where: a pod that ended no longer counts; one running that the ledger lacks
+    // (the kubelet started again) counts as it is.
+    if matches!(phase.as_str(), "Succeeded" | "Failed") {
+        admitted.remove(&uid);
+    } else if phase == "Running" && !admitted.contains(&uid) {
+        admitted.add(&uid, &node, admit::pod_requests(pod));
+    }
     let track = tracked.entry(uid.clone()).or_default();
     let ns = meta::namespace(pod).to_string();
     let name = meta::name(pod).to_string();
@@ -364,6 +377,22 @@ fn handle_pod(
         }
         track.blocked = None;
         track.started = true;
+        // Admission: the pod must fit next to what runs on the node already, else it fails
+        // `OutOf<resource>` (a racing scheduler, a pod created with `nodeName`).
+        let requests = admit::pod_requests(pod);
+        let verdict = shared.with(|s| {
+            let node_obj = s.store.get(&GroupResource::new("", "nodes"), "", &node);
+            let allocatable = node_obj
+                .as_deref()
+                .and_then(|n| n.pointer("/status/allocatable"))
+                .and_then(Value::as_object);
+            admitted.admit(&uid, &node, &requests, allocatable)
+        });
+        if let Err(rejection) = verdict {
+            shared.with(|s| reject(s, &ns, &name, &uid, &node, &rejection));
+            return;
+        }
+        admitted.add(&uid, &node, requests);
         *ips = ips.wrapping_add(1);
         let pod_ip = format!("10.244.{}.{}", (*ips >> 8) % 256, *ips % 256 + 1);
         let (run, outcome, problems) = run_plan(cfg, pod);
@@ -529,6 +558,42 @@ fn start(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, pod_ip: &st
     }
     write_status(s, pod);
     true
+}
+
+/// Fails a pod the kubelet cannot admit: phase `Failed`, the rejection's reason, `Pod was rejected: ` and
+/// its message, and a Warning event (upstream's `rejectPod`).
+fn reject(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, rejection: &Rejection) {
+    let Some(mut pod) = current(s, ns, name, uid) else {
+        return;
+    };
+    if meta::is_deleting(&pod)
+        || pod
+            .pointer("/status/phase")
+            .and_then(Value::as_str)
+            .unwrap_or("Pending")
+            != "Pending"
+    {
+        return;
+    }
+    {
+        let st = meta::ensure_object(meta::ensure_object(&mut pod).entry("status").or_insert(json!({})));
+        st.insert("phase".into(), json!("Failed"));
+        st.insert("reason".into(), json!(rejection.reason));
+        st.insert(
+            "message".into(),
+            json!(format!("Pod was rejected: {}", rejection.message)),
+        );
+    }
+    recorder::record(
+        s,
+        &pod,
+        recorder::EventType::Warning,
+        &rejection.reason,
+        &rejection.message,
+        MANAGER,
+        Some(node),
+    );
+    write_status(s, pod);
 }
 
 /// Why the pod's PersistentVolumeClaims keep it from starting on `node`, as the kubelet's volume manager

@@ -2,6 +2,7 @@
 //! runs end: [`outcome`], [`run_end`]; how pods stop: [`stop`]; the status both write: [`pod_status`]), a CSI driver with its provisioner and
 //! resizer ([`csi`]) and a DRA driver publishing GPUs ([`dra`]).
 
+pub(crate) mod admit;
 pub(crate) mod csi;
 pub(crate) mod dra;
 pub(crate) mod interconnect;

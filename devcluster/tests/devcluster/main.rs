@@ -16,6 +16,7 @@ mod json_patch_copy;
 mod kube_rs;
 mod kubectl;
 mod kubectl_commands;
+mod kubelet_admission;
 mod layering;
 mod python;
 mod semantics;
