@@ -34,7 +34,7 @@
 //! | --- | --- | --- |
 //! | 13 | `testing` | the fast test configuration (public) |
 //! | 12 | `http/` | routing, content negotiation, watch streams, discovery, Tables, OpenAPI, `scale` and `logs` |
-//! | 11 | `controllers/` | garbage collector, namespace, CRD cleanup, PodGroup protection, events, `apps`, CronJobs, quotas, `disruption`, `endpointslice`, `taint_eviction`, `volume` |
+//! | 11 | `controllers/` | garbage collector, namespace, CRD cleanup, PodGroup protection, events, `apps`, CronJobs, quotas, `disruption`, `endpointslice`, `node_lifecycle`, `taint_eviction`, `volume` |
 //! | 10 | `sim/` | the simulated `kubelet` (its pod admission: `admit`; run outcomes: `outcome`, `run_end`; stopping pods: `stop`; the status both write: `pod_status`), nodes (`topology`), the CSI driver `csi`, the DRA driver `dra`, the `interconnect` driver |
 //! | 9 | `recorder` | events written by the controllers and the kubelet, aggregated like client-go's recorder |
 //! | 8 | `cluster/` | the shared runtime state (`Shared`: the API state under its lock, faults, settings, limits, logs, shutdown) and the lock-per-step HTTP write driver (`guaranteed`) |
@@ -115,8 +115,8 @@ pub use sim::dra::{
 pub use sim::interconnect::{CHANNELS_PER_DOMAIN, INTERCONNECT_DEVICE_CLASS, INTERCONNECT_DRIVER, channel_slice_name};
 pub use sim::kubelet::{KubeletConfig, SIM_SHUTDOWN_DURATION};
 pub use sim::topology::{
-    Capacity, DraGpus, NodePool, NodePoolArgs, NodeSpec, SIM_DRA_GPU_MEMORY, SIM_DRA_GPU_MODEL, SIM_DRA_GPUS, Taint,
-    Topology,
+    Capacity, DraGpus, NodePool, NodePoolArgs, NodeSpec, SIM_DRA_GPU_MEMORY, SIM_DRA_GPU_MODEL, SIM_DRA_GPUS,
+    SIM_NODE_DOWN, Taint, Topology,
 };
 
 use api::{DeleteOptions, State};

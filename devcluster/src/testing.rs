@@ -30,6 +30,7 @@ pub fn fast_config(topology: Topology) -> DevClusterConfig {
         server: ServerSettings {
             bookmark_interval: Duration::from_millis(200),
             sweep_interval: Duration::from_millis(50),
+            node_monitor_grace_period: Duration::from_millis(500),
             ..Default::default()
         },
         ..Default::default()

@@ -44,6 +44,10 @@ pub struct ServerSettings {
     /// `--request-timeout`, 60 s). Past it the request is answered 504 `Timeout`, and the in-flight slot
     /// it held is free again.
     pub request_timeout: Duration,
+    /// How long a node's kubelet may stay silent before the node lifecycle controller marks the node
+    /// `Unknown` and taints it unreachable (kube-controller-manager's `--node-monitor-grace-period`, 40 s);
+    /// in devcluster a kubelet is silent while its node carries `kwas.dev/sim-node-down: "true"`.
+    pub node_monitor_grace_period: Duration,
 }
 
 impl Default for ServerSettings {
@@ -57,6 +61,7 @@ impl Default for ServerSettings {
             watch_history_bytes: crate::store::DEFAULT_HISTORY_BYTES,
             watch_buffer_bytes: 256 * 1024,
             watch_stall_timeout: Duration::from_secs(30),
+            node_monitor_grace_period: Duration::from_secs(40),
         }
     }
 }

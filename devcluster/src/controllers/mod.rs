@@ -7,8 +7,9 @@
 //! ReplicaSets, StatefulSets, DaemonSets), the CronJob controller ([`cronjob`]), the resource quota
 //! controller ([`quota`]), the disruption controller ([`disruption`]: PodDisruptionBudget status), the
 //! EndpointSlice controller ([`endpointslice`]: the discovery.k8s.io/v1 slices of Services with
-//! selectors), the taint eviction controller ([`taint_eviction`]: pods on nodes with `NoExecute` taints they do not
-//! tolerate) and the volume controllers ([`volume`]: the PersistentVolume controller, PVC and PV
+//! selectors), the node lifecycle controller ([`node_lifecycle`]: nodes whose kubelet went silent marked
+//! `Unknown` and tainted unreachable), the taint eviction controller ([`taint_eviction`]: pods on nodes with
+//! `NoExecute` taints they do not tolerate) and the volume controllers ([`volume`]: the PersistentVolume controller, PVC and PV
 //! protection).
 //!
 //! Work arrives through [`State::enqueue`](crate::api::State::enqueue); [`process`] handles queued items
@@ -22,6 +23,7 @@ mod endpointslice;
 mod events;
 mod gc;
 mod namespace;
+pub(crate) mod node_lifecycle;
 mod podgroup_protection;
 mod quota;
 pub(crate) mod taint_eviction;
@@ -45,6 +47,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown_signal();
     let mut tick = tokio::time::interval(shared.settings.sweep_interval);
     let mut taints = taint_eviction::TaintEviction::default();
+    let mut nodes = node_lifecycle::NodeLifecycle::default();
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // Drain in slices so API requests interleave with long cascades.
@@ -59,7 +62,8 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             _ = shared.gc_notify.notified() => {}
             _ = tick.tick() => {
                 let ttl = shared.settings.event_ttl;
-                shared.with(|s| sweep(s, ttl, &mut taints));
+                let grace = shared.settings.node_monitor_grace_period;
+                shared.with(|s| sweep(s, ttl, grace, &mut nodes, &mut taints));
             }
             _ = crate::cluster::stopped(&mut shutdown) => return,
         }
@@ -86,8 +90,15 @@ fn process(state: &mut State, budget: usize) -> usize {
 /// Periodic checks: PodGroup protection, event expiry, and the workload controllers (apps, CronJobs,
 /// quotas, disruption budgets, EndpointSlices, taint evictions, volumes and the simulated CSI driver), which
 /// read the whole cluster on every pass.
-fn sweep(state: &mut State, event_ttl: Duration, taints: &mut taint_eviction::TaintEviction) {
+fn sweep(
+    state: &mut State,
+    event_ttl: Duration,
+    node_grace: Duration,
+    nodes: &mut node_lifecycle::NodeLifecycle,
+    taints: &mut taint_eviction::TaintEviction,
+) {
     let now = jiff::Timestamp::now();
+    nodes.sync(state, now, node_grace);
     podgroup_protection::sweep(state);
     events::expire(state, event_ttl);
     apps::sync(state, now);

@@ -66,10 +66,11 @@ impl Strategy for NodeStrategy {
         let (name, age) = (name(obj), age(obj));
         let str_at = |p: &str| str_at(obj, p);
         {
+            // printNode: `Ready` when True, `NotReady` for False and Unknown, `Unknown` without the condition.
             let mut status = match condition_status(obj, "Ready") {
                 Some("True") => "Ready".to_string(),
-                Some("False") => "NotReady".to_string(),
-                _ => "Unknown".to_string(),
+                Some(_) => "NotReady".to_string(),
+                None => "Unknown".to_string(),
             };
             if obj.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
                 status.push_str(",SchedulingDisabled");

@@ -63,6 +63,7 @@ use crate::sim::outcome::{self, Outcome};
 use crate::sim::pod_status::{container_statuses, containers_of, current, write_status};
 use crate::sim::run_end::{self, Ended, RunEnd};
 use crate::sim::stop;
+use crate::sim::topology::node_down;
 
 pub use kwas_api_types::names::annotations::SIM_RUN_DURATION;
 
@@ -212,6 +213,23 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                                 handle_pod(&shared, &cfg, &mut tracked, &mut admitted, &mut ips, &p, false);
                             }
                         }
+                        // A node back from `kwas.dev/sim-node-down`: the pods that waited for it start.
+                        EventType::Modified if !node_down(&e.object) => {
+                            let waiting: Vec<_> = shared.with(|s| {
+                                s.store
+                                    .list(&pods, None)
+                                    .into_iter()
+                                    .filter(|p| {
+                                        p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(name.as_str())
+                                            && p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending")
+                                                == "Pending"
+                                    })
+                                    .collect()
+                            });
+                            for p in waiting {
+                                handle_pod(&shared, &cfg, &mut tracked, &mut admitted, &mut ips, &p, false);
+                            }
+                        }
                         EventType::Modified => {}
                     }
                 }
@@ -257,6 +275,14 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
     }
 }
 
+/// Resolves once `node`'s kubelet is back (its node no longer `kwas.dev/sim-node-down`, or gone).
+async fn wait_node_up(shared: &Shared, node: &str) {
+    let nodes = GroupResource::new("", "nodes");
+    while shared.with(|s| s.store.get(&nodes, "", node).is_some_and(|n| node_down(&n))) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Resolves once any of the receivers sees a change (or its sender is gone).
 async fn changed(subs: &mut [tokio::sync::watch::Receiver<u64>]) -> Result<(), tokio::sync::watch::error::RecvError> {
     if subs.is_empty() {
@@ -296,7 +322,10 @@ fn handle_pod(
         .and_then(Value::as_str)
         .unwrap_or("Pending")
         .to_string();
-    let node_exists = shared.with(|s| s.store.get(&GroupResource::new("", "nodes"), "", &node).is_some());
+    let (node_exists, node_is_down) = shared.with(|s| {
+        let n = s.store.get(&GroupResource::new("", "nodes"), "", &node);
+        (n.is_some(), n.is_some_and(|n| node_down(&n)))
+    });
     // The ledger of what runs where: a pod that ended no longer counts; one running that the ledger lacks
     // (the kubelet started again) counts as it is.
     if matches!(phase.as_str(), "Succeeded" | "Failed") {
@@ -329,6 +358,7 @@ fn handle_pod(
         };
         let shared = shared.clone();
         let containers = containers_of(pod);
+        let node = node.clone();
         tokio::spawn(async move {
             {
                 let mut logs = shared.logs.lock();
@@ -344,6 +374,8 @@ fn handle_pod(
                 }
             }
             tokio::time::sleep(delay).await;
+            // A silent kubelet confirms nothing: the pod stays terminating until its node is back.
+            wait_node_up(&shared, &node).await;
             if let Some(code) = shared.with(|s| stop::terminate(s, &ns, &name, &uid, killed)) {
                 let mut logs = shared.logs.lock();
                 for (c, _) in &containers {
@@ -363,7 +395,8 @@ fn handle_pod(
         });
         return;
     }
-    if phase == "Pending" && !track.started && node_exists {
+    // A silent kubelet (its node `kwas.dev/sim-node-down`) starts nothing; it does once it is back.
+    if phase == "Pending" && !track.started && node_exists && !node_is_down {
         // Volumes first: a pod whose claims are not bound (or whose volumes cannot reach this node) waits,
         // `ContainerCreating`, with a `FailedMount` event.
         // Then the resource claims: each resolved, reserved for the pod (or its PodGroup) and allocated
@@ -424,6 +457,8 @@ fn handle_pod(
             let mut runs = 0;
             loop {
                 tokio::time::sleep(run).await;
+                // Containers on a silent kubelet's node are not seen to end until it is back.
+                wait_node_up(&shared, &node).await;
                 let Some((end, ended)) = shared.with(|s| exit(s, &ns, &name, &uid, runs, &outcome)) else {
                     return;
                 };

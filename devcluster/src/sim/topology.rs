@@ -58,6 +58,16 @@ impl Default for Capacity {
     }
 }
 
+/// The node annotation that stops a node's simulated kubelet (`"true"`): no status posted (after the node
+/// monitor grace period the node lifecycle controller marks it `Unknown` and taints it
+/// `node.kubernetes.io/unreachable`), no pod started, ended or stopped there until it is removed.
+pub const SIM_NODE_DOWN: &str = "kwas.dev/sim-node-down";
+
+/// Whether a node's simulated kubelet is down ([`SIM_NODE_DOWN`]).
+pub fn node_down(node: &serde_json::Value) -> bool {
+    crate::meta::annotation(node, SIM_NODE_DOWN) == Some("true")
+}
+
 /// The node annotation that tells the simulated DRA driver how many DRA GPUs a node has (`gpu-0` ..
 /// `gpu-<n-1>`); a node without it has none. Topology nodes get it from [`DraGpus::count`].
 pub const SIM_DRA_GPUS: &str = "kwas.dev/sim-dra-gpus";

@@ -18,6 +18,7 @@ mod kubectl;
 mod kubectl_commands;
 mod kubelet_admission;
 mod layering;
+mod node_failure;
 mod python;
 mod semantics;
 mod sim_outcomes;
