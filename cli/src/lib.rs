@@ -9,6 +9,7 @@ pub mod controllers;
 pub mod convert;
 pub mod demo;
 pub mod dev;
+pub mod doctor;
 pub mod kube_client;
 pub mod placement;
 pub mod plugin;

@@ -1,6 +1,6 @@
 //! The `kwas` command line.
 
-use kwas_cli::{Management, compile, controllers, demo, dev, plugin, replay, scheduler, snapshot};
+use kwas_cli::{Management, compile, controllers, demo, dev, doctor, plugin, replay, scheduler, snapshot};
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -69,6 +69,9 @@ enum Command {
     WhoPreempted(plugin::UnitArgs),
     /// Write the scheduling inputs of a cluster (what the scheduler's informers read) to one file.
     Snapshot(snapshot::SnapshotArgs),
+    /// What a cluster serves that kwas depends on, the features that enables, and what kwas will do there;
+    /// fails when kwas' components cannot run.
+    Doctor(doctor::DoctorArgs),
     /// Replay the scheduler on a snapshot offline: the bindings, conditions and preemptions it would decide.
     Replay(replay::ReplayArgs),
 }
@@ -207,6 +210,7 @@ fn main() -> ExitCode {
         Command::Why(args) => runtime().and_then(|rt| rt.block_on(plugin::run_why(args))),
         Command::WhoPreempted(args) => runtime().and_then(|rt| rt.block_on(plugin::run_who_preempted(args))),
         Command::Snapshot(args) => runtime().and_then(|rt| rt.block_on(snapshot::run(args))),
+        Command::Doctor(args) => runtime().and_then(|rt| rt.block_on(doctor::run(args, &mut std::io::stdout()))),
         Command::Replay(args) => replay::run(&args, &mut std::io::stdout().lock()),
     };
     match result {

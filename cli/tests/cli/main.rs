@@ -10,6 +10,7 @@ mod controllers;
 mod demo;
 mod deploy_manifests;
 mod dev;
+mod doctor;
 mod dra;
 mod hostile;
 mod job_policies;
