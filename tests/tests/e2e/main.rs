@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod chaos;
+mod coexistence;
 mod jobs;
 mod jobset_api;
 mod jobsets;
