@@ -4,7 +4,8 @@ Creates, lists, watches, patches and deletes Workloads, PodGroups and CompositeP
 scheduling.k8s.io/v1alpha3 API, a Job with spec.scheduling through the batch API, a Deployment scaled
 through its scale subresource, a Role, an access review, a Service and a pod's log, and the
 resource.k8s.io/v1 kinds (the simulated DRA driver's DeviceClass and ResourceSlices, claims, templates)
-through ResourceV1Api. The Python client
+through ResourceV1Api, and the JobSet CRD's two versions (jobset.x-k8s.io v1alpha2 and v1, converted by its
+webhook) through CustomObjectsApi. The Python client
 speaks JSON only (it has no protobuf codec).
 
 Usage: client_test.py KUBECONFIG. Prints one line per check and a closing "N passed, N failed" line; exits
@@ -338,6 +339,52 @@ def test_resource_v1(res):
     assert gone(res.read_namespaced_resource_claim, "py-gpus")
 
 
+def jobset(api_version, name, annotations=None, startup=None):
+    spec = {
+        "suspend": True,
+        "replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {
+            "containers": [{"name": "c", "image": "busybox"}]}}}}}],
+    }
+    if startup:
+        spec["startupPolicy"] = {"startupPolicyOrder": startup}
+    meta = {"name": name}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": api_version, "kind": "JobSet", "metadata": meta, "spec": spec}
+
+
+IN_ORDER = "eyJzdGFydHVwUG9saWN5T3JkZXIiOiJJbk9yZGVyIn0="  # base64 of {"startupPolicyOrder":"InOrder"}
+STARTUP = "jobset.sigs.k8s.io/startup-policy"
+
+
+def test_jobset_both_versions(custom):
+    group = "jobset.x-k8s.io"
+    custom.create_namespaced_custom_object(group, "v1", NS, "jobsets",
+                                           jobset("jobset.x-k8s.io/v1", "py-v1", {STARTUP: IN_ORDER}))
+    alpha = custom.get_namespaced_custom_object(group, "v1alpha2", NS, "jobsets", "py-v1")
+    assert alpha["apiVersion"] == "jobset.x-k8s.io/v1alpha2", alpha
+    assert alpha["spec"]["startupPolicy"] == {"startupPolicyOrder": "InOrder"}, alpha["spec"]
+    custom.create_namespaced_custom_object(group, "v1alpha2", NS, "jobsets",
+                                           jobset("jobset.x-k8s.io/v1alpha2", "py-alpha", startup="InOrder"))
+    listed = custom.list_namespaced_custom_object(group, "v1", NS, "jobsets")["items"]
+    assert sorted(o["metadata"]["name"] for o in listed) == ["py-alpha", "py-v1"], listed
+    assert all(o["apiVersion"] == "jobset.x-k8s.io/v1" and "startupPolicy" not in o["spec"] for o in listed), listed
+    assert all(o["metadata"]["annotations"][STARTUP] == IN_ORDER for o in listed), listed
+    custom.patch_namespaced_custom_object(group, "v1alpha2", NS, "jobsets", "py-v1",
+                                          {"metadata": {"labels": {"via": "python"}}})
+    again = custom.get_namespaced_custom_object(group, "v1", NS, "jobsets", "py-v1")
+    assert again["metadata"]["labels"] == {"via": "python"} and again["metadata"]["annotations"][STARTUP] == IN_ORDER, again
+    try:
+        custom.create_namespaced_custom_object(group, "v1", NS, "jobsets",
+                                               jobset("jobset.x-k8s.io/v1", "py-bad", {STARTUP: "%%%"}))
+        raise AssertionError("a v1 JobSet that cannot convert was stored")
+    except ApiException as e:
+        assert e.status == 500, e.status
+        assert "conversion webhook for jobset.x-k8s.io/v1, Kind=JobSet failed" in e.body, e.body
+    for name in ["py-v1", "py-alpha"]:
+        custom.delete_namespaced_custom_object(group, "v1", NS, "jobsets", name)
+
+
 def main():
     config.load_kube_config(config_file=sys.argv[1])
     api = client.SchedulingV1alpha3Api()
@@ -351,6 +398,7 @@ def main():
         (test_deployment_scale_and_rollout, client.AppsV1Api()),
         (test_rbac_reviews_services_and_logs, client.CoreV1Api()),
         (test_resource_v1, client.ResourceV1Api()),
+        (test_jobset_both_versions, client.CustomObjectsApi()),
     ]
     passed = failed = 0
     for fn, arg in tests:
