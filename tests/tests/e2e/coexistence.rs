@@ -1,7 +1,8 @@
 //! The scheduler on a cluster it shares: a pod another party bound by `spec.nodeName` (running, as the
 //! kubelet admitted it) takes its node's capacity, a cordoned node and a node whose kubelet went silent
 //! (tainted `node.kubernetes.io/unreachable`) get no new pods; a gang goes where room is left, the next
-//! waits without binding anything, and runs once a node is uncordoned.
+//! waits without binding anything, and runs once a node is uncordoned; a pod being deleted holds its node
+//! until it is gone.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Patch, PatchParams};
@@ -115,6 +116,59 @@ async fn gangs_go_around_what_others_run_cordons_and_lost_nodes() {
             );
         }
     }
+    monitor.check_settled().await.unwrap();
+    e2e.shutdown().await;
+}
+
+/// A pod being deleted holds its node's capacity until it is gone: a gang that needs the node binds only
+/// then. The kubelet's admission is the referee: a member bound early would be rejected `OutOfcpu`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminating_pod_holds_its_node_until_gone() {
+    let e2e = E2e::start(grid(1, 1, 1, "4")).await.unwrap();
+    let client = e2e.client();
+    let monitor = GangMonitor::start(&client).await.unwrap();
+    let node = e2e.cluster().node_names()[0].clone();
+    let foreign: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "slow-to-stop", "annotations": {"kwas.dev/sim-shutdown-duration": "2s"}},
+        "spec": {"nodeName": node, "schedulerName": "someone-else", "terminationGracePeriodSeconds": 30,
+            "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "4"}}}]}
+    }))
+    .unwrap();
+    e2e.create(&foreign).await.unwrap();
+    eventually("slow-to-stop Running", || async {
+        let pod = e2e.api::<Pod>().get("slow-to-stop").await?;
+        check(phase(&pod) == "Running", || phase(&pod).to_string())
+    })
+    .await
+    .unwrap();
+    e2e.api::<Pod>()
+        .delete("slow-to-stop", &Default::default())
+        .await
+        .unwrap();
+    e2e.create(&JobBuilder::new("gang").parallelism(2).gang().cpu("2").build().unwrap())
+        .await
+        .unwrap();
+    let pods = wait_bound(&e2e, "gang", 2).await.unwrap();
+    assert!(pods.iter().all(|p| node_of(p) == Some(node.as_str())));
+    eventually("the gang Running, none rejected", || async {
+        let pods = pods_of_job(&client, "gang").await?;
+        let rejected: Vec<_> = pods
+            .iter()
+            .filter_map(|p| p.status.as_ref()?.reason.clone())
+            .filter(|r| r.starts_with("OutOf"))
+            .collect();
+        assert!(rejected.is_empty(), "a member bound before the terminating pod was gone: {rejected:?}");
+        check(pods.len() == 2 && pods.iter().all(|p| phase(p) == "Running"), || {
+            format!("{:?}", pods.iter().map(phase).collect::<Vec<_>>())
+        })
+    })
+    .await
+    .unwrap();
+    assert!(
+        e2e.api::<Pod>().get_opt("slow-to-stop").await.unwrap().is_none(),
+        "the gang runs only once the terminating pod is gone"
+    );
     monitor.check_settled().await.unwrap();
     e2e.shutdown().await;
 }
