@@ -158,7 +158,10 @@ async fn a_terminating_pod_holds_its_node_until_gone() {
             .filter_map(|p| p.status.as_ref()?.reason.clone())
             .filter(|r| r.starts_with("OutOf"))
             .collect();
-        assert!(rejected.is_empty(), "a member bound before the terminating pod was gone: {rejected:?}");
+        assert!(
+            rejected.is_empty(),
+            "a member bound before the terminating pod was gone: {rejected:?}"
+        );
         check(pods.len() == 2 && pods.iter().all(|p| phase(p) == "Running"), || {
             format!("{:?}", pods.iter().map(phase).collect::<Vec<_>>())
         })
@@ -169,6 +172,81 @@ async fn a_terminating_pod_holds_its_node_until_gone() {
         e2e.api::<Pod>().get_opt("slow-to-stop").await.unwrap().is_none(),
         "the gang runs only once the terminating pod is gone"
     );
+    monitor.check_settled().await.unwrap();
+    e2e.shutdown().await;
+}
+
+/// kwas serving only `kwas-scheduler`, and a second scheduler binding `default-scheduler`'s pods: a
+/// DaemonSet's pod on every node and a plain pod; kwas' gang is placed around them (the kubelet would reject
+/// a member bound past a node's allocatable).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_goes_around_what_another_scheduler_placed() {
+    let mut config = test_config(grid(1, 1, 2, "4"));
+    config.scheduler.scheduler_names = vec![kwas_api_types::names::SCHEDULER_NAME.to_string()];
+    let e2e = E2e::start_with(config).await.unwrap();
+    let client = e2e.client();
+    let monitor = GangMonitor::start(&client).await.unwrap();
+    let _other = ForeignScheduler::start(client.clone(), "default-scheduler");
+    let nodes = e2e.cluster().node_names();
+    let daemonset: k8s_openapi::api::apps::v1::DaemonSet = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "agent"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": {"metadata": {"labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "agent", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
+        }
+    }))
+    .unwrap();
+    e2e.create(&daemonset).await.unwrap();
+    // The other scheduler's plain pod lands on the first node (by name): 1 + 2 of its 4 cpu are taken.
+    let other: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "theirs"},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "2"}}}]}
+    }))
+    .unwrap();
+    e2e.create(&other).await.unwrap();
+    eventually("the DaemonSet's pods and theirs Running", || async {
+        let pods = e2e.api::<Pod>().list(&Default::default()).await?.items;
+        let running = pods.iter().filter(|p| phase(p) == "Running").count();
+        check(pods.len() == 3 && running == 3, || {
+            format!("{running}/{} running", pods.len())
+        })
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        node_of(&e2e.api::<Pod>().get("theirs").await.unwrap()),
+        Some(nodes[0].as_str())
+    );
+
+    // Two 1500m members: the first node has 1 cpu left, the second 3: both go to the second.
+    e2e.create(
+        &JobBuilder::new("gang")
+            .parallelism(2)
+            .gang()
+            .cpu("1500m")
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let pods = wait_bound(&e2e, "gang", 2).await.unwrap();
+    assert!(pods.iter().all(|p| node_of(p) == Some(nodes[1].as_str())));
+    eventually("the gang Running, none rejected", || async {
+        let pods = pods_of_job(&client, "gang").await?;
+        assert!(pods.iter().all(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.reason.as_deref())
+                .is_none_or(|r| !r.starts_with("OutOf"))
+        }));
+        check(pods.iter().all(|p| phase(p) == "Running"), || {
+            format!("{:?}", pods.iter().map(phase).collect::<Vec<_>>())
+        })
+    })
+    .await
+    .unwrap();
     monitor.check_settled().await.unwrap();
     e2e.shutdown().await;
 }
