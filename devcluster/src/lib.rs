@@ -159,6 +159,12 @@ pub struct DevClusterConfig {
     /// authentication, authorization or TLS, so this lets anyone who can reach the port do anything; off
     /// by default, and a warning is logged when on.
     pub allow_remote_clients: bool,
+    /// kube-apiserver's `--runtime-config` switches, as (key, on): `("scheduling.k8s.io/v1alpha3", false)`,
+    /// `("scheduling.k8s.io/v1alpha3/compositepodgroups", false)`; a key is `<group>/<version>` or
+    /// `<group>/<version>/<resource>`. Off stops serving what it names (discovery, the API, OpenAPI), so
+    /// tests can run against a cluster shape that lacks it; devcluster cannot serve more than it has, and a
+    /// key naming nothing it serves fails the start. Empty by default (everything served).
+    pub runtime_config: Vec<(String, bool)>,
     /// The CRD conversion webhooks devcluster calls in-process, by the address a CRD's
     /// `spec.conversion.webhook.clientConfig` names (devcluster dials no webhook; none by default).
     pub conversion_webhooks: ConversionWebhooks,
@@ -181,6 +187,7 @@ impl Default for DevClusterConfig {
             job_scheduling_validation: true,
             allow_remote_clients: false,
             conversion_webhooks: ConversionWebhooks::default(),
+            runtime_config: Vec::new(),
         }
     }
 }
@@ -243,7 +250,7 @@ impl DevCluster {
                 sim_disk_attach_limit: config.csi.attach_limit,
                 conversion_webhooks: config.conversion_webhooks.clone(),
             },
-            kinds::builtin_resources(),
+            kinds::served_resources(&config.runtime_config).map_err(Error::Config)?,
         );
         sim::csi::bootstrap(&mut state);
         if config.dra_driver {
@@ -491,4 +498,42 @@ fn client_for(base_url: &str, user_agent: Option<&str>) -> Result<kube::Client> 
 mod http_uri {
     pub use axum::http::Uri;
     pub use axum::http::uri::InvalidUri;
+}
+
+/// Parses kube-apiserver's `--runtime-config` value (`key=bool,key=bool`; a bare key means `true`) into
+/// [`DevClusterConfig::runtime_config`].
+pub fn parse_runtime_config(value: &str) -> Result<Vec<(String, bool)>> {
+    value
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|entry| {
+            let (key, on) = entry.split_once('=').unwrap_or((entry, "true"));
+            let on = match on.trim() {
+                "true" => true,
+                "false" => false,
+                other => {
+                    return Err(Error::Config(format!(
+                        "--runtime-config: {key}={other}: the value must be true or false"
+                    )));
+                }
+            };
+            Ok((key.trim().to_string(), on))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod runtime_config_parse_tests {
+    #[test]
+    fn runtime_config_values_parse_as_kube_apiserver_reads_them() {
+        assert_eq!(
+            super::parse_runtime_config("scheduling.k8s.io/v1alpha3=false, apps/v1").unwrap(),
+            [
+                ("scheduling.k8s.io/v1alpha3".to_string(), false),
+                ("apps/v1".to_string(), true)
+            ]
+        );
+        assert!(super::parse_runtime_config("").unwrap().is_empty());
+        assert!(super::parse_runtime_config("apps/v1=maybe").is_err());
+    }
 }

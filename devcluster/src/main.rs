@@ -42,6 +42,10 @@ struct Args {
     /// How many volumes of the simulated CSI driver each node can use (its CSINode's allocatable count).
     #[arg(long, default_value_t = 16)]
     csi_attach_limit: u32,
+    /// kube-apiserver's --runtime-config: turn off served group versions or resources
+    /// (`scheduling.k8s.io/v1alpha3/compositepodgroups=false`), to run against a cluster shape that lacks them.
+    #[arg(long, default_value = "")]
+    runtime_config: String,
 }
 
 fn duration(s: &str, what: &str) -> anyhow::Result<Duration> {
@@ -84,6 +88,7 @@ async fn main() -> anyhow::Result<()> {
             attach_limit: args.csi_attach_limit,
         },
         allow_remote_clients: args.insecure_allow_remote_clients,
+        runtime_config: kwas_devcluster::parse_runtime_config(&args.runtime_config)?,
         ..Default::default()
     };
     config.server.event_ttl = duration(&args.event_ttl, "event-ttl")?;

@@ -80,3 +80,43 @@ async fn a_cluster_without_the_jobset_crd_runs_kwas_without_jobsets() {
     );
     cluster.shutdown().await;
 }
+
+/// devcluster with kube-apiserver's `--runtime-config` turning off CompositePodGroups, then the whole
+/// alpha scheduling API: degraded (no multi-level gangs), then blocked (exit 1, the fix named).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_shapes_without_composite_groups_or_the_alpha_api() {
+    for (switch, blocked) in [
+        ("scheduling.k8s.io/v1alpha3/compositepodgroups", false),
+        ("scheduling.k8s.io/v1alpha3", true),
+    ] {
+        let cluster = DevCluster::start(DevClusterConfig {
+            runtime_config: vec![(switch.to_string(), false)],
+            ..DevClusterConfig::default()
+        })
+        .await
+        .unwrap();
+        let path = cluster.kubeconfig_path().to_path_buf();
+        let (ok, table, stderr) = tokio::task::spawn_blocking(move || doctor(&path, &[])).await.unwrap();
+        assert_eq!(ok, !blocked, "{switch}: {table}\n{stderr}");
+        let row = |api: &str| table.lines().find(|l| l.starts_with(api)).unwrap().to_string();
+        let cpg = row("scheduling.k8s.io CompositePodGroup");
+        assert!(
+            cpg.contains("not served") && cpg.contains("degraded") && cpg.contains("no multi-level gangs"),
+            "{cpg}"
+        );
+        let workload = row("scheduling.k8s.io Workload");
+        if blocked {
+            assert!(
+                workload.contains("blocked") && workload.contains("enable scheduling.k8s.io/v1alpha3"),
+                "{workload}"
+            );
+            assert!(
+                stderr.contains("kwas' components cannot run on this cluster as it is"),
+                "{stderr}"
+            );
+        } else {
+            assert!(workload.contains(" ok "), "{workload}");
+        }
+        cluster.shutdown().await;
+    }
+}
