@@ -230,6 +230,24 @@ pub async fn dra_served(client: &Client) -> bool {
     }
 }
 
+/// Whether the API server serves CompositePodGroups (`scheduling.k8s.io/v1alpha3`, the CompositePodGroup
+/// feature). A cluster that does not gets no CompositePodGroup informer: the scheduler runs flat gangs
+/// (PodGroups without a parent), and a PodGroup naming a parent waits for it as for any parent not yet
+/// seen. An error other than "not found" counts as served (the informer retries).
+pub async fn composite_served(client: &Client) -> bool {
+    match client
+        .list_api_group_resources(&format!(
+            "scheduling.k8s.io/{}",
+            kwas_api_types::names::SCHEDULING_VERSION
+        ))
+        .await
+    {
+        Ok(list) => list.resources.iter().any(|r| r.name == "compositepodgroups"),
+        Err(kube::Error::Api(s)) if s.code == 404 => false,
+        Err(_) => true,
+    }
+}
+
 /// A stream that reports `kinds` synced and empty, then nothing.
 fn absent(kinds: &'static [Kind]) -> InformerStream {
     futures::stream::iter(
@@ -241,8 +259,18 @@ fn absent(kinds: &'static [Kind]) -> InformerStream {
     .boxed()
 }
 
-/// Watches every kind the scheduler needs, cluster-wide (the DRA kinds only when `dra`).
-pub fn informers(client: &Client, dra: bool) -> InformerStream {
+/// Watches every kind the scheduler needs, cluster-wide (the DRA kinds only when `dra`, CompositePodGroups
+/// only when `composite`).
+pub fn informers(client: &Client, dra: bool, composite: bool) -> InformerStream {
+    let composite_stream = if composite {
+        informer(
+            Api::<CompositePodGroup>::all(client.clone()),
+            Kind::CompositePodGroup,
+            |o| Object::CompositePodGroup(Box::new(o)),
+        )
+    } else {
+        absent(&[Kind::CompositePodGroup])
+    };
     let mut streams = vec![
         informer(Api::<Node>::all(client.clone()), Kind::Node, |o| {
             Object::Node(Box::new(o))
@@ -250,11 +278,7 @@ pub fn informers(client: &Client, dra: bool) -> InformerStream {
         informer(Api::<PriorityClass>::all(client.clone()), Kind::PriorityClass, |o| {
             Object::PriorityClass(Box::new(o))
         }),
-        informer(
-            Api::<CompositePodGroup>::all(client.clone()),
-            Kind::CompositePodGroup,
-            |o| Object::CompositePodGroup(Box::new(o)),
-        ),
+        composite_stream,
         informer(Api::<PodGroup>::all(client.clone()), Kind::PodGroup, |o| {
             Object::PodGroup(Box::new(o))
         }),

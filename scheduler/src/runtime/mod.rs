@@ -324,7 +324,13 @@ impl SchedulerRuntime {
         if !dra {
             tracing::warn!("the API server does not serve resource.k8s.io/v1: pods with ResourceClaims will wait");
         }
-        let mut informers = informers::informers(&client, dra);
+        let composite = informers::composite_served(&client).await;
+        if !composite {
+            tracing::warn!(
+                "the API server does not serve compositepodgroups: gangs are flat (PodGroups without a parent); a PodGroup naming a parent waits for it"
+            );
+        }
+        let mut informers = informers::informers(&client, dra, composite);
         let mut leader = *leader_rx.borrow_and_update();
         writers.set_leader(leader);
         health.set_leader(leader);

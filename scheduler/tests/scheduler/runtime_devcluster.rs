@@ -888,3 +888,51 @@ async fn a_scheduler_dying_mid_binding_leaves_no_partial_gang() {
     s.stop().await;
     c.shutdown().await;
 }
+
+/// A cluster without CompositePodGroups (kube-apiserver's `--runtime-config` turning them off): the
+/// scheduler becomes ready without their informer and runs a flat gang; a PodGroup naming a parent waits
+/// for it, gated, binding nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_composite_pod_groups_flat_gangs_run() {
+    let c = DevCluster::start(DevClusterConfig {
+        topology: Topology::grid(
+            1,
+            1,
+            2,
+            Capacity {
+                cpu: "4".into(),
+                memory: "64Gi".into(),
+                ..Default::default()
+            },
+        ),
+        runtime_config: vec![("scheduling.k8s.io/v1alpha3/compositepodgroups".into(), false)],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let client = c.client();
+    let s = start(client.clone(), config());
+    eventually_within(TIMEOUT, "the scheduler ready", || async { s.handle.is_ready() }).await;
+    create_group(&client, &GroupBuilder::gang(NS, "flat", 3)).await;
+    for i in 0..3 {
+        create_pod(&client, pod(&format!("flat-{i}"), Some("flat"), "1")).await;
+    }
+    eventually_within(TIMEOUT, "the flat gang bound", || async {
+        bound(&client, "flat").await.len() == 3
+    })
+    .await;
+    create_group(&client, &GroupBuilder::gang(NS, "child", 2).parent("jobset")).await;
+    for i in 0..2 {
+        create_pod(&client, pod(&format!("child-{i}"), Some("child"), "1")).await;
+    }
+    eventually_within(TIMEOUT, "the child's pods gated", || async {
+        get_pod(&client, "child-0")
+            .await
+            .and_then(|p| pod_condition(&p, POD_SCHEDULED))
+            .is_some_and(|c| c.1 == REASON_SCHEDULING_GATED)
+    })
+    .await;
+    assert!(bound(&client, "child").await.is_empty());
+    s.stop().await;
+    c.shutdown().await;
+}
