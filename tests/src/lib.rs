@@ -20,7 +20,7 @@
 //! | `preemption.rs` | a higher-priority gang evicts an `all` gang whole (which re-runs whole once room frees) and only one pod of a `single` gang; with both kinds running, one `single` pod goes rather than the `all` gang |
 //! | `lifecycle.rs` | a `minCount` edit on a Job is re-synced to its Workload and PodGroup and lets the gang run (an edit above `parallelism` is refused with its field path); deleting a JobSet removes its Jobs, pods, PodGroups, CompositePodGroup and Workload, frees its nodes and touches no other JobSet |
 //! | `restarts.rs` | the scheduler and the controllers killed mid-flight (a gang half bound, Jobs half created) and later restarted gracefully: every Job completes with one pod per completion and one Workload / PodGroup each, and no gang is left partially bound |
-//! | `coexistence.rs` | kwas next to another scheduler ([`ForeignScheduler`] binding `default-scheduler`'s pods, a DaemonSet's among them) and pods bound by `spec.nodeName`: gangs go around what others run, cordoned nodes and nodes whose kubelet went silent; a terminating pod holds its node until gone; the kubelet (`OutOfcpu`) referees |
+//! | `coexistence.rs` | kwas next to another scheduler ([`ForeignScheduler`] binding `default-scheduler`'s pods, a DaemonSet's among them) and pods bound by `spec.nodeName`: gangs go around what others run, cordoned nodes and nodes whose kubelet went silent; a terminating pod holds its node until gone; the kubelet (`OutOfcpu`) referees; a gang Job runs where CompositePodGroups are not served |
 //! | `monitor.rs` | the gang monitor reports a gang bound one pod at a time through the API |
 //! | `perf_smoke.rs` | every benchmark scenario at a tenth of its size |
 //!

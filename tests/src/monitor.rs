@@ -161,7 +161,7 @@ fn spawn_follow<K: Tracked>(
 
 impl GangMonitor {
     /// Start watching every namespace, allowing bursts of [`BURST`]; returns once all three watches have
-    /// listed the cluster.
+    /// listed the cluster (two where CompositePodGroups are not served).
     pub async fn start(client: &Client) -> Result<Self> {
         Self::start_with_burst(client, BURST).await
     }
@@ -171,13 +171,25 @@ impl GangMonitor {
         let ledger = Arc::new(Mutex::new(GangLedger::new(burst)));
         let (pods, pods_synced) = spawn_follow::<Pod>(client, &ledger);
         let (groups, groups_synced) = spawn_follow::<PodGroup>(client, &ledger);
-        let (composites, composites_synced) = spawn_follow::<CompositePodGroup>(client, &ledger);
-        let monitor = Self {
-            ledger,
-            burst,
-            tasks: vec![pods, groups, composites],
+        let mut tasks = vec![pods, groups];
+        let mut synced = vec![pods_synced, groups_synced];
+        // A cluster without the CompositePodGroup API has no composite gangs to follow.
+        let composites_served = match client
+            .list_api_group_resources(&format!(
+                "scheduling.k8s.io/{}",
+                kwas_api_types::names::SCHEDULING_VERSION
+            ))
+            .await
+        {
+            Ok(list) => list.resources.iter().any(|r| r.name == "compositepodgroups"),
+            Err(_) => true,
         };
-        let synced = [pods_synced, groups_synced, composites_synced];
+        if composites_served {
+            let (composites, composites_synced) = spawn_follow::<CompositePodGroup>(client, &ledger);
+            tasks.push(composites);
+            synced.push(composites_synced);
+        }
+        let monitor = Self { ledger, burst, tasks };
         eventually("the gang monitor's watches to list the cluster", || {
             let ready = synced.iter().all(|s| *s.borrow());
             async move { if ready { Ok(()) } else { Err(not_yet("not all listed")) } }

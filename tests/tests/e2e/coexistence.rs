@@ -2,7 +2,7 @@
 //! kubelet admitted it) takes its node's capacity, a cordoned node and a node whose kubelet went silent
 //! (tainted `node.kubernetes.io/unreachable`) get no new pods; a gang goes where room is left, the next
 //! waits without binding anything, and runs once a node is uncordoned; a pod being deleted holds its node
-//! until it is gone.
+//! until it is gone; a gang Job runs where CompositePodGroups are not served.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Patch, PatchParams};
@@ -248,5 +248,31 @@ async fn a_gang_goes_around_what_another_scheduler_placed() {
     .await
     .unwrap();
     monitor.check_settled().await.unwrap();
+    e2e.shutdown().await;
+}
+
+/// A cluster without CompositePodGroups (`--runtime-config` turns them off): a gang Job (one Workload, one
+/// PodGroup, no parent) runs to completion with the controllers and the scheduler as they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_job_runs_where_composite_pod_groups_are_not_served() {
+    let mut config = test_config(grid(1, 1, 2, "4"));
+    config.cluster.runtime_config = vec![("scheduling.k8s.io/v1alpha3/compositepodgroups".into(), false)];
+    let e2e = E2e::start_with(config).await.unwrap();
+    let monitor = GangMonitor::start(&e2e.client()).await.unwrap();
+    e2e.create(
+        &JobBuilder::new("flat")
+            .parallelism(3)
+            .gang()
+            .cpu("1")
+            .run_for("300ms")
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let done = wait_job(&e2e, "flat", "Complete").await.unwrap();
+    assert_eq!(done.status.unwrap().succeeded, Some(3));
+    let summary = monitor.check_settled().await.unwrap();
+    assert_eq!((summary.gangs, summary.gangs_satisfied), (1, 1));
     e2e.shutdown().await;
 }
