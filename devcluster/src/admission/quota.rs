@@ -23,7 +23,7 @@ fn milli(key: &str) -> bool {
 
 /// A quantity string in the key's unit (millicores for CPU, whole units otherwise); hostile values count
 /// as the largest amount (never as none).
-fn amount(key: &str, q: &Value) -> i64 {
+pub(crate) fn amount(key: &str, q: &Value) -> i64 {
     let s = match q {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),

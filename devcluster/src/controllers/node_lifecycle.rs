@@ -61,21 +61,13 @@ pub(crate) struct NodeLifecycle {
     silent_since: HashMap<String, jiff::Timestamp>,
 }
 
-fn ready_status(node: &Value) -> Option<&str> {
+/// A field of the node's `Ready` condition (`status`, `reason`).
+fn ready<'a>(node: &'a Value, field: &str) -> Option<&'a str> {
     node.pointer("/status/conditions")
         .and_then(Value::as_array)?
         .iter()
         .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))?
-        .get("status")
-        .and_then(Value::as_str)
-}
-
-fn ready_reason(node: &Value) -> Option<&str> {
-    node.pointer("/status/conditions")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))?
-        .get("reason")
+        .get(field)
         .and_then(Value::as_str)
 }
 
@@ -102,14 +94,14 @@ impl NodeLifecycle {
                     .ok()
                     .and_then(|g| since.checked_add(g).ok())
                     .is_none_or(|at| at <= now);
-                if due && (ready_status(&node) != Some("Unknown") || !has_unreachable_taint(&node)) {
+                if due && (ready(&node, "status") != Some("Unknown") || !has_unreachable_taint(&node)) {
                     mark_unreachable(state, &node, now);
                 }
             } else {
                 self.silent_since.remove(&name);
                 // Only what this controller marked is restored (an `unreachable` taint added by hand to a
                 // node whose kubelet posts stays, where upstream's controller would remove it).
-                if ready_reason(&node) == Some(UNKNOWN_REASON) {
+                if ready(&node, "reason") == Some(UNKNOWN_REASON) {
                     mark_ready(state, &node);
                 }
             }

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use kwas_api_types::quantity::{parse_cpu_millis, parse_units};
+use crate::admission::quota::amount;
 
 /// A pod's requests: resource name to amount (millicores for `cpu`, units otherwise).
 pub(crate) type Requests = BTreeMap<String, i64>;
@@ -33,21 +33,6 @@ pub(crate) struct Rejection {
 pub(crate) struct Admitted {
     by_node: HashMap<String, HashMap<String, Requests>>,
     node_of: HashMap<String, String>,
-}
-
-fn amount(resource: &str, q: &Value) -> i64 {
-    let s = match q {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => return 0,
-    };
-    let parsed = if resource == "cpu" {
-        parse_cpu_millis(&s)
-    } else {
-        parse_units(&s)
-    };
-    // A value too large to hold counts as the largest (never as nothing).
-    parsed.unwrap_or(i64::MAX)
 }
 
 /// A pod's effective requests (upstream's `PodRequests`): the larger of the containers' sum and each init

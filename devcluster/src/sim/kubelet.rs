@@ -198,14 +198,21 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                     let name = meta::name(&e.object).to_string();
                     match e.kind {
                         EventType::Deleted => shared.with(|s| stop::fail_pods_on_lost_node(s, &name)),
-                        EventType::Added => {
-                            // Pods bound to a node before it existed start once it does.
+                        // Pods bound to a node before it existed start once it does; those that waited for
+                        // a node back from `kwas.dev/sim-node-down` start too.
+                        EventType::Added | EventType::Modified if !node_down(&e.object) => {
+                            let added = e.kind == EventType::Added;
                             let waiting: Vec<_> = shared.with(|s| {
                                 s.store
                                     .list(&pods, None)
                                     .into_iter()
                                     .filter(|p| {
                                         p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(name.as_str())
+                                            && (added
+                                                || p.pointer("/status/phase")
+                                                    .and_then(Value::as_str)
+                                                    .unwrap_or("Pending")
+                                                    == "Pending")
                                     })
                                     .collect()
                             });
@@ -213,24 +220,7 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                                 handle_pod(&shared, &cfg, &mut tracked, &mut admitted, &mut ips, &p, false);
                             }
                         }
-                        // A node back from `kwas.dev/sim-node-down`: the pods that waited for it start.
-                        EventType::Modified if !node_down(&e.object) => {
-                            let waiting: Vec<_> = shared.with(|s| {
-                                s.store
-                                    .list(&pods, None)
-                                    .into_iter()
-                                    .filter(|p| {
-                                        p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(name.as_str())
-                                            && p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending")
-                                                == "Pending"
-                                    })
-                                    .collect()
-                            });
-                            for p in waiting {
-                                handle_pod(&shared, &cfg, &mut tracked, &mut admitted, &mut ips, &p, false);
-                            }
-                        }
-                        EventType::Modified => {}
+                        EventType::Added | EventType::Modified => {}
                     }
                 }
             }
@@ -540,18 +530,9 @@ fn log_start(shared: &Shared, uid: &str, containers: &[(String, String)], node: 
 }
 
 fn start(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, pod_ip: &str) -> bool {
-    let Some(mut pod) = current(s, ns, name, uid) else {
+    let Some(mut pod) = pending_pod(s, ns, name, uid) else {
         return false;
     };
-    if meta::is_deleting(&pod)
-        || pod
-            .pointer("/status/phase")
-            .and_then(Value::as_str)
-            .unwrap_or("Pending")
-            != "Pending"
-    {
-        return false;
-    }
     if let Some(wait) = not_ready(s, &pod, node) {
         report_waiting(s, ns, name, uid, node, &wait);
         return false;
@@ -595,21 +576,24 @@ fn start(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, pod_ip: &st
     true
 }
 
+/// The pod `ns/name` of `uid` while it is `Pending` and not being deleted (what the kubelet may still
+/// start, report waiting or reject).
+fn pending_pod(s: &State, ns: &str, name: &str, uid: &str) -> Option<Value> {
+    let pod = current(s, ns, name, uid)?;
+    let pending = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("Pending")
+        == "Pending";
+    (pending && !meta::is_deleting(&pod)).then_some(pod)
+}
+
 /// Fails a pod the kubelet cannot admit: phase `Failed`, the rejection's reason, `Pod was rejected: ` and
 /// its message, and a Warning event (upstream's `rejectPod`).
 fn reject(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, rejection: &Rejection) {
-    let Some(mut pod) = current(s, ns, name, uid) else {
+    let Some(mut pod) = pending_pod(s, ns, name, uid) else {
         return;
     };
-    if meta::is_deleting(&pod)
-        || pod
-            .pointer("/status/phase")
-            .and_then(Value::as_str)
-            .unwrap_or("Pending")
-            != "Pending"
-    {
-        return;
-    }
     {
         let st = meta::ensure_object(meta::ensure_object(&mut pod).entry("status").or_insert(json!({})));
         st.insert("phase".into(), json!("Failed"));
@@ -855,18 +839,9 @@ fn resource_claims_not_ready(s: &State, pod: &Value, node: &str) -> Option<Strin
 /// A pod waiting for its volumes or resource claims: `Pending` with its containers `ContainerCreating`
 /// (not ready), and an event saying why (`FailedMount`, `FailedPrepareDynamicResources`).
 fn report_waiting(s: &mut State, ns: &str, name: &str, uid: &str, node: &str, wait: &Waiting) {
-    let Some(mut pod) = current(s, ns, name, uid) else {
+    let Some(mut pod) = pending_pod(s, ns, name, uid) else {
         return;
     };
-    if meta::is_deleting(&pod)
-        || pod
-            .pointer("/status/phase")
-            .and_then(Value::as_str)
-            .unwrap_or("Pending")
-            != "Pending"
-    {
-        return;
-    }
     let containers = containers_of(&pod);
     let statuses: Vec<Value> = containers
         .iter()

@@ -103,9 +103,8 @@ async fn a_silent_kubelets_node_goes_unknown_tainted_and_its_pods_are_evicted() 
     );
     let events: Value = serde_json::from_str(&events).unwrap();
     assert!(events["items"].as_array().unwrap().len() >= 3, "{events}");
-    // A pod bound to the silent node waits.
+    // A pod bound to the silent node waits (it starts only once the node is Ready again, checked below).
     kubectl_ok(&cluster, &["apply", "-f", "-"], Some(&pod("late", &node, None)));
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(get(&cluster, &["pod", "late"]).unwrap()["status"]["phase"], "Pending");
     assert!(
         get(&cluster, &["pod", "short"]).is_some(),
@@ -123,5 +122,19 @@ async fn a_silent_kubelets_node_goes_unknown_tainted_and_its_pods_are_evicted() 
         ok.then_some(())
     })
     .await;
+    // It did not start while the kubelet was silent: its start comes after the node's return.
+    let n = get(&cluster, &["node", &node]).unwrap();
+    let back = condition(&n, "Ready").unwrap()["lastTransitionTime"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let started = get(&cluster, &["pod", "late"]).unwrap()["status"]["startTime"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        started >= back,
+        "late started at {started}, the node was back at {back}"
+    );
     cluster.shutdown().await;
 }
