@@ -155,6 +155,9 @@ pub struct DevClusterConfig {
     /// WorkloadWithJob gate (on by default). Off emulates a server that stores any block, to see what the
     /// Job controller does with invalid input.
     pub job_scheduling_validation: bool,
+    /// kube-apiserver's WorkloadWithJob feature gate (alpha in v1.37, on by default here): off, a Job's
+    /// `spec.scheduling` is dropped on write, as a server without the gate does.
+    pub workload_with_job: bool,
     /// Listen on a non-loopback address and answer requests addressed to any host. devcluster has no
     /// authentication, authorization or TLS, so this lets anyone who can reach the port do anything; off
     /// by default, and a warning is logged when on.
@@ -185,6 +188,7 @@ impl Default for DevClusterConfig {
             watch_history: 10_000,
             podgroup_protection: true,
             job_scheduling_validation: true,
+            workload_with_job: true,
             allow_remote_clients: false,
             conversion_webhooks: ConversionWebhooks::default(),
             runtime_config: Vec::new(),
@@ -247,6 +251,7 @@ impl DevCluster {
             ApiSettings {
                 podgroup_protection: config.podgroup_protection,
                 job_scheduling_validation: config.job_scheduling_validation,
+                workload_with_job: config.workload_with_job,
                 sim_disk_attach_limit: config.csi.attach_limit,
                 conversion_webhooks: config.conversion_webhooks.clone(),
             },
@@ -500,6 +505,58 @@ mod http_uri {
     pub use axum::http::uri::InvalidUri;
 }
 
+/// The shapes of a v1.37 cluster devcluster can take (`--profile`), by what its admin enabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// Every scheduling version devcluster has: `scheduling.k8s.io/v1beta1` and `v1alpha3` (Workload and
+    /// PodGroup in both, over one storage; CompositePodGroup in `v1alpha3`) and the WorkloadWithJob gate.
+    /// The default.
+    Alpha,
+    /// A stock v1.37 cluster with the beta enabled: `scheduling.k8s.io/v1beta1` only (no `v1alpha3`, so
+    /// no CompositePodGroup) and no alpha gates (a Job's `spec.scheduling` is dropped).
+    Stock137,
+    /// [`Profile::Alpha`] without CompositePodGroups (`scheduling.k8s.io/v1alpha3/compositepodgroups=false`).
+    NoComposite,
+}
+
+impl Profile {
+    /// Every profile, by its `--profile` name.
+    pub const ALL: [(&'static str, Profile); 3] = [
+        ("alpha", Profile::Alpha),
+        ("stock-1.37", Profile::Stock137),
+        ("no-composite", Profile::NoComposite),
+    ];
+
+    /// The profile named `name`.
+    pub fn parse(name: &str) -> Result<Profile> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| *p)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|(n, _)| *n).collect();
+                Error::Config(format!("--profile {name:?}: expected one of {}", names.join(", ")))
+            })
+    }
+
+    /// `config` in this shape: its `runtime_config` switches (added to any it has) and gates.
+    pub fn apply(self, mut config: DevClusterConfig) -> DevClusterConfig {
+        match self {
+            Profile::Alpha => {}
+            Profile::Stock137 => {
+                config.runtime_config.push(("scheduling.k8s.io/v1alpha3".into(), false));
+                config.workload_with_job = false;
+            }
+            Profile::NoComposite => {
+                config
+                    .runtime_config
+                    .push(("scheduling.k8s.io/v1alpha3/compositepodgroups".into(), false));
+            }
+        }
+        config
+    }
+}
+
 /// Parses kube-apiserver's `--runtime-config` value (`key=bool,key=bool`; a bare key means `true`) into
 /// [`DevClusterConfig::runtime_config`].
 pub fn parse_runtime_config(value: &str) -> Result<Vec<(String, bool)>> {
@@ -535,5 +592,21 @@ mod runtime_config_parse_tests {
         );
         assert!(super::parse_runtime_config("").unwrap().is_empty());
         assert!(super::parse_runtime_config("apps/v1=maybe").is_err());
+    }
+
+    #[test]
+    fn profiles_are_runtime_config_switches_and_gates() {
+        use super::{DevClusterConfig, Profile};
+        let stock = Profile::parse("stock-1.37").unwrap().apply(DevClusterConfig::default());
+        assert_eq!(stock.runtime_config, [("scheduling.k8s.io/v1alpha3".to_string(), false)]);
+        assert!(!stock.workload_with_job);
+        let alpha = Profile::parse("alpha").unwrap().apply(DevClusterConfig::default());
+        assert!(alpha.runtime_config.is_empty() && alpha.workload_with_job);
+        let no_cpg = Profile::parse("no-composite").unwrap().apply(DevClusterConfig::default());
+        assert_eq!(no_cpg.runtime_config.len(), 1);
+        assert_eq!(
+            Profile::parse("stock").unwrap_err().to_string(),
+            "invalid configuration: --profile \"stock\": expected one of alpha, stock-1.37, no-composite"
+        );
     }
 }

@@ -46,6 +46,11 @@ struct Args {
     /// (`scheduling.k8s.io/v1alpha3/compositepodgroups=false`), to run against a cluster shape that lacks them.
     #[arg(long, default_value = "")]
     runtime_config: String,
+    /// The cluster shape: `alpha` (every scheduling version, the default), `stock-1.37` (the beta
+    /// `scheduling.k8s.io/v1beta1` only, no alpha gates) or `no-composite` (alpha without
+    /// CompositePodGroups). --runtime-config switches apply on top.
+    #[arg(long, default_value = "alpha")]
+    profile: String,
 }
 
 fn duration(s: &str, what: &str) -> anyhow::Result<Duration> {
@@ -92,6 +97,7 @@ async fn main() -> anyhow::Result<()> {
         ..Default::default()
     };
     config.server.event_ttl = duration(&args.event_ttl, "event-ttl")?;
+    let mut config = kwas_devcluster::Profile::parse(&args.profile)?.apply(config);
     // kwas' JobSet CRD (crds/jobset.x-k8s.io_jobsets.yaml) converts v1alpha2 <-> v1 by webhook.
     config.conversion_webhooks.register_jobset();
     let cluster = DevCluster::start(config).await?;

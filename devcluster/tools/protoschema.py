@@ -59,6 +59,7 @@ PACKAGES = [  # (output file stem, repo key, package directory)
     ("rbac_v1", "api", "rbac/v1"),
     ("scheduling_v1", "api", "scheduling/v1"),
     ("scheduling_v1alpha3", "api", "scheduling/v1alpha3"),
+    ("scheduling_v1beta1", "api", "scheduling/v1beta1"),
     ("coordination_v1", "api", "coordination/v1"),
     ("events_v1", "api", "events/v1"),
     ("policy_v1", "api", "policy/v1"),

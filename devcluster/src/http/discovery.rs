@@ -244,7 +244,7 @@ mod tests {
     }
 
     #[test]
-    fn groups_list_scheduling_with_both_versions() {
+    fn groups_list_scheduling_with_every_version_beta_before_alpha() {
         let reg = Registry::new(crate::kinds::builtin_resources());
         let doc = group(&reg, "scheduling.k8s.io").unwrap();
         let versions: Vec<&str> = doc["versions"]
@@ -253,8 +253,20 @@ mod tests {
             .iter()
             .map(|v| v["version"].as_str().unwrap())
             .collect();
-        assert_eq!(versions, vec!["v1", "v1alpha3"]);
+        assert_eq!(versions, vec!["v1", "v1beta1", "v1alpha3"]);
         assert_eq!(doc["preferredVersion"]["version"], "v1");
+        let beta = resource_list(&reg, "scheduling.k8s.io", "v1beta1").unwrap();
+        let names: Vec<&str> = beta["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"workloads") && names.contains(&"podgroups"),
+            "{names:?}"
+        );
+        assert!(!names.contains(&"compositepodgroups"), "{names:?}");
         assert!(resource_list(&reg, "scheduling.k8s.io", "v1alpha3").is_some());
         assert!(resource_list(&reg, "scheduling.k8s.io", "v9").is_none());
         let agg = aggregated(&reg, false);

@@ -45,6 +45,9 @@ impl Strategy for JobStrategy {
 
     fn prepare(&self, cx: &mut AdmitContext<'_>, obj: &mut Value) -> Result<(), ApiError> {
         let res = cx.res;
+        if !cx.settings.workload_with_job {
+            drop_disabled_scheduling(cx.old, obj);
+        }
         prepare_job(res, cx.op, obj)
     }
 
@@ -161,6 +164,16 @@ impl Strategy for JobStrategy {
 }
 
 /// Defaults, the generated selector and labels (on create), and the pod template's defaults.
+/// kube-apiserver's `dropDisabledFields` for the WorkloadWithJob gate: with the gate off, a Job's
+/// `spec.scheduling` is dropped, unless the stored Job already has one (an object written while the gate
+/// was on keeps it).
+fn drop_disabled_scheduling(old: Option<&Value>, obj: &mut Value) {
+    let in_use = old.is_some_and(|o| o.pointer("/spec/scheduling").is_some());
+    if !in_use && let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.remove("scheduling");
+    }
+}
+
 fn prepare_job(res: &ResourceInfo, op: Operation, obj: &mut Value) -> Result<(), ApiError> {
     let name = meta::name(obj).to_string();
     let uid = meta::uid(obj).to_string();

@@ -58,6 +58,10 @@ pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
         cronjob::resource(),
         poddisruptionbudget::resource(),
         priorityclass::resource(),
+        // v1beta1 first: clients that pick a kind's version in discovery order take the beta, as from
+        // kube-apiserver (beta before alpha).
+        workload::beta_resource(),
+        podgroup::beta_resource(),
         workload::resource(),
         podgroup::resource(),
         compositepodgroup::resource(),
@@ -149,9 +153,13 @@ mod runtime_config_tests {
                 .iter()
                 .all(|r| !r.ends_with("/pods"))
         );
+        assert!(no_alpha.contains(&"scheduling.k8s.io/v1beta1/workloads".to_string()));
+        assert!(no_alpha.contains(&"scheduling.k8s.io/v1beta1/podgroups".to_string()));
+        let no_beta = served(&[("scheduling.k8s.io/v1beta1", false)]).unwrap();
+        assert!(no_beta.contains(&"scheduling.k8s.io/v1alpha3/workloads".to_string()));
         assert_eq!(
-            served(&[("scheduling.k8s.io/v1beta1", true)]).unwrap_err(),
-            "--runtime-config: scheduling.k8s.io/v1beta1: not served by devcluster"
+            served(&[("scheduling.k8s.io/v1beta2", true)]).unwrap_err(),
+            "--runtime-config: scheduling.k8s.io/v1beta2: not served by devcluster"
         );
         assert!(served(&[("a/b/c/d", false)]).is_err());
     }

@@ -1,4 +1,4 @@
-//! scheduling.k8s.io/v1alpha3 PodGroup and the strategy it shares with CompositePodGroup (one generic
+//! scheduling.k8s.io/v1alpha3 and v1beta1 PodGroup and the strategy it shares with CompositePodGroup (one generic
 //! implementation over [`GroupKind`]): `disruptionMode` defaulting to `single`, the Priority admission
 //! plugin, the PodGroupProtection finalizer, validation with kube-apiserver's rules as `workloadbuilder`
 //! implements them (a separate status strategy for status writes), and the printer columns.
@@ -14,11 +14,34 @@ use crate::admission::priority;
 use crate::error::ApiError;
 use crate::meta;
 use crate::resource::decode;
-use crate::resource::{AdmitContext, Object, ResourceInfo, StatusStrategy, Strategy};
+use crate::resource::{AdmitContext, Facts, Object, ResourceInfo, StatusStrategy, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
     group_resource::<PodGroup>()
+}
+
+/// The served `v1beta1` resource: the same objects (one storage), presented as `v1beta1`.
+pub(crate) fn beta_resource() -> ResourceInfo {
+    beta(group_resource::<PodGroup>(), GroupStrategy::<PodGroup>::BETA)
+}
+
+/// `alpha` (a `v1alpha3` resource of `scheduling.k8s.io`) served again as `v1beta1` with `strategy`: the
+/// fields of the two versions are the same (kube-apiserver converts them through one internal type), so an
+/// object is stored once, in its `v1alpha3` form, and only relabelled on the way in and out.
+pub(crate) fn beta(alpha: ResourceInfo, strategy: impl Strategy) -> ResourceInfo {
+    let status = alpha.status_strategy.clone();
+    let mut info = ResourceInfo::builtin(
+        &alpha.group,
+        "v1beta1",
+        &alpha.kind,
+        &alpha.plural,
+        alpha.namespaced,
+        strategy,
+    );
+    info.status_subresource = alpha.status_subresource;
+    info.status_strategy = status;
+    info
 }
 
 /// What differs between the two group kinds (PodGroup, CompositePodGroup): the typed model, its names,
@@ -67,13 +90,36 @@ pub(crate) fn group_resource<G: GroupKind>() -> ResourceInfo {
         G::KIND,
         G::PLURAL,
         true,
-        GroupStrategy::<G>(PhantomData),
+        GroupStrategy::<G>::ALPHA,
     )
     .with_status_strategy(GroupStatus::<G>(PhantomData))
 }
 
-/// The strategy both group kinds share.
-struct GroupStrategy<G>(PhantomData<fn() -> G>);
+/// The strategy both group kinds share; `beta` for the `v1beta1` resource (see [`beta`]).
+struct GroupStrategy<G> {
+    beta: bool,
+    kind: PhantomData<fn() -> G>,
+}
+
+impl<G> GroupStrategy<G> {
+    const ALPHA: Self = GroupStrategy {
+        beta: false,
+        kind: PhantomData,
+    };
+    const BETA: Self = GroupStrategy {
+        beta: true,
+        kind: PhantomData,
+    };
+}
+
+/// The facts of a `v1beta1` resource stored in its `v1alpha3` form.
+pub(crate) fn beta_facts(kind: &'static str) -> Facts {
+    Facts {
+        storage_type: Some(("scheduling.k8s.io/v1alpha3", kind)),
+        converts_fields: true,
+        ..Facts::PLAIN
+    }
+}
 
 impl<G> std::fmt::Debug for GroupStrategy<G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -83,6 +129,10 @@ impl<G> std::fmt::Debug for GroupStrategy<G> {
 
 impl<G: GroupKind> Strategy for GroupStrategy<G> {
     type Object = G;
+
+    fn facts(&self) -> Facts {
+        if self.beta { beta_facts(G::KIND) } else { Facts::PLAIN }
+    }
 
     fn supports_field(&self, field: &str) -> bool {
         matches!(

@@ -1,4 +1,4 @@
-//! scheduling.k8s.io/v1alpha3 Workload, validated with kube-apiserver's rules as `workloadbuilder`
+//! scheduling.k8s.io/v1alpha3 and v1beta1 Workload (one storage, see [`super::podgroup::beta`]), validated with kube-apiserver's rules as `workloadbuilder`
 //! implements them.
 
 use k8s_openapi::api::scheduling::v1alpha3::Workload;
@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::print::{age, col, name, text_cell};
 use crate::error::ApiError;
 use crate::resource::decode;
-use crate::resource::{AdmitContext, ResourceInfo, Strategy};
+use crate::resource::{AdmitContext, Facts, ResourceInfo, Strategy};
 
 /// The served resource.
 pub(crate) fn resource() -> ResourceInfo {
@@ -17,15 +17,30 @@ pub(crate) fn resource() -> ResourceInfo {
         "Workload",
         "workloads",
         true,
-        WorkloadStrategy,
+        WorkloadStrategy { beta: false },
     )
 }
 
+/// The served `v1beta1` resource.
+pub(crate) fn beta_resource() -> ResourceInfo {
+    super::podgroup::beta(resource(), WorkloadStrategy { beta: true })
+}
+
 #[derive(Debug)]
-struct WorkloadStrategy;
+struct WorkloadStrategy {
+    beta: bool,
+}
 
 impl Strategy for WorkloadStrategy {
     type Object = Workload;
+
+    fn facts(&self) -> Facts {
+        if self.beta {
+            super::podgroup::beta_facts("Workload")
+        } else {
+            Facts::PLAIN
+        }
+    }
 
     fn validate(&self, cx: &mut AdmitContext<'_>, obj: &Value) -> Result<(), ApiError> {
         let res = cx.res;

@@ -22,6 +22,7 @@ const FILES: &[(&str, &str)] = &[
     ("rbac_v1", include_str!("schema/rbac_v1.txt")),
     ("scheduling_v1", include_str!("schema/scheduling_v1.txt")),
     ("scheduling_v1alpha3", include_str!("schema/scheduling_v1alpha3.txt")),
+    ("scheduling_v1beta1", include_str!("schema/scheduling_v1beta1.txt")),
     ("coordination_v1", include_str!("schema/coordination_v1.txt")),
     ("events_v1", include_str!("schema/events_v1.txt")),
     ("policy_v1", include_str!("schema/policy_v1.txt")),

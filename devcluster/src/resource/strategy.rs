@@ -53,6 +53,9 @@ pub(crate) struct ApiSettings {
     /// Whether a Job's `spec.scheduling` is validated on create and update (kube-apiserver with the
     /// WorkloadWithJob gate does). Off, any block is stored and the Job controller meets it.
     pub job_scheduling_validation: bool,
+    /// kube-apiserver's WorkloadWithJob gate (alpha in v1.37): off, a Job's `spec.scheduling` is dropped
+    /// on write as a disabled field.
+    pub workload_with_job: bool,
     /// The simulated CSI driver's `allocatable.count` on every CSINode.
     pub sim_disk_attach_limit: u32,
     /// The CRD conversion webhooks, called in-process ([`super::conversion`]).
@@ -64,6 +67,7 @@ impl Default for ApiSettings {
         ApiSettings {
             podgroup_protection: true,
             job_scheduling_validation: true,
+            workload_with_job: true,
             sim_disk_attach_limit: DEFAULT_SIM_DISK_ATTACH_LIMIT,
             conversion_webhooks: super::conversion::ConversionWebhooks::default(),
         }

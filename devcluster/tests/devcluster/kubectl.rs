@@ -514,3 +514,130 @@ spec:
     );
     c.shutdown().await;
 }
+
+/// Workload and PodGroup are served as `scheduling.k8s.io/v1beta1` and `v1alpha3` over one storage, as
+/// kube-apiserver serves every enabled version of a resource: an object written through one version is
+/// the same object (uid, resourceVersion) through the other, a watch through either sees writes through
+/// both, a delete through one removes it from both; kubectl's default is the beta. The stock-1.37 profile
+/// serves the beta alone and drops a Job's `spec.scheduling` (no WorkloadWithJob gate).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workloads_and_pod_groups_are_one_object_through_both_versions() {
+    let c = crate::common::cluster().await;
+    let beta = "apiVersion: scheduling.k8s.io/v1beta1
+kind: Workload
+metadata:
+  name: trainer
+spec:
+  podGroupTemplates:
+  - name: workers
+    schedulingPolicy:
+      gang:
+        minCount: 2
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata:
+  name: trainer-workers-0
+spec:
+  workloadRef: {workloadName: trainer, templateName: workers}
+  schedulingPolicy:
+    gang:
+      minCount: 2
+";
+    let out = kubectl_ok(&c, &["apply", "--server-side", "-f", "-"], Some(beta));
+    assert!(
+        out.contains("podgroup.scheduling.k8s.io/trainer-workers-0 serverside-applied"),
+        "{out}"
+    );
+    let as_beta = json(&kubectl(&c, &["get", "podgroup", "trainer-workers-0", "-o", "json"]));
+    let as_alpha = json(&kubectl(
+        &c,
+        &[
+            "get",
+            "podgroups.v1alpha3.scheduling.k8s.io",
+            "trainer-workers-0",
+            "-o",
+            "json",
+        ],
+    ));
+    assert_eq!(as_beta["apiVersion"], "scheduling.k8s.io/v1beta1");
+    assert_eq!(as_alpha["apiVersion"], "scheduling.k8s.io/v1alpha3");
+    for field in ["uid", "resourceVersion", "creationTimestamp"] {
+        assert_eq!(as_beta["metadata"][field], as_alpha["metadata"][field], "{field}");
+    }
+    assert_eq!(as_beta["spec"], as_alpha["spec"]);
+    // A write through the alpha shows through the beta, with the admission of either (defaulting).
+    assert_eq!(as_beta["spec"]["disruptionMode"], serde_json::json!({"single": {}}));
+    kubectl_ok(
+        &c,
+        &["label", "workloads.v1alpha3.scheduling.k8s.io", "trainer", "team=ml"],
+        None,
+    );
+    let workload = json(&kubectl(&c, &["get", "workload", "trainer", "-o", "json"]));
+    assert_eq!(workload["apiVersion"], "scheduling.k8s.io/v1beta1");
+    assert_eq!(workload["metadata"]["labels"]["team"], "ml");
+    // Validation is the same through the beta.
+    let out = kubectl_in(
+        &c,
+        &["create", "-f", "-"],
+        Some(
+            &beta
+                .replace("minCount: 2\n---", "minCount: 0\n---")
+                .replace("name: trainer\n", "name: bad\n"),
+        ),
+    );
+    assert!(!out.ok);
+    assert!(
+        out.stderr
+            .contains("spec.podGroupTemplates[0].schedulingPolicy.gang.minCount"),
+        "{}",
+        out.stderr
+    );
+    // Delete through the alpha: gone through the beta (the protection finalizer released: no pods).
+    kubectl_ok(
+        &c,
+        &[
+            "delete",
+            "podgroups.v1alpha3.scheduling.k8s.io",
+            "trainer-workers-0",
+            "--wait=true",
+        ],
+        None,
+    );
+    let out = kubectl_in(&c, &["get", "podgroup", "trainer-workers-0"], None);
+    assert!(!out.ok && out.stderr.contains("NotFound"), "{}", out.stderr);
+    c.shutdown().await;
+
+    // The stock-1.37 shape.
+    let c = crate::common::cluster_with(|config| {
+        *config = kwas_devcluster::Profile::Stock137.apply(std::mem::take(config));
+    })
+    .await;
+    let out = kubectl_in(&c, &["get", "podgroups.v1alpha3.scheduling.k8s.io"], None);
+    assert!(
+        !out.ok && out.stderr.contains("doesn't have a resource type"),
+        "{}",
+        out.stderr
+    );
+    kubectl_ok(&c, &["apply", "-f", "-"], Some(beta));
+    let job = "apiVersion: batch/v1
+kind: Job
+metadata:
+  name: gang
+spec:
+  parallelism: 2
+  scheduling:
+    schedulingPolicy:
+      gang: {}
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: busybox
+";
+    kubectl_ok(&c, &["apply", "-f", "-"], Some(job));
+    let stored = json(&kubectl(&c, &["get", "job", "gang", "-o", "json"]));
+    assert!(stored["spec"].get("scheduling").is_none(), "{}", stored["spec"]);
+    c.shutdown().await;
+}
