@@ -43,6 +43,8 @@ pub mod jobset;
 pub mod names;
 pub mod quantity;
 pub mod served;
+#[cfg(feature = "client")]
+pub mod versioned;
 
 pub use composite::*;
 
