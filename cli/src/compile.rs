@@ -324,7 +324,7 @@ fn compile_jobset(js: &JobSet, default_management: PodGroupManagement) -> Result
     out.objects.push(to_value(&root)?);
     let wiring = ChildWiring {
         management,
-        root_group: root_group_name(&workload.name_any()),
+        root_group: Some(root_group_name(&workload.name_any())),
         job_managed_by: Some(JOB_CONTROLLER_NAME.to_string()),
         restart_attempt: 0,
     };
@@ -372,7 +372,7 @@ fn compile_jobset_flat(js: &JobSet, default_management: PodGroupManagement) -> R
     out.objects.push(to_value(&workload)?);
     let wiring = ChildWiring {
         management,
-        root_group: String::new(),
+        root_group: None,
         job_managed_by: Some(JOB_CONTROLLER_NAME.to_string()),
         restart_attempt: 0,
     };

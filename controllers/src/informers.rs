@@ -163,6 +163,8 @@ pub struct Informers {
     pub pod_groups: Hub<PodGroup>,
     /// Every CompositePodGroup.
     pub composite_pod_groups: Hub<CompositePodGroup>,
+    /// Whether the cluster serves CompositePodGroups (their hub is never started when it does not).
+    composites_served: bool,
 }
 
 impl std::fmt::Debug for Informers {
@@ -184,7 +186,21 @@ impl Informers {
             workloads: Hub::new("workloads", Api::all(client.clone()), all()),
             pod_groups: Hub::new("podgroups", Api::all(client.clone()), all()),
             composite_pod_groups: Hub::new("compositepodgroups", Api::all(client.clone()), all()),
+            composites_served: true,
         }
+    }
+
+    /// For a cluster that does not serve CompositePodGroups: their hub is never started (its store stays
+    /// empty, its subscribers hear nothing), and controllers that ask [`Informers::composites_served`]
+    /// compile flat Workloads.
+    pub fn without_composites(mut self) -> Self {
+        self.composites_served = false;
+        self
+    }
+
+    /// Whether the cluster serves CompositePodGroups.
+    pub fn composites_served(&self) -> bool {
+        self.composites_served
     }
 
     /// The watches of the hubs something subscribed to or read, as `(kind, task)`; each runs until `stop`
@@ -205,7 +221,9 @@ impl Informers {
         add!(self.job_pods);
         add!(self.workloads);
         add!(self.pod_groups);
-        add!(self.composite_pod_groups);
+        if self.composites_served {
+            add!(self.composite_pod_groups);
+        }
         tasks
     }
 

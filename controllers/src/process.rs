@@ -186,8 +186,18 @@ async fn run_controllers(
     stop: Shutdown,
 ) -> Result<(), RunError> {
     let mut supervisor = Supervisor::new(health, stop.clone());
+    // Speak the scheduling.k8s.io versions the cluster serves (v1beta1 where it is), converting at the
+    // edge: the controllers read and write the v1alpha3 types.
+    let (client, negotiation) = kwas_api_types::versioned::negotiated(client).await;
     // One watch per kind for both controllers (see `informers`): they subscribe, then the watches start.
     let mut informers = Informers::new(&client);
+    let composites = negotiation
+        .served()
+        .is_none_or(|s| s.version(kwas_api_types::served::Kind::CompositePodGroup).is_some());
+    if !composites {
+        tracing::warn!("the API server does not serve compositepodgroups: JobSets compile flat Workloads");
+        informers = informers.without_composites();
+    }
     if let Some(cfg) = &config.job {
         let ctx = job::Context::new(client.clone(), cfg.clone(), metrics.clone());
         let controller = job::run_on(ctx, &mut informers, stop.wait());

@@ -26,7 +26,7 @@ fn objects(js: &JobSet, management: PodGroupManagement) -> serde_json::Value {
     let root = desired_root_group(js, &workload).unwrap();
     let wiring = ChildWiring {
         management,
-        root_group: root_group_name(&workload.name_any()),
+        root_group: Some(root_group_name(&workload.name_any())),
         job_managed_by: Some("kwas.dev/job-controller".into()),
         restart_attempt: 0,
     };

@@ -169,21 +169,17 @@ impl GangMonitor {
     /// [`start`](Self::start) with another burst allowance.
     pub async fn start_with_burst(client: &Client, burst: Duration) -> Result<Self> {
         let ledger = Arc::new(Mutex::new(GangLedger::new(burst)));
+        // Read the scheduling.k8s.io versions the cluster serves (v1beta1 where it is), as kwas' components
+        // do; a cluster without the CompositePodGroup API has no composite gangs to follow.
+        let (client, negotiation) = kwas_api_types::versioned::negotiated(client.clone()).await;
+        let client = &client;
         let (pods, pods_synced) = spawn_follow::<Pod>(client, &ledger);
         let (groups, groups_synced) = spawn_follow::<PodGroup>(client, &ledger);
         let mut tasks = vec![pods, groups];
         let mut synced = vec![pods_synced, groups_synced];
-        // A cluster without the CompositePodGroup API has no composite gangs to follow.
-        let composites_served = match client
-            .list_api_group_resources(&format!(
-                "scheduling.k8s.io/{}",
-                kwas_api_types::names::SCHEDULING_VERSION
-            ))
-            .await
-        {
-            Ok(list) => list.resources.iter().any(|r| r.name == "compositepodgroups"),
-            Err(_) => true,
-        };
+        let composites_served = negotiation
+            .served()
+            .is_none_or(|s| s.version(kwas_api_types::served::Kind::CompositePodGroup).is_some());
         if composites_served {
             let (composites, composites_synced) = spawn_follow::<CompositePodGroup>(client, &ledger);
             tasks.push(composites);

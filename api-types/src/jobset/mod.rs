@@ -293,6 +293,14 @@ pub mod conditions {
     pub const SCHEDULING_UPDATE_REJECTED: &str = "SchedulingUpdateRejected";
     /// Reason (kwas): the edit changes a field of the Workload that is immutable.
     pub const REASON_IMMUTABLE_FIELD: &str = "ImmutableSchedulingField";
+    /// Condition type (kwas): the cluster serves no CompositePodGroups, so the JobSet runs with flat gangs:
+    /// each replicated job's Jobs are gangs of their own (PodGroups without a parent) and nothing holds
+    /// the replicated jobs together; the message names what of `spec.scheduling` is not applied. Also
+    /// the reason of the Warning event that says so.
+    pub const FLAT_SCHEDULING: &str = "FlatScheduling";
+    /// Reason (kwas) of [`FLAT_SCHEDULING`]: the API server does not serve
+    /// `scheduling.k8s.io/compositepodgroups`.
+    pub const REASON_COMPOSITE_NOT_SERVED: &str = "CompositePodGroupsNotServed";
 }
 
 /// The namespace, name, port and path of the Service in front of kwas' controllers' conversion webhook,

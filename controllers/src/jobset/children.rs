@@ -434,8 +434,9 @@ fn add_volumes(spec: &mut JobSpec, js: &JobSet) {
 pub struct ChildWiring {
     /// Centralized or delegated.
     pub management: PodGroupManagement,
-    /// The root CompositePodGroup instance.
-    pub root_group: String,
+    /// The root CompositePodGroup instance (`None` for a flat Workload: the Jobs' PodGroups have no
+    /// parent).
+    pub root_group: Option<String>,
     /// The `spec.managedBy` of child Jobs (the Job controller that runs them), if any.
     pub job_managed_by: Option<String>,
     /// The restart attempt the Job belongs to.
@@ -502,9 +503,12 @@ pub fn desired_job(js: &JobSet, child: &Child, wiring: &ChildWiring) -> Job {
             });
         }
         PodGroupManagement::Delegated => {
-            DownwardMapping::new(child.replicated_job.clone())
-                .with_parent(wiring.root_group.clone())
-                .write(&mut annotations);
+            let mapping = DownwardMapping::new(child.replicated_job.clone());
+            match &wiring.root_group {
+                Some(root) => mapping.with_parent(root.clone()),
+                None => mapping,
+            }
+            .write(&mut annotations);
         }
     }
     Job {
@@ -568,7 +572,7 @@ mod tests {
         let workers_1 = children(&js).into_iter().nth(2).unwrap();
         let wiring = ChildWiring {
             management: PodGroupManagement::Delegated,
-            root_group: "root".into(),
+            root_group: Some("root".into()),
             job_managed_by: None,
             restart_attempt: 3,
         };
@@ -619,7 +623,7 @@ mod tests {
         let child = &children(&js)[0];
         let wiring = ChildWiring {
             management: PodGroupManagement::Delegated,
-            root_group: "root".into(),
+            root_group: Some("root".into()),
             job_managed_by: None,
             restart_attempt: 0,
         };
@@ -643,7 +647,7 @@ mod tests {
         let mut js = jobset();
         let wiring = ChildWiring {
             management: PodGroupManagement::Centralized,
-            root_group: "root".into(),
+            root_group: Some("root".into()),
             job_managed_by: None,
             restart_attempt: 0,
         };
@@ -690,7 +694,7 @@ mod tests {
         let child = &children(&js)[1];
         let mut wiring = ChildWiring {
             management: PodGroupManagement::Centralized,
-            root_group: "root-x".into(),
+            root_group: Some("root-x".into()),
             job_managed_by: Some("kwas.dev/job-controller".into()),
             restart_attempt: 2,
         };

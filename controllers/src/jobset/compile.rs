@@ -426,6 +426,44 @@ pub fn desired_flat_workload(js: &JobSet) -> Result<Workload, FieldErrors> {
     Ok(workload)
 }
 
+/// What the JobSet's root block (`spec.scheduling`) asks for that only a CompositePodGroup gives: a gang
+/// of gangs (`schedulingPolicy.gang`), topology across the replicated jobs (`schedulingConstraints`),
+/// disrupting them together (`disruptionMode.all`), as the paths the user wrote.
+pub fn composite_only_fields(js: &JobSet) -> Vec<String> {
+    let Some(s) = js.spec.scheduling.as_ref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if s.scheduling_policy.as_ref().is_some_and(|p| p.gang.is_some()) {
+        out.push("spec.scheduling.schedulingPolicy.gang".to_string());
+    }
+    if s.scheduling_constraints
+        .as_ref()
+        .is_some_and(|c| !c.topology.as_deref().unwrap_or_default().is_empty())
+    {
+        out.push("spec.scheduling.schedulingConstraints.topology".to_string());
+    }
+    if s.disruption_mode.as_ref().is_some_and(|d| d.all.is_some()) {
+        out.push("spec.scheduling.disruptionMode.all".to_string());
+    }
+    out
+}
+
+/// The Workload for a cluster that serves no CompositePodGroups: the JobSet compiled flat
+/// ([`desired_flat_workload`]) with its root Basic, so each replicated job's Jobs are gangs of their own
+/// (their PodGroups have no parent) and nothing holds the replicated jobs together. The controller's
+/// default gang of gangs is dropped; what the user asked of the root ([`composite_only_fields`]) is left
+/// out and returned, for the JobSet's `FlatScheduling` condition to name.
+pub fn desired_fallback_workload(js: &JobSet) -> Result<(Workload, Vec<String>), FieldErrors> {
+    let refused = composite_only_fields(js);
+    let mut flat = js.clone();
+    let scheduling = flat.spec.scheduling.get_or_insert_with(Default::default);
+    scheduling.scheduling_policy = Some(kwas_api_types::WorkloadCompositePodGroupSchedulingPolicy::basic());
+    scheduling.scheduling_constraints = None;
+    scheduling.disruption_mode = None;
+    Ok((desired_flat_workload(&flat)?, refused))
+}
+
 /// The Workload the controller creates: [`compile`]d and marked as managed by the JobSet controller.
 pub fn desired_workload(js: &JobSet) -> Result<Workload, FieldErrors> {
     let mut workload = compile(js)?;

@@ -13,9 +13,10 @@ use kwas_api_types::jobset::{JobSet, JobSetStatus, PodGroupManagement, condition
 use kwas_api_types::names::JOBSET_CONTROLLER_NAME;
 
 use super::children::{
-    ChildWiring, child_group_name, children, desired_child_group, desired_job, desired_root_group, root_group_name,
+    ChildWiring, child_group_name, children, desired_child_group, desired_child_group_under, desired_job,
+    desired_root_group, root_group_name,
 };
-use super::compile::desired_workload;
+use super::compile::{desired_fallback_workload, desired_workload};
 use super::policy;
 use crate::job::plan::PlannedEvent;
 use workloadbuilder::sync::{SyncInput, SyncPlan, plan_sync};
@@ -37,6 +38,9 @@ pub struct Observed<'a> {
     pub management: PodGroupManagement,
     /// The `spec.managedBy` of child Jobs.
     pub job_managed_by: Option<String>,
+    /// Whether the cluster serves CompositePodGroups. Without them a new JobSet compiles flat
+    /// ([`super::compile::desired_fallback_workload`]); a JobSet whose Workload is flat stays flat.
+    pub composite_served: bool,
     /// The time.
     pub now: Timestamp,
 }
@@ -182,6 +186,25 @@ fn reject_update(js: &JobSet, now: Timestamp, reason: &str, message: &str) -> De
     Decision::done(steps, Then::AwaitChange)
 }
 
+/// Whether `workload` is flat: no CompositePodGroupTemplates, so its PodGroups have no parent.
+pub fn is_flat(workload: &Workload) -> bool {
+    workload
+        .spec
+        .composite_pod_group_templates
+        .as_ref()
+        .is_none_or(Vec::is_empty)
+}
+
+/// The `FlatScheduling` condition's message.
+fn flat_message(refused: &[String]) -> String {
+    let mut m = "the cluster does not serve scheduling.k8s.io compositepodgroups: each replicated job's Jobs are scheduled as gangs of their own, with no gang across the replicated jobs".to_string();
+    if !refused.is_empty() {
+        m.push_str("; not applied: ");
+        m.push_str(&refused.join(", "));
+    }
+    m
+}
+
 /// Decides one reconcile of a JobSet that is not being deleted.
 pub fn decide(o: &Observed<'_>) -> Decision {
     let js = o.js;
@@ -200,8 +223,20 @@ pub fn decide(o: &Observed<'_>) -> Decision {
         return Decision::done(steps, then);
     }
 
-    // 1. Compile.
-    let desired = desired_workload(js);
+    // 1. Compile: nested, or flat where CompositePodGroups are not served (a JobSet keeps the shape of
+    // the Workload it has).
+    let flat = match o.workloads {
+        [one] => is_flat(one),
+        _ => !o.composite_served,
+    };
+    let (desired, refused) = if flat {
+        match desired_fallback_workload(js) {
+            Ok((w, refused)) => (Ok(w), Some(refused)),
+            Err(e) => (Err(e), Some(Vec::new())),
+        }
+    } else {
+        (desired_workload(js), None)
+    };
 
     // 2. The Workload (created first, then decided again), its gang sizes, then the root group.
     let workload = match (o.workloads, desired.as_ref()) {
@@ -254,8 +289,31 @@ pub fn decide(o: &Observed<'_>) -> Decision {
         .conditions
         .retain(|c| c.type_ != conditions::SCHEDULING_UPDATE_REJECTED);
     status.workload_name = Some(workload.name_any());
-    let root_name = root_group_name(&workload.name_any());
-    status.composite_pod_group_name = Some(root_name.clone());
+    let root_name = (!flat).then(|| root_group_name(&workload.name_any()));
+    status.composite_pod_group_name = root_name.clone();
+    match &refused {
+        Some(refused) => {
+            let message = flat_message(refused);
+            let known = policy::find(&status, conditions::FLAT_SCHEDULING)
+                .is_some_and(|c| c.status == "True" && c.message == message);
+            if !known {
+                steps.push(Step::Event(PlannedEvent::warning(
+                    conditions::FLAT_SCHEDULING,
+                    &message,
+                )));
+            }
+            policy::set_condition(
+                &mut status,
+                conditions::FLAT_SCHEDULING,
+                "True",
+                conditions::REASON_COMPOSITE_NOT_SERVED,
+                &message,
+                o.now,
+                js.metadata.generation,
+            );
+        }
+        None => status.conditions.retain(|c| c.type_ != conditions::FLAT_SCHEDULING),
+    }
     steps.extend(decided.events.iter().cloned().map(Step::Event));
     if decided.restart_started {
         steps.push(Step::PatchStatus(Box::new(status)));
@@ -270,7 +328,9 @@ pub fn decide(o: &Observed<'_>) -> Decision {
                 steps.push(Step::DeletePodGroup(child_group_name(c)));
             }
         }
-        steps.push(Step::DeleteRootGroup(root_name));
+        if let Some(root) = root_name {
+            steps.push(Step::DeleteRootGroup(root));
+        }
         steps.push(Step::PatchStatus(Box::new(status)));
         return Decision::done(steps, Then::Requeue(Duration::from_secs(1)));
     }
@@ -278,6 +338,7 @@ pub fn decide(o: &Observed<'_>) -> Decision {
     if decided.delete.is_empty() || !is_terminal(&status) {
         // The root group, then (centralized) each child's PodGroup before its Job.
         match o.root {
+            _ if flat => {}
             Some(r) if r.metadata.deletion_timestamp.is_some() => {
                 steps.push(Step::PatchStatus(Box::new(status)));
                 return Decision::done(steps, Then::Requeue(Duration::from_secs(1)));
@@ -307,7 +368,12 @@ pub fn decide(o: &Observed<'_>) -> Decision {
         }
         for child in &decided.create {
             if centralized {
-                match desired_child_group(js, workload, child) {
+                let group = if flat {
+                    desired_child_group_under(js, workload, child, None)
+                } else {
+                    desired_child_group(js, workload, child)
+                };
+                match group {
                     Ok(group) => steps.push(Step::CreatePodGroup(Box::new(group))),
                     Err(e) => return Decision::fail(e.to_string()),
                 }
@@ -376,6 +442,7 @@ mod tests {
             child_groups: &[],
             management: PodGroupManagement::Centralized,
             job_managed_by: None,
+            composite_served: true,
             now: Timestamp::UNIX_EPOCH,
         }
     }
@@ -436,6 +503,72 @@ mod tests {
         let mut o = observe(&js, std::slice::from_ref(&workload), &[], None);
         o.management = PodGroupManagement::Delegated;
         assert!(!kinds(&decide(&o)).iter().any(|s| s.starts_with("CreatePodGroup")));
+    }
+
+    #[test]
+    fn without_composite_pod_groups_a_jobset_runs_flat_and_says_what_it_leaves_out() {
+        // The user asked for a gang of gangs and a topology across the replicated jobs.
+        let js = jobset(serde_json::json!({
+            "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+            "schedulingConstraints": {"topology": [{"key": "kwas.dev/rack"}]},
+            "replicatedJobPolicies": [{"targetReplicatedJob": "workers", "schedulingPolicy": {"gang": {"minCount": 4}}}]
+        }));
+        let mut o = observe(&js, &[], &[], None);
+        o.composite_served = false;
+        let d = decide(&o);
+        let [Step::CreateWorkload(workload)] = d.steps.as_slice() else {
+            panic!("{:?}", kinds(&d));
+        };
+        assert!(is_flat(workload), "{workload:?}");
+        let templates = workload.spec.pod_group_templates.as_deref().unwrap_or_default();
+        assert_eq!(templates.len(), 1);
+        assert_eq!(
+            templates[0].scheduling_policy.gang.as_ref().map(|g| g.min_count),
+            Some(4)
+        );
+        // With it: no root group, each PodGroup without a parent, the condition and one Warning event.
+        let workload = (**workload).clone();
+        let o = Observed {
+            workloads: std::slice::from_ref(&workload),
+            ..o
+        };
+        let d = decide(&o);
+        let k = kinds(&d);
+        assert!(!k.iter().any(|s| s.contains("RootGroup")), "{k:?}");
+        assert_eq!(k.iter().filter(|s| s.starts_with("CreatePodGroup")).count(), 2, "{k:?}");
+        for step in &d.steps {
+            if let Step::CreatePodGroup(g) = step {
+                assert_eq!(g.spec.parent_composite_pod_group_name, None);
+            }
+        }
+        assert!(k.contains(&"Event FlatScheduling".to_string()), "{k:?}");
+        let Some(Step::PatchStatus(status)) = d.steps.last() else {
+            panic!("{k:?}")
+        };
+        assert_eq!(status.composite_pod_group_name, None);
+        let c = policy::find(status, conditions::FLAT_SCHEDULING).unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "CompositePodGroupsNotServed")
+        );
+        assert!(
+            c.message.ends_with(
+                "not applied: spec.scheduling.schedulingPolicy.gang, spec.scheduling.schedulingConstraints.topology"
+            ),
+            "{}",
+            c.message
+        );
+        // The next reconcile repeats no event; a flat Workload stays flat once CompositePodGroups are served.
+        let mut js2 = js.clone();
+        js2.status = Some((**status).clone());
+        let o = Observed {
+            js: &js2,
+            composite_served: true,
+            ..o
+        };
+        let k = kinds(&decide(&o));
+        assert!(!k.iter().any(|s| s.starts_with("Event")), "{k:?}");
+        assert!(!k.iter().any(|s| s.contains("RootGroup")), "{k:?}");
     }
 
     #[test]

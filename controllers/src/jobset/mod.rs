@@ -131,6 +131,9 @@ pub struct Context {
     /// cache until it shows them (or for [`CREATED_MEMORY`]), so a reconcile soon after a creation does not
     /// create them again (each such attempt costs an AlreadyExists and a GET, and one of its PodGroup).
     created: Arc<parking_lot::Mutex<Created>>,
+    /// Whether the cluster serves CompositePodGroups (from the shared [`Informers`]; true on its own
+    /// watches): without them JobSets compile flat ([`decide::Observed::composite_served`]).
+    composite_served: bool,
 }
 
 /// JobSets (uids) for which something done once per JobSet was done by this process. Deleted JobSets are
@@ -186,6 +189,7 @@ impl Context {
             volumes: Arc::default(),
             jobs: None,
             created: Arc::default(),
+            composite_served: true,
         }
     }
 }
@@ -224,15 +228,20 @@ where
     // The reconciles read Workloads, PodGroups and CompositePodGroups from the shared caches: each is also
     // a trigger below, so an event re-runs a reconcile only once the cache holds what it announces; a
     // miss is read from the API.
-    ctx.index = SchedulingIndex::from_stores(informers.workloads.store(), informers.pod_groups.store())
-        .with_composites(informers.composite_pod_groups.store());
+    ctx.composite_served = informers.composites_served();
+    ctx.index = SchedulingIndex::from_stores(informers.workloads.store(), informers.pod_groups.store());
+    if ctx.composite_served {
+        ctx.index = ctx.index.with_composites(informers.composite_pod_groups.store());
+    }
     ctx.jobs = Some(informers.jobs.store());
     let index = ctx.index.clone();
     informers.workloads.inspect(move |e| index.seen(e));
     let index = ctx.index.clone();
     informers.pod_groups.inspect(move |e| index.seen(e));
-    let index = ctx.index.clone();
-    informers.composite_pod_groups.inspect(move |e| index.seen(e));
+    if ctx.composite_served {
+        let index = ctx.index.clone();
+        informers.composite_pod_groups.inspect(move |e| index.seen(e));
+    }
     // Only the children the JobSet controller labelled re-run a JobSet's reconcile, and only when what it
     // reads of them changed: not a Job's pod counters, not the scheduler's writes of a group's status.
     use crate::informers::labelled;
@@ -245,10 +254,15 @@ where
         labelled(informers.pod_groups.subscribe(), labels::JOBSET_NAME),
         crate::triggers::jobset_group_projection,
     );
-    let composites = relevant(
-        labelled(informers.composite_pod_groups.subscribe(), labels::JOBSET_NAME),
-        spec_projection::<CompositePodGroup>,
-    );
+    let composites = if ctx.composite_served {
+        relevant(
+            labelled(informers.composite_pod_groups.subscribe(), labels::JOBSET_NAME),
+            spec_projection::<CompositePodGroup>,
+        )
+        .boxed()
+    } else {
+        futures::stream::pending().boxed()
+    };
     // The JobSet's Workload (owned by it, not labelled).
     let workloads = relevant(informers.workloads.subscribe(), spec_projection::<Workload>);
     async move {
@@ -467,13 +481,15 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
         workloads = find_workloads(client, lookup, &namespace, v1alpha2::GROUP, "JobSet", &name).await?;
         if let [workload] = workloads.as_slice() {
             let workload_name = workload.name_any();
-            root = crate::sync::get_cached::<CompositePodGroup>(
-                client,
-                &ctx.index,
-                &namespace,
-                &root_group_name(&workload_name),
-            )
-            .await?;
+            if !decide::is_flat(workload) {
+                root = crate::sync::get_cached::<CompositePodGroup>(
+                    client,
+                    &ctx.index,
+                    &namespace,
+                    &root_group_name(&workload_name),
+                )
+                .await?;
+            }
             // Centralized: the groups whose minCount the JobSet re-syncs; both: whose health the opt-in
             // of `gangs` reads.
             if management == PodGroupManagement::Centralized || gangs::grace_seconds(js).is_some() {
@@ -495,6 +511,7 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
         child_groups: &child_groups,
         management,
         job_managed_by: ctx.config.job_managed_by.clone(),
+        composite_served: ctx.composite_served,
         now: Timestamp::now(),
     };
     let mut decision = decide::decide(&observed);

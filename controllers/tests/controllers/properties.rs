@@ -256,6 +256,7 @@ proptest! {
         restarts in i32s(),
         suspend in any::<bool>(),
         delegated in any::<bool>(),
+        composite_served in any::<bool>(),
         now in times(),
     ) {
         let js = jobset(&replicas, parallelism, max_restarts, restarts, suspend);
@@ -273,6 +274,7 @@ proptest! {
             child_groups: &[],
             management: if delegated { PodGroupManagement::Delegated } else { PodGroupManagement::Centralized },
             job_managed_by: None,
+            composite_served,
             now,
         };
         let d = decide(&observed);

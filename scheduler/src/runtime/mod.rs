@@ -309,6 +309,9 @@ impl SchedulerRuntime {
             }
         };
 
+        // Speak the scheduling.k8s.io versions the cluster serves (v1beta1 where it is), converting at
+        // the edge: everything below reads and writes the v1alpha3 types.
+        let (client, negotiation) = kwas_api_types::versioned::negotiated(client).await;
         let (bind_tx, mut bind_rx) = mpsc::unbounded_channel();
         let (writers, writer_tasks) = Writers::start(
             client.clone(),
@@ -324,7 +327,12 @@ impl SchedulerRuntime {
         if !dra {
             tracing::warn!("the API server does not serve resource.k8s.io/v1: pods with ResourceClaims will wait");
         }
-        let composite = informers::composite_served(&client).await;
+        let composite = match negotiation.served() {
+            Some(served) => served
+                .version(kwas_api_types::served::Kind::CompositePodGroup)
+                .is_some(),
+            None => informers::composite_served(&client).await,
+        };
         if !composite {
             tracing::warn!(
                 "the API server does not serve compositepodgroups: gangs are flat (PodGroups without a parent); a PodGroup naming a parent waits for it"
