@@ -40,6 +40,11 @@ pub struct DevArgs {
     /// lets `kubectl create job` complete within seconds while its pods can still be seen Running.
     #[arg(long, default_value = "1s", value_parser = go_duration)]
     pub job_pod_duration: Duration,
+    /// The shape of the v1.37 cluster to emulate: `alpha` (every scheduling version, the default),
+    /// `stock-1.37` (the beta `scheduling.k8s.io/v1beta1` only, no alpha gates: flat gangs) or
+    /// `no-composite` (the alpha without CompositePodGroups). See docs/deploying.md.
+    #[arg(long, default_value = "alpha")]
+    pub profile: String,
 }
 
 /// A Go duration (`1s`, `500ms`, `1m30s`).
@@ -77,6 +82,7 @@ pub async fn run(args: DevArgs) -> Result<()> {
         },
         ..StackConfig::default()
     };
+    config.cluster = kwas_devcluster::Profile::parse(&args.profile)?.apply(config.cluster);
     config.jobset.default_management = PodGroupManagement::from(args.jobset_management);
     if let Some(path) = &args.scheduler_config {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;

@@ -4,9 +4,10 @@
 //! nothing is stored): it changes nothing.
 //!
 //! The assessment ([`assess`]) is a pure function of those facts ([`ClusterFacts`]), so every cluster
-//! shape is tested without one. kwas speaks `scheduling.k8s.io/v1alpha3` for Workload, PodGroup and
-//! CompositePodGroup; a cluster that serves only `v1beta1` (v1.37's default) has nothing kwas' components
-//! can watch or write, and the report says so (exit status 1).
+//! shape is tested without one. kwas' components speak `scheduling.k8s.io/v1beta1` or `v1alpha3` for
+//! Workload and PodGroup (the most stable one served, [`kwas_api_types::served`]) and `v1alpha3` for
+//! CompositePodGroup; a cluster that serves neither version of Workload and PodGroup has nothing they can
+//! watch or write, and the report says so (exit status 1).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,8 +20,15 @@ use kube::api::Api;
 use serde::Serialize;
 use serde_json::Value;
 
-/// The scheduling version kwas' components speak.
-pub const KWAS_SCHEDULING_VERSION: &str = "v1alpha3";
+use kwas_api_types::served::KNOWN_VERSIONS;
+
+/// The version kwas' components use among `versions` (served ones): the most stable one kwas knows.
+fn preferred(versions: &[String]) -> Option<&'static str> {
+    KNOWN_VERSIONS
+        .iter()
+        .find(|k| versions.iter().any(|v| v == *k))
+        .copied()
+}
 
 /// `kwas doctor`'s flags.
 #[derive(clap::Args, Debug, Clone)]
@@ -115,33 +123,33 @@ pub fn assess(facts: ClusterFacts) -> Report {
     let served = |r: &str| facts.scheduling.get(r).cloned().unwrap_or_default();
     for (resource, kind) in [("workloads", "Workload"), ("podgroups", "PodGroup")] {
         let versions = served(resource);
-        let speaks = versions.iter().any(|v| v == KWAS_SCHEDULING_VERSION);
+        let speaks = preferred(&versions);
         checks.push(Check {
             api: format!("scheduling.k8s.io {kind}"),
             served: list(&versions),
-            verdict: if speaks { Verdict::Ok } else { Verdict::Blocked },
-            consequence: if speaks {
-                format!("the controllers write and the scheduler reads {kind}s as {KWAS_SCHEDULING_VERSION}")
-            } else if versions.is_empty() {
-                format!("no {kind} API: enable scheduling.k8s.io/{KWAS_SCHEDULING_VERSION} (--runtime-config) and the GenericWorkload gate")
-            } else {
-                format!(
-                    "kwas speaks {KWAS_SCHEDULING_VERSION} only: enable scheduling.k8s.io/{KWAS_SCHEDULING_VERSION} (--runtime-config) next to {}",
+            verdict: if speaks.is_some() { Verdict::Ok } else { Verdict::Blocked },
+            consequence: match speaks {
+                Some(v) => format!("the controllers write and the scheduler reads {kind}s as {v}"),
+                None if versions.is_empty() => format!(
+                    "no {kind} API: enable scheduling.k8s.io/v1beta1 (or v1alpha3 with the GenericWorkload gate) with --runtime-config"
+                ),
+                None => format!(
+                    "kwas speaks {} only: enable one of them next to {}",
+                    KNOWN_VERSIONS.join(" and "),
                     versions.join(", ")
-                )
+                ),
             },
         });
     }
     let composite = served("compositepodgroups");
-    let has_composite = composite.iter().any(|v| v == KWAS_SCHEDULING_VERSION);
+    let has_composite = preferred(&composite);
     checks.push(Check {
         api: "scheduling.k8s.io CompositePodGroup".into(),
         served: list(&composite),
-        verdict: if has_composite { Verdict::Ok } else { Verdict::Degraded },
-        consequence: if has_composite {
-            "multi-level gangs: a JobSet is a gang of gangs".into()
-        } else {
-            "no multi-level gangs: JobSets cannot be compiled as a hierarchy here (kwas compile --flat shows the flat form)".into()
+        verdict: if has_composite.is_some() { Verdict::Ok } else { Verdict::Degraded },
+        consequence: match has_composite {
+            Some(v) => format!("multi-level gangs: a JobSet is a gang of gangs ({v})"),
+            None => "no multi-level gangs: JobSets compile flat, a gang per Job and none across them (their FlatScheduling condition says so; kwas compile --flat shows the form)".into(),
         },
     });
     let (served_job, verdict, consequence) = match facts.job_scheduling {
@@ -397,29 +405,50 @@ mod tests {
     }
 
     #[test]
-    fn stock_1_37_serving_beta_only_blocks_kwas_and_says_what_to_enable() {
+    fn stock_1_37_serving_beta_only_runs_flat_gangs_through_the_beta() {
         let r = assess(facts(&["v1beta1"], &[], Some(false), &[], None));
         assert_eq!(
             verdicts(&r),
             [
-                Verdict::Blocked,
-                Verdict::Blocked,
+                Verdict::Ok,
+                Verdict::Ok,
                 Verdict::Degraded,
                 Verdict::Degraded,
                 Verdict::Degraded,
                 Verdict::Ok
             ]
         );
-        assert!(r.blocked());
+        assert!(!r.blocked());
         assert_eq!(r.checks[0].served, "v1beta1");
         assert!(
+            r.checks[0].consequence.ends_with("reads Workloads as v1beta1"),
+            "{:?}",
             r.checks[0]
-                .consequence
-                .contains("enable scheduling.k8s.io/v1alpha3 (--runtime-config) next to v1beta1")
         );
-        assert!(r.checks[2].consequence.starts_with("no multi-level gangs"));
+        assert!(
+            r.checks[2]
+                .consequence
+                .starts_with("no multi-level gangs: JobSets compile flat")
+        );
         assert!(r.checks[3].consequence.contains("WorkloadWithJob"));
-        let table = render(&r);
+        assert!(render(&r).ends_with("kwas' components can run on this cluster.\n"));
+    }
+
+    #[test]
+    fn with_both_versions_the_beta_is_used_and_without_either_kwas_is_blocked() {
+        let both = assess(facts(&["v1alpha3", "v1beta1"], &["v1alpha3"], Some(true), &[], None));
+        assert!(both.checks[1].consequence.ends_with("reads PodGroups as v1beta1"));
+        assert!(both.checks[2].consequence.ends_with("(v1alpha3)"));
+        let unknown = assess(facts(&["v1"], &[], None, &[], None));
+        assert_eq!(unknown.checks[0].verdict, Verdict::Blocked);
+        assert_eq!(
+            unknown.checks[0].consequence,
+            "kwas speaks v1beta1 and v1alpha3 only: enable one of them next to v1"
+        );
+        let none = assess(facts(&[], &[], None, &[], None));
+        assert!(none.blocked());
+        assert!(none.checks[0].consequence.starts_with("no Workload API"));
+        let table = render(&none);
         assert!(table.contains("blocked"), "{table}");
         assert!(table.ends_with("see the blocked lines.\n"));
     }

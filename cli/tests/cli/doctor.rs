@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use kwas_devcluster::{DevCluster, DevClusterConfig};
+use kwas_devcluster::{DevCluster, DevClusterConfig, Profile};
 use serde_json::Value;
 
 use crate::common::start;
@@ -54,7 +54,7 @@ fn kwas_dev_serves_everything_kwas_needs() {
     let report: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(
         report["facts"]["scheduling"]["workloads"],
-        serde_json::json!(["v1alpha3"])
+        serde_json::json!(["v1beta1", "v1alpha3"])
     );
     assert_eq!(report["facts"]["job_scheduling"], true);
     assert_eq!(
@@ -81,41 +81,66 @@ async fn a_cluster_without_the_jobset_crd_runs_kwas_without_jobsets() {
     cluster.shutdown().await;
 }
 
-/// devcluster with kube-apiserver's `--runtime-config` turning off CompositePodGroups, then the whole
-/// alpha scheduling API: degraded (no multi-level gangs), then blocked (exit 1, the fix named).
+/// devcluster in each cluster shape (its profiles, and `--runtime-config` turning off both versions of the
+/// scheduling API): no CompositePodGroups is degraded (flat gangs), the beta alone is served to kwas as it
+/// is, and no Workload API at all is blocked (exit 1, the fix named).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_shapes_without_composite_groups_or_the_alpha_api() {
-    for (switch, blocked) in [
-        ("scheduling.k8s.io/v1alpha3/compositepodgroups", false),
-        ("scheduling.k8s.io/v1alpha3", true),
+    let none = vec![
+        ("scheduling.k8s.io/v1alpha3".to_string(), false),
+        ("scheduling.k8s.io/v1beta1".to_string(), false),
+    ];
+    for (name, config, workload_version) in [
+        (
+            "no-composite",
+            Profile::NoComposite.apply(DevClusterConfig::default()),
+            Some("v1beta1"),
+        ),
+        (
+            "stock-1.37",
+            Profile::Stock137.apply(DevClusterConfig::default()),
+            Some("v1beta1"),
+        ),
+        (
+            "no scheduling API",
+            DevClusterConfig {
+                runtime_config: none.clone(),
+                ..DevClusterConfig::default()
+            },
+            None,
+        ),
     ] {
-        let cluster = DevCluster::start(DevClusterConfig {
-            runtime_config: vec![(switch.to_string(), false)],
-            ..DevClusterConfig::default()
-        })
-        .await
-        .unwrap();
+        let blocked = workload_version.is_none();
+        let cluster = DevCluster::start(config).await.unwrap();
         let path = cluster.kubeconfig_path().to_path_buf();
         let (ok, table, stderr) = tokio::task::spawn_blocking(move || doctor(&path, &[])).await.unwrap();
-        assert_eq!(ok, !blocked, "{switch}: {table}\n{stderr}");
+        assert_eq!(ok, !blocked, "{name}: {table}\n{stderr}");
         let row = |api: &str| table.lines().find(|l| l.starts_with(api)).unwrap().to_string();
         let cpg = row("scheduling.k8s.io CompositePodGroup");
         assert!(
-            cpg.contains("not served") && cpg.contains("degraded") && cpg.contains("no multi-level gangs"),
-            "{cpg}"
+            cpg.contains("not served") && cpg.contains("degraded") && cpg.contains("JobSets compile flat"),
+            "{name}: {cpg}"
         );
         let workload = row("scheduling.k8s.io Workload");
-        if blocked {
-            assert!(
-                workload.contains("blocked") && workload.contains("enable scheduling.k8s.io/v1alpha3"),
-                "{workload}"
-            );
-            assert!(
-                stderr.contains("kwas' components cannot run on this cluster as it is"),
-                "{stderr}"
-            );
-        } else {
-            assert!(workload.contains(" ok "), "{workload}");
+        match workload_version {
+            Some(v) => assert!(
+                workload.contains(" ok ") && workload.ends_with(&format!("reads Workloads as {v}")),
+                "{name}: {workload}"
+            ),
+            None => {
+                assert!(
+                    workload.contains("blocked") && workload.contains("no Workload API"),
+                    "{name}: {workload}"
+                );
+                assert!(
+                    stderr.contains("kwas' components cannot run on this cluster as it is"),
+                    "{stderr}"
+                );
+            }
+        }
+        if name == "stock-1.37" {
+            let job = row("batch/v1 Job spec.scheduling");
+            assert!(job.contains("degraded") && job.contains("WorkloadWithJob"), "{job}");
         }
         cluster.shutdown().await;
     }

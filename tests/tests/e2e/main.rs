@@ -13,6 +13,7 @@ mod monitor;
 mod perf_smoke;
 mod preemption;
 mod restarts;
+mod shapes;
 
 use kwas_devcluster::{Capacity, Topology};
 
