@@ -30,6 +30,9 @@ pub mod annotations {
     /// that created the object (`kwas.dev/job-controller`, `kwas.dev/jobset-controller`). Only objects a
     /// controller created are updated or deleted by it; objects brought by users are only read.
     pub const MANAGED_BY: &str = "kwas.dev/managed-by";
+    /// On the scheduler's leader-election Lease: the `spec.schedulerName`s the scheduler serves,
+    /// comma-separated (`kwas snapshot` records them for the replay).
+    pub const SCHEDULER_NAMES: &str = "kwas.dev/scheduler-names";
     /// Devcluster's simulated kubelet: how long a pod runs before it terminates (a Go duration such as
     /// `30s`, `1m30s`, `500ms`). Without it the pod runs until deleted.
     pub const SIM_RUN_DURATION: &str = "kwas.dev/sim-run-duration";

@@ -97,6 +97,14 @@ pub async fn run(args: DevArgs) -> Result<()> {
             config.scheduler.scheduler_names.push(dev_name);
         }
     }
+    // Leader election as a deployed scheduler runs it (one replica leads at once): its Lease in
+    // kube-system names the scheduler names served, which `kwas snapshot` records for the replay.
+    if config.scheduler.leader_election.is_none() {
+        config.scheduler.leader_election = Some(kwas_scheduler::runtime::scheduler_lease(
+            "kube-system",
+            kwas_shell::lease::unique_identity("kwas-dev"),
+        ));
+    }
     let stack = Stack::start(config).await?;
     stack.ready().await?;
     let kubeconfig =

@@ -598,11 +598,16 @@ mod runtime_config_parse_tests {
     fn profiles_are_runtime_config_switches_and_gates() {
         use super::{DevClusterConfig, Profile};
         let stock = Profile::parse("stock-1.37").unwrap().apply(DevClusterConfig::default());
-        assert_eq!(stock.runtime_config, [("scheduling.k8s.io/v1alpha3".to_string(), false)]);
+        assert_eq!(
+            stock.runtime_config,
+            [("scheduling.k8s.io/v1alpha3".to_string(), false)]
+        );
         assert!(!stock.workload_with_job);
         let alpha = Profile::parse("alpha").unwrap().apply(DevClusterConfig::default());
         assert!(alpha.runtime_config.is_empty() && alpha.workload_with_job);
-        let no_cpg = Profile::parse("no-composite").unwrap().apply(DevClusterConfig::default());
+        let no_cpg = Profile::parse("no-composite")
+            .unwrap()
+            .apply(DevClusterConfig::default());
         assert_eq!(no_cpg.runtime_config.len(), 1);
         assert_eq!(
             Profile::parse("stock").unwrap_err().to_string(),

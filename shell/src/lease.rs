@@ -38,6 +38,9 @@ pub struct LeaseConfig {
     pub renew_deadline: Duration,
     /// How often candidates try to acquire and the leader renews (client-go `RetryPeriod`, 2 s).
     pub retry_period: Duration,
+    /// Annotations the holder keeps on the Lease (what it serves, for tools to read): written when it
+    /// creates or takes the Lease, and when they differ from the Lease's.
+    pub annotations: std::collections::BTreeMap<String, String>,
 }
 
 impl LeaseConfig {
@@ -50,6 +53,7 @@ impl LeaseConfig {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
+            annotations: Default::default(),
         }
     }
 
@@ -247,6 +251,7 @@ async fn try_acquire_or_renew(
             metadata: ObjectMeta {
                 name: Some(config.name.clone()),
                 namespace: Some(config.namespace.clone()),
+                annotations: (!config.annotations.is_empty()).then(|| config.annotations.clone()),
                 ..Default::default()
             },
             spec: Some(LeaseSpec {
@@ -294,10 +299,14 @@ async fn try_acquire_or_renew(
     }
     // The patch carries the resourceVersion read above as a precondition: a concurrent writer makes it a
     // 409 (a merge patch keeps the RBAC to `get`, `create` and `patch`, as kube-lease-manager needed).
-    let patch = serde_json::json!({
+    let mut patch = serde_json::json!({
         "metadata": {"resourceVersion": lease.metadata.resource_version},
         "spec": spec,
     });
+    let current = lease.metadata.annotations.clone().unwrap_or_default();
+    if config.annotations.iter().any(|(k, v)| current.get(k) != Some(v)) {
+        patch["metadata"]["annotations"] = serde_json::json!(config.annotations);
+    }
     match api
         .patch(&config.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await

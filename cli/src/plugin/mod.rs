@@ -148,7 +148,9 @@ pub async fn connect(args: &ClusterArgs) -> Result<(Client, String)> {
         .unwrap_or_else(|| config.default_namespace.clone());
     // The plugin only reads: kube's resend of a list answered 429, 503 or 504 is kept (unlike
     // kwas_api_types::client, which turns it off for writers).
-    Ok((Client::try_from(config)?, namespace))
+    // It reads Workloads and PodGroups in whichever version the cluster serves.
+    let (client, _) = kwas_api_types::versioned::negotiated(Client::try_from(config)?).await;
+    Ok((client, namespace))
 }
 
 /// The events a command reads, by reason.

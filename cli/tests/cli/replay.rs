@@ -432,3 +432,54 @@ fn a_snapshot_with_a_hostile_selector_replays_to_the_end() {
         "{text}"
     );
 }
+
+/// A snapshot taken without `--scheduler-name` records the names the cluster's kwas scheduler serves (read
+/// from its leader-election Lease: `kwas dev` serves `default-scheduler` too), and the replay places a
+/// pending `default-scheduler` gang as the live scheduler would. On a stock v1.37 shape (the beta only)
+/// the snapshot reads Workloads and PodGroups through v1beta1 and names CompositePodGroups absent.
+#[test]
+fn a_snapshot_records_the_scheduler_names_served_and_reads_each_version() {
+    for (profile, absent) in [("alpha", false), ("stock-1.37", true)] {
+        let dev = start(&["--profile", profile]);
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dev.kubeconfig.to_str().unwrap().to_string();
+        apply(&dev, &job("train", "default-scheduler", 2, "{cpu: '1'}", false));
+        eventually("the gang's PodGroup to exist", || group_of(&dev, "train").is_some());
+        let file = dir.path().join("snapshot.json");
+        let out = kwas(&["snapshot", "--kubeconfig", &kubeconfig, "-o", file.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{profile}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(
+            doc["metadata"]["schedulerNames"],
+            serde_json::json!(["kwas-scheduler", "default-scheduler"]),
+            "{profile}"
+        );
+        let absent_kinds = doc["metadata"]["absentKinds"].as_array().cloned().unwrap_or_default();
+        assert_eq!(
+            absent_kinds.contains(&serde_json::json!("CompositePodGroup")),
+            absent,
+            "{profile}: {absent_kinds:?}"
+        );
+        let kinds: Vec<String> = items(&doc)
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap_or_default().to_string())
+            .collect();
+        for k in ["PodGroup", "Workload"] {
+            assert!(kinds.iter().any(|x| x == k), "{profile}: no {k} in {kinds:?}");
+        }
+        let report: Value =
+            serde_json::from_str(&stdout_of(&kwas(&["replay", file.to_str().unwrap(), "-o", "json"]))).unwrap();
+        assert_eq!(
+            report["schedulerNames"],
+            serde_json::json!(["kwas-scheduler", "default-scheduler"])
+        );
+        assert!(
+            !stdout_of(&kwas(&["replay", file.to_str().unwrap()])).contains("name another scheduler"),
+            "{profile}"
+        );
+    }
+}

@@ -15,7 +15,7 @@ use kube::{Api, Client};
 use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup, Workload};
 
 use super::file::{SchedulingSnapshot, SnapshotMetadata};
-use crate::runtime::informers::{Kind, Object, dra_served};
+use crate::runtime::informers::{Kind, Object, composite_served, dra_served};
 
 /// Objects per list request.
 const PAGE: u32 = 500;
@@ -65,10 +65,13 @@ where
 /// Lists the scheduling inputs of the cluster `client` talks to. `scheduler_names` are recorded as the
 /// names its kwas scheduler answers for (the replay's default). The DRA kinds are left out, and named
 /// in [`SnapshotMetadata::absent_kinds`], when the API server does not serve `resource.k8s.io/v1`, as
-/// the scheduler leaves them out.
+/// the scheduler leaves them out; so are CompositePodGroups where they are not served. Workloads and
+/// PodGroups are read in the version `client` speaks (a [`kwas_api_types::versioned`] client reads the
+/// served one).
 pub async fn take(client: &Client, scheduler_names: Vec<String>) -> Result<SchedulingSnapshot, TakeError> {
     let server_version = client.apiserver_version().await.ok().map(|v| v.git_version);
     let dra = dra_served(client).await;
+    let composite = composite_served(client).await;
     let mut objects = Vec::new();
     let mut absent_kinds = Vec::new();
     for kind in Kind::ALL {
@@ -77,6 +80,7 @@ pub async fn take(client: &Client, scheduler_names: Vec<String>) -> Result<Sched
             Kind::Node => list_all::<Node>(client, kind, |x| Object::Node(Box::new(x)), o).await?,
             Kind::Pod => list_all::<Pod>(client, kind, |x| Object::Pod(Box::new(x)), o).await?,
             Kind::PodGroup => list_all::<PodGroup>(client, kind, |x| Object::PodGroup(Box::new(x)), o).await?,
+            Kind::CompositePodGroup if !composite => absent_kinds.push(kind.as_str().to_string()),
             Kind::CompositePodGroup => {
                 list_all::<CompositePodGroup>(client, kind, |x| Object::CompositePodGroup(Box::new(x)), o).await?
             }

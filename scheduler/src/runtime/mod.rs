@@ -300,7 +300,13 @@ impl SchedulerRuntime {
         // Leadership: without election, this instance always leads.
         let (_always_leader, mut leader_rx, leadership) = match &config.leader_election {
             Some(l) => {
-                let leadership = Leadership::start(client.clone(), l.clone());
+                // The Lease says which scheduler names this scheduler serves (`kwas snapshot` reads it).
+                let mut l = l.clone();
+                l.annotations.insert(
+                    kwas_api_types::names::annotations::SCHEDULER_NAMES.to_string(),
+                    config.scheduler_names.join(","),
+                );
+                let leadership = Leadership::start(client.clone(), l);
                 (None, leadership.subscribe(), Some(leadership))
             }
             None => {
