@@ -30,6 +30,14 @@ pub mod annotations {
     /// that created the object (`kwas.dev/job-controller`, `kwas.dev/jobset-controller`). Only objects a
     /// controller created are updated or deleted by it; objects brought by users are only read.
     pub const MANAGED_BY: &str = "kwas.dev/managed-by";
+    /// On a PodGroup (the Job and JobSet controllers copy it from the Job or JobSet): the gang recovery
+    /// policy (a kwas extension). A gang that once reached its `minCount` and then stayed below it
+    /// (`PodGroupSatisfied=False`: a node lost, a member rejected by its kubelet or evicted) for this many
+    /// seconds is scheduled again whole: the scheduler evicts its surviving members with
+    /// `DisruptionTarget` (a Job's pod failure policy can ignore them), and the gang, all pending, is
+    /// placed anew, in another domain if need be. Without it the scheduler leaves a broken gang and
+    /// reports it. An integer from 0 to 604800; another value is ignored (a warning is logged).
+    pub const GANG_RECOVERY_SECONDS: &str = "kwas.dev/gang-recovery-seconds";
     /// On the scheduler's leader-election Lease: the `spec.schedulerName`s the scheduler serves,
     /// comma-separated (`kwas snapshot` records them for the replay).
     pub const SCHEDULER_NAMES: &str = "kwas.dev/scheduler-names";

@@ -44,6 +44,20 @@ pub fn mark_managed(meta: &mut ObjectMeta, controller: &str) {
         .insert(MANAGED_BY.to_string(), controller.to_string());
 }
 
+/// Copies the gang recovery policy (`kwas.dev/gang-recovery-seconds`, read by the scheduler on PodGroups)
+/// from the first of `sources` that sets it (a Job's, then its JobSet's annotations) onto `meta`.
+pub fn copy_recovery_policy<'a>(
+    sources: impl IntoIterator<Item = Option<&'a std::collections::BTreeMap<String, String>>>,
+    meta: &mut ObjectMeta,
+) {
+    let key = kwas_api_types::names::annotations::GANG_RECOVERY_SECONDS;
+    if let Some(value) = sources.into_iter().flatten().find_map(|a| a.get(key)) {
+        meta.annotations
+            .get_or_insert_with(Default::default)
+            .insert(key.to_string(), value.clone());
+    }
+}
+
 /// True when `meta` was created by `controller`.
 pub fn is_managed_by(meta: &ObjectMeta, controller: &str) -> bool {
     meta.annotations

@@ -96,3 +96,30 @@ fn delegated_child_job() {
     let pod = new_pod(&job, Some(2), group.metadata.name.as_deref());
     insta::assert_yaml_snapshot!(json!({"podGroup": group, "pod": pod}));
 }
+
+/// The gang recovery policy on a Job reaches its PodGroup (the scheduler reads it there); a Job without
+/// one gives its PodGroup none.
+#[test]
+fn the_recovery_policy_reaches_the_pod_group() {
+    let key = kwas_api_types::names::annotations::GANG_RECOVERY_SECONDS;
+    let mut job = fixture_job("job-example-1.yaml");
+    let mut workload = desired_workload(&job, JOB_CONTROLLER_NAME).unwrap();
+    workload.metadata.uid = Some("workload-uid".into());
+    let template = workload.spec.pod_group_templates.as_ref().unwrap()[0].name.clone();
+    let group = desired_root_pod_group(&job, &workload, &template, JOB_CONTROLLER_NAME).unwrap();
+    assert!(!group.metadata.annotations.unwrap_or_default().contains_key(key));
+    job.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(key.to_string(), "30".to_string());
+    let group = desired_root_pod_group(&job, &workload, &template, JOB_CONTROLLER_NAME).unwrap();
+    assert_eq!(
+        group
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(key)
+            .map(String::as_str),
+        Some("30")
+    );
+}

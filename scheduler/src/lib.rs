@@ -91,7 +91,7 @@
 //! | `runtime::engine::gating` | PreEnqueue gating and the timers: waiting messages, backoff expiry, preemption deadlines |
 //! | `runtime::engine::binding` | bindings in flight: confirmed, conflicts, rejected ones forgotten and retried |
 //! | `runtime::engine::status` | status decisions: `PodScheduled`, nominations, group conditions, events |
-//! | `runtime::engine::health` | `PodGroupSatisfied`: a gang's live health |
+//! | `runtime::engine::health` | `PodGroupSatisfied`: a gang's live health, and the opt-in recovery of broken gangs |
 //! | `runtime::engine::preemption` | the delayed-preemption state machine: victims, reservations, nominations |
 //! | `runtime::engine::release` | gangs left partially bound, released after `partial_gang_timeout` |
 //! | `runtime::writer` | bindings, status patches, evictions and events against the API server |

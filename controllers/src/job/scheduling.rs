@@ -89,6 +89,7 @@ pub fn desired_root_pod_group(
     let name = job_owned_pod_group_name(job, key);
     let mut group = builder.new_pod_group(template, &name, None)?;
     mark_managed(&mut group.metadata, controller);
+    crate::sync::copy_recovery_policy([job.metadata.annotations.as_ref()], &mut group.metadata);
     Ok(group)
 }
 
@@ -112,6 +113,7 @@ pub fn desired_delegated_pod_group(
     );
     let mut group = builder.new_pod_group_from_mapping(&name, mapping)?;
     mark_managed(&mut group.metadata, controller);
+    crate::sync::copy_recovery_policy([job.metadata.annotations.as_ref()], &mut group.metadata);
     Ok(group)
 }
 

@@ -136,6 +136,13 @@ pub fn desired_child_group_under(
     l.insert(labels::JOB_INDEX.to_string(), child.index.to_string());
     group.metadata.labels = Some(l);
     mark_managed(&mut group.metadata, JOBSET_CONTROLLER_NAME);
+    // The recovery policy of the replicated job's Job template, else the JobSet's.
+    let template = js
+        .spec
+        .replicated_job(&child.replicated_job)
+        .and_then(|r| r.template.metadata.as_ref())
+        .and_then(|m| m.annotations.as_ref());
+    crate::sync::copy_recovery_policy([template, js.metadata.annotations.as_ref()], &mut group.metadata);
     Ok(group)
 }
 
@@ -459,6 +466,12 @@ pub fn desired_job(js: &JobSet, child: &Child, wiring: &ChildWiring) -> Job {
     job_labels.extend(project_labels.clone());
     let mut annotations = template_meta.annotations.unwrap_or_default();
     annotations.extend(project_annotations.clone());
+    // The JobSet's gang recovery policy reaches the Jobs (whose controller copies it to their PodGroups)
+    // unless the Job template sets its own.
+    let key = kwas_api_types::names::annotations::GANG_RECOVERY_SECONDS;
+    if let Some(v) = js.metadata.annotations.as_ref().and_then(|a| a.get(key)) {
+        annotations.entry(key.to_string()).or_insert_with(|| v.clone());
+    }
     let mut spec: JobSpec = rj.template.spec.clone().unwrap_or_default();
     spec.scheduling = None;
     spec.suspend = Some(js.spec.suspend.unwrap_or(false));

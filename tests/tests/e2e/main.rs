@@ -12,6 +12,7 @@ mod lifecycle;
 mod monitor;
 mod perf_smoke;
 mod preemption;
+mod recovery;
 mod restarts;
 mod shapes;
 

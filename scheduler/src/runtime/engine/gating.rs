@@ -24,7 +24,8 @@ impl Engine {
             return false;
         }
         self.retry_evictions(now, out);
-        self.publish_health(out);
+        self.publish_health(now.instant, out);
+        self.recover_gangs(now.instant, out);
         schedule && self.schedule_one(now, out)
     }
 
@@ -87,6 +88,7 @@ impl Engine {
             .map(|o| o.deadline)
             .chain(messages)
             .chain(self.next_eviction_retry())
+            .chain(self.recovery_due.values().copied())
             .min();
         match (self.queue.next_wakeup(), deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),

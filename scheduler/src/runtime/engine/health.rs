@@ -5,15 +5,29 @@
 //! members scheduled` (`…, K succeeded` when members succeeded). Unlike `PodGroupInitiallyScheduled`
 //! it follows the gang both ways; it is absent until the gang first reaches its minimum.
 //!
+//! Recovery (a kwas extension, opt-in): a gang whose PodGroup carries `kwas.dev/gang-recovery-seconds`
+//! and stays `BelowMinCount` that long is scheduled again whole ([`Engine::recover_gangs`]): its
+//! surviving members are evicted with `DisruptionTarget`, so it is placed anew, in another domain if its
+//! own has no room (its replacements would otherwise wait, pinned to the survivors' domain).
+//!
 //! Which groups to look at is collected as pods and groups change ([`Engine::health_changed`]); the leader
 //! publishes the conditions once per turn ([`Engine::publish_health`]), writing only when the status,
 //! reason or message changes (a count change within the same status rewrites the message only). A new
 //! leader looks at every gang once, so the condition is derived from the cluster after restarts and
 //! leader changes.
 
-use kwas_api_types::names::conditions::{POD_GROUP_SATISFIED, REASON_BELOW_MIN_COUNT, REASON_MIN_COUNT_SATISFIED};
+use std::time::Instant;
+
+use kwas_api_types::names::annotations::GANG_RECOVERY_SECONDS;
+use kwas_api_types::names::conditions::{
+    DISRUPTION_TARGET, POD_GROUP_SATISFIED, REASON_BELOW_MIN_COUNT, REASON_MIN_COUNT_SATISFIED,
+    REASON_PREEMPTION_BY_SCHEDULER,
+};
+use kwas_api_types::names::events;
 
 use crate::core::{GroupKey, GroupKind};
+use crate::runtime::actions::{EventRecord, pod_ref};
+use crate::runtime::conditions::DesiredCondition;
 
 use super::*;
 
@@ -63,8 +77,9 @@ impl Engine {
         self.health_all = true;
     }
 
-    /// Writes `PodGroupSatisfied` where it changed (a leader's job; a follower only collects).
-    pub fn publish_health(&mut self, out: &mut Vec<Action>) {
+    /// Writes `PodGroupSatisfied` where it changed (a leader's job; a follower only collects), and notes
+    /// when a broken gang with a recovery policy is due to be scheduled again ([`Engine::recover_gangs`]).
+    pub fn publish_health(&mut self, now: Instant, out: &mut Vec<Action>) {
         let keys: Vec<GroupKey> = if std::mem::take(&mut self.health_all) {
             self.health_dirty.clear();
             self.groups
@@ -84,8 +99,73 @@ impl Engine {
                 .groups
                 .get(&key)
                 .is_some_and(|m| m.conditions.iter().any(|c| c.type_ == POD_GROUP_SATISFIED));
-            if let Some((status, reason, message)) = desired_health(scheduled, succeeded, min, has) {
+            let desired = desired_health(scheduled, succeeded, min, has);
+            let broken = desired.as_ref().is_some_and(|(status, _, _)| !status);
+            match self.groups.get(&key).and_then(|m| m.recovery_after) {
+                Some(after) if broken => {
+                    self.recovery_due.entry(key.clone()).or_insert(now + after);
+                }
+                _ => {
+                    self.recovery_due.remove(&key);
+                }
+            }
+            if let Some((status, reason, message)) = desired {
                 self.group_condition(&key, POD_GROUP_SATISFIED, status, reason, &message, out);
+            }
+        }
+    }
+
+    /// Schedules again, whole, the broken gangs whose recovery is due: evicts their surviving members with
+    /// `DisruptionTarget` (retried until they are gone, as preemption's victims); their controllers
+    /// recreate them and the gang is placed anew. A gang whole again by then is left alone.
+    pub fn recover_gangs(&mut self, now: Instant, out: &mut Vec<Action>) {
+        if self.recovery_due.is_empty() {
+            return;
+        }
+        let due: Vec<GroupKey> = self
+            .recovery_due
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in due {
+            self.recovery_due.remove(&key);
+            let Some((scheduled, min)) = self.snap.gang_members_scheduled(&key) else {
+                continue;
+            };
+            let succeeded = self.snap.gang_members_succeeded(&key);
+            if u64::from(scheduled) + u64::from(succeeded) >= u64::from(min) {
+                continue;
+            }
+            let survivors = self.bound_pods_of(&key);
+            if survivors.is_empty() {
+                continue;
+            }
+            let after = self.groups.get(&key).and_then(|m| m.recovery_after).unwrap_or_default();
+            tracing::info!(group = %key, survivors = survivors.len(), "scheduling a broken gang again whole");
+            self.metrics.kwas_preemption_attempt("broken_gang_replaced");
+            let message = format!(
+                "{}: gang {} stayed below its minimum ({scheduled} of {min} members scheduled) for {}s; its members are evicted so it is scheduled again whole ({GANG_RECOVERY_SECONDS})",
+                self.settings.primary_name,
+                key.name,
+                after.as_secs()
+            );
+            for pod in survivors {
+                let uid = self.pods.get(&pod).and_then(|m| m.uid.clone());
+                out.push(Action::Evict {
+                    pod: pod.clone(),
+                    uid: uid.clone(),
+                    condition: DesiredCondition::new(DISRUPTION_TARGET, true, REASON_PREEMPTION_BY_SCHEDULER, &message)
+                        .observed(self.pods.get(&pod).and_then(|m| m.generation)),
+                    event: EventRecord {
+                        regarding: pod_ref(&pod, uid.as_deref()),
+                        related: None,
+                        warning: true,
+                        reason: events::PREEMPTED.into(),
+                        action: "Recovering".into(),
+                        note: message.clone(),
+                    },
+                });
             }
         }
     }

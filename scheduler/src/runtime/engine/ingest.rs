@@ -466,6 +466,7 @@ impl Engine {
             conditions: g.conditions().to_vec(),
             generation: g.meta().generation,
             status_fingerprint,
+            recovery_after: recovery_policy(&key, g.meta()),
         };
         if self.unchanged_group(&key, &meta) {
             self.groups.insert(key, meta);
@@ -473,5 +474,60 @@ impl Engine {
         }
         let result = upsert(&mut self.snap);
         self.group_changed(key, meta, result.map_err(|e| e.to_string()), now);
+    }
+}
+
+/// The recovery policy of the group `key` with metadata `meta` (`kwas.dev/gang-recovery-seconds`, on
+/// PodGroups only); a value that is not an integer from 0 to a week is ignored, with a warning.
+pub(crate) fn recovery_policy(
+    key: &GroupKey,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<Duration> {
+    if key.kind != GroupKind::PodGroup {
+        return None;
+    }
+    let value = meta
+        .annotations
+        .as_ref()?
+        .get(kwas_api_types::names::annotations::GANG_RECOVERY_SECONDS)?;
+    match value.trim().parse::<u64>() {
+        Ok(s) if s <= MAX_RECOVERY_SECONDS => Some(Duration::from_secs(s)),
+        _ => {
+            tracing::warn!(group = %key, value, "{}: not an integer from 0 to {MAX_RECOVERY_SECONDS}; ignored", kwas_api_types::names::annotations::GANG_RECOVERY_SECONDS);
+            None
+        }
+    }
+}
+
+/// The longest recovery grace period: a week.
+pub const MAX_RECOVERY_SECONDS: u64 = 7 * 24 * 3600;
+
+#[cfg(test)]
+mod recovery_tests {
+    use super::*;
+    use kwas_api_types::names::annotations::GANG_RECOVERY_SECONDS;
+
+    #[test]
+    fn the_recovery_policy_is_read_from_pod_groups_within_its_limits() {
+        let meta = |v: &str| k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            annotations: Some([(GANG_RECOVERY_SECONDS.to_string(), v.to_string())].into()),
+            ..Default::default()
+        };
+        let pg = GroupKey::pod_group("ns", "g");
+        assert_eq!(recovery_policy(&pg, &meta("0")), Some(Duration::ZERO));
+        assert_eq!(recovery_policy(&pg, &meta(" 30 ")), Some(Duration::from_secs(30)));
+        assert_eq!(
+            recovery_policy(&pg, &meta("604800")),
+            Some(Duration::from_secs(MAX_RECOVERY_SECONDS))
+        );
+        for bad in ["604801", "-1", "1.5", "", "30s", "18446744073709551616"] {
+            assert_eq!(recovery_policy(&pg, &meta(bad)), None, "{bad:?}");
+        }
+        assert_eq!(recovery_policy(&pg, &Default::default()), None);
+        let composite = GroupKey {
+            kind: GroupKind::CompositePodGroup,
+            ..pg
+        };
+        assert_eq!(recovery_policy(&composite, &meta("30")), None, "PodGroups only");
     }
 }

@@ -178,6 +178,9 @@ pub struct GroupMeta {
     pub generation: Option<i64>,
     /// What else scheduling reads from the status (a PodGroup's `resourceClaimStatuses`), hashed.
     pub status_fingerprint: u64,
+    /// The gang recovery policy (`kwas.dev/gang-recovery-seconds`): how long the gang may stay below its
+    /// minimum before it is scheduled again whole; `None` leaves it and reports.
+    pub recovery_after: Option<Duration>,
 }
 
 /// A preemption whose victims are terminating.
@@ -282,6 +285,8 @@ pub struct Engine {
     lingering: HashSet<PodKey>,
     /// Group units seen partially bound (placed pods, minimum not reached), since when.
     partial_since: HashMap<UnitKey, Instant>,
+    /// Broken gangs with a recovery policy, and when they are due to be scheduled again whole.
+    recovery_due: HashMap<GroupKey, Instant>,
     reserved_by: HashMap<PodKey, UnitKey>,
     relist: HashMap<Kind, HashSet<String>>,
     /// Units waiting in PreEnqueue: since when, and whether their pods got the waiting message
@@ -345,6 +350,7 @@ impl Engine {
             evict_due: HashMap::new(),
             lingering: HashSet::new(),
             partial_since: HashMap::new(),
+            recovery_due: HashMap::new(),
             reserved_by: HashMap::new(),
             relist: HashMap::new(),
             gated: HashMap::new(),

@@ -67,7 +67,7 @@ impl Engine {
     }
 
     /// The bound (or assumed), not terminating pods of the PodGroups under `root`.
-    fn bound_pods_of(&self, root: &GroupKey) -> Vec<PodKey> {
+    pub(super) fn bound_pods_of(&self, root: &GroupKey) -> Vec<PodKey> {
         let members = self.snap.hierarchy_members(root);
         let groups: HashSet<&str> = members
             .iter()

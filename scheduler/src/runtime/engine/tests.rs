@@ -892,3 +892,80 @@ pub(super) fn a_gang_with_inter_pod_constraints_is_not_guaranteed() {
             .all(|(_, r, _)| r == kwas_api_types::names::conditions::REASON_PLACEMENT_NOT_GUARANTEED)
     );
 }
+
+/// A member the kubelet rejected (`Failed`, reason `OutOfcpu`: another scheduler raced for the node) is a
+/// lost member: the gang is reported below its minimum and, with a recovery policy on its PodGroup,
+/// scheduled again whole once the grace period passed (its survivor evicted with `DisruptionTarget`);
+/// without one it is only reported.
+#[test]
+pub(super) fn a_member_rejected_by_its_kubelet_breaks_the_gang_and_recovery_replaces_it() {
+    for recovery in [Some("5"), None] {
+        let mut h = Harness::new();
+        h.node("n1", "4");
+        h.node("n2", "4");
+        let mut group = GroupBuilder::gang("ns", "g", 2).pod_group();
+        if let Some(s) = recovery {
+            group.metadata.annotations = Some(
+                [(
+                    kwas_api_types::names::annotations::GANG_RECOVERY_SECONDS.to_string(),
+                    s.to_string(),
+                )]
+                .into(),
+            );
+        }
+        h.apply(Object::PodGroup(Box::new(group)));
+        for (i, n) in [(0, "n1"), (1, "n2")] {
+            h.pod(bound(pod_in_group("ns", &format!("g-{i}"), "g", "1", "1Gi"), n));
+        }
+        let mut out = Vec::new();
+        h.e.turn(h.now, true, false, &mut out);
+        let satisfied = |out: &[Action]| {
+            group_conditions(out)
+                .into_iter()
+                .find(|(_, t, ..)| t == kwas_api_types::names::conditions::POD_GROUP_SATISFIED)
+                .map(|(_, _, s, r)| (s, r))
+        };
+        assert_eq!(satisfied(&out), Some((true, "MinCountSatisfied".to_string())));
+        // The kubelet of n2 rejects g-1.
+        let mut rejected = bound(pod_in_group("ns", "g-1", "g", "1", "1Gi"), "n2");
+        rejected.status = Some(PodStatus {
+            phase: Some("Failed".into()),
+            reason: Some("OutOfcpu".into()),
+            message: Some("Pod was rejected: Node didn't have enough resource: cpu".into()),
+            ..Default::default()
+        });
+        h.pod(rejected);
+        let mut out = Vec::new();
+        h.e.turn(h.now, true, false, &mut out);
+        assert_eq!(
+            satisfied(&out),
+            Some((false, "BelowMinCount".to_string())),
+            "{recovery:?}"
+        );
+        assert!(
+            !out.iter().any(|a| matches!(a, Action::Evict { .. })),
+            "not before the grace period"
+        );
+        assert_eq!(h.e.next_wakeup().is_some(), recovery.is_some());
+        h.advance(Duration::from_secs(5));
+        let mut out = Vec::new();
+        h.e.turn(h.now, true, false, &mut out);
+        let evicted: Vec<String> = out
+            .iter()
+            .filter_map(|a| match a {
+                Action::Evict { pod, condition, .. } => {
+                    assert_eq!(condition.type_, DISRUPTION_TARGET);
+                    assert!(
+                        condition.message.contains("gang-recovery-seconds"),
+                        "{}",
+                        condition.message
+                    );
+                    Some(pod.name.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        let expected: Vec<String> = if recovery.is_some() { vec!["g-0".into()] } else { vec![] };
+        assert_eq!(evicted, expected, "{recovery:?}");
+    }
+}
