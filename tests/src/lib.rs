@@ -21,6 +21,9 @@
 //! | `lifecycle.rs` | a `minCount` edit on a Job is re-synced to its Workload and PodGroup and lets the gang run (an edit above `parallelism` is refused with its field path); deleting a JobSet removes its Jobs, pods, PodGroups, CompositePodGroup and Workload, frees its nodes and touches no other JobSet |
 //! | `restarts.rs` | the scheduler and the controllers killed mid-flight (a gang half bound, Jobs half created) and later restarted gracefully: every Job completes with one pod per completion and one Workload / PodGroup each, and no gang is left partially bound |
 //! | `coexistence.rs` | kwas next to another scheduler ([`ForeignScheduler`] binding `default-scheduler`'s pods, a DaemonSet's among them) and pods bound by `spec.nodeName`: gangs go around what others run, cordoned nodes and nodes whose kubelet went silent; a terminating pod holds its node until gone; the kubelet (`OutOfcpu`) referees; a gang Job runs where CompositePodGroups are not served |
+//! | `shapes.rs` | the stack on each shape of a v1.37 cluster (devcluster's profiles): every scheduling version (the components use v1beta1, kubectl reads either), a stock cluster with the beta only (JobSets run flat with a `FlatScheduling` condition, a Job's `spec.scheduling` is dropped), the alpha without CompositePodGroups |
+//! | `recovery.rs` | a node lost under a running gang: with `kwas.dev/gang-recovery-seconds` the gang runs again whole in another rack and the Job counts none of it; without, it is reported below its minimum and left |
+//! | `chaos.rs` | seeded random kills of elected schedulers and controllers, API faults, silent kubelets and a second scheduler's pods: no partial gang, no overcommitted node, no duplicate, every Job finishes |
 //! | `monitor.rs` | the gang monitor reports a gang bound one pod at a time through the API |
 //! | `perf_smoke.rs` | every benchmark scenario at a tenth of its size |
 //!

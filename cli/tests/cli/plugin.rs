@@ -569,3 +569,29 @@ fn who_preempted_names_the_gang_that_took_the_room() {
         "{tree}"
     );
 }
+
+/// On a stock v1.37 shape (`scheduling.k8s.io/v1beta1` only, no CompositePodGroups) the plugin reads the
+/// beta: the JobSet of `examples/jobsets/option-a.yaml` runs flat, its tree a Workload with a PodGroup
+/// per Job and no CompositePodGroup.
+#[test]
+fn kubectl_kwas_trees_a_flat_jobset_on_a_stock_cluster() {
+    let dev = start(&["--profile", "stock-1.37"]);
+    let plugin = PluginDir::new();
+    let text = std::fs::read_to_string(repo().join("examples/jobsets/option-a.yaml")).unwrap();
+    crate::common::apply(&dev, &text.replace("sim-run-duration: 30s", "sim-run-duration: 10m"));
+    eventually("every pod of the JobSet to run", || {
+        let phases = jsonpath(&dev, &["pods"], "{.items[*].status.phase}");
+        let phases: Vec<&str> = phases.split_whitespace().collect();
+        phases.len() == 9 && phases.iter().all(|p| *p == "Running")
+    });
+    let doc = plugin.json(&dev, &["tree", "jobset/pretrain-a"]);
+    let root = &doc["root"];
+    assert_eq!(root["kind"], "JobSet", "{doc}");
+    assert_eq!(root["pods"]["total"], 9, "{doc}");
+    assert_eq!(root["children"][0]["kind"], "Workload", "{doc}");
+    assert!(of_kind(root, "CompositePodGroup").is_empty(), "{doc}");
+    let groups = of_kind(root, "PodGroup");
+    assert_eq!(groups.len(), 3, "{doc}");
+    let text = plugin.kwas(&dev, &["tree", "jobset/pretrain-a"]);
+    assert!(text.contains("PodGroup pretrain-a-workers-"), "{text}");
+}

@@ -1,10 +1,12 @@
 //! Chaos: randomized runs in which two elected schedulers and two elected controller instances are killed
 //! and replaced at random points while the API server injects faults (errors, responses lost after the
-//! commit, dropped watches), with a gang monitor and a capacity check watching throughout.
+//! commit, dropped watches), nodes' kubelets go silent and come back (the node tainted unreachable
+//! meanwhile), and a second scheduler binds pods of its own on the same nodes, with a gang monitor and a
+//! capacity check watching throughout.
 //!
 //! Invariants: no gang sits partially bound beyond a binding burst (the time a killed leader's lease takes
-//! to expire is excused), no node is ever overcommitted, no object is duplicated, every Job and JobSet
-//! finishes. The run is seeded: `KWAS_CHAOS_SEED` picks the first seed, `KWAS_CHAOS_ROUNDS` the number of
+//! to expire is excused), no node is ever overcommitted (whoever bound its pods), no object is duplicated,
+//! every Job and JobSet finishes. The run is seeded: `KWAS_CHAOS_SEED` picks the first seed, `KWAS_CHAOS_ROUNDS` the number of
 //! rounds (1 in CI), e.g. the longer run
 //! `KWAS_CHAOS_ROUNDS=10 cargo test --release -p kwas-tests --test e2e chaos -- --nocapture`.
 
@@ -28,6 +30,38 @@ const GANG_JOBS: usize = 8;
 const BASIC_JOBS: usize = 2;
 /// Chaos steps per round.
 const STEPS: usize = 10;
+/// The second scheduler's name (kwas serves `kwas-scheduler` and `default-scheduler`).
+const FOREIGN: &str = "foreign-scheduler";
+
+/// A pod for the second scheduler: one cpu for `run` (a Go duration), then done.
+fn foreign_pod(name: &str, run: &str) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "annotations": {"kwas.dev/sim-run-duration": run}},
+        "spec": {"schedulerName": FOREIGN, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}
+    }))
+    .unwrap()
+}
+
+/// Sets or clears `kwas.dev/sim-node-down` on `node` (its kubelet silent or back).
+async fn set_down(client: &Client, node: &str, down: bool) {
+    let value = if down {
+        serde_json::json!("true")
+    } else {
+        serde_json::Value::Null
+    };
+    kube::Api::<Node>::all(client.clone())
+        .patch(
+            node,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                serde_json::json!({"metadata": {"annotations": {"kwas.dev/sim-node-down": value}}}),
+            ),
+        )
+        .await
+        .unwrap();
+}
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -126,6 +160,8 @@ async fn check_capacity(client: &Client) -> usize {
 #[derive(Debug, Default)]
 struct Tally {
     restarts: usize,
+    node_outages: usize,
+    foreign_pods: usize,
     leader_changes: usize,
     faults: u64,
     capacity_checks: usize,
@@ -212,12 +248,47 @@ async fn round(seed: u64) -> Tally {
     expected.insert("pretrain-workers-0".into(), 3);
     expected.insert("pretrain-workers-1".into(), 3);
     tally.jobs = expected.len();
+    // A second scheduler with work of its own on the same nodes.
+    let _foreign = ForeignScheduler::start(client.clone(), FOREIGN);
+    for i in 0..4 {
+        e2e.create(&foreign_pod(
+            &format!("foreign-{i}"),
+            &format!("{}ms", 500 + rng.u64(0..2000)),
+        ))
+        .await
+        .unwrap();
+        tally.foreign_pods += 1;
+    }
+    let nodes = e2e.cluster().node_names();
+    let mut down: Option<String> = None;
     // Faults from now on (the user's own submissions above go through).
     e2e.cluster().faults().set(faults(seed));
 
     for _ in 0..STEPS {
         tokio::time::sleep(Duration::from_millis(200 + rng.u64(0..1000))).await;
-        match rng.u8(0..4) {
+        match rng.u8(0..6) {
+            4 => {
+                // A node's kubelet goes silent (the node is tainted unreachable: nothing new goes there,
+                // what runs there waits), or the silent one comes back.
+                match down.take() {
+                    Some(node) => set_down(&client, &node, false).await,
+                    None => {
+                        let node = nodes[rng.usize(0..nodes.len())].clone();
+                        set_down(&client, &node, true).await;
+                        down = Some(node);
+                        tally.node_outages += 1;
+                    }
+                }
+            }
+            5 => {
+                // More work for the second scheduler.
+                let name = format!("foreign-{}", tally.foreign_pods);
+                let pod = foreign_pod(&name, &format!("{}ms", 500 + rng.u64(0..2000)));
+                // Faults may refuse or lose the creation: the pod is there or not, either is fine.
+                if e2e.create(&pod).await.is_ok() {
+                    tally.foreign_pods += 1;
+                }
+            }
             0 => {
                 // Kill the scheduling leader (if any) and replace it with a new standby.
                 let Some(i) = schedulers.iter().position(|s| s.handle.is_leader()) else {
@@ -270,8 +341,11 @@ async fn round(seed: u64) -> Tally {
         monitor.check_no_partial_binding().unwrap();
     }
 
-    // Calm: faults off, the survivors finish the work.
+    // Calm: faults off, every kubelet back, the survivors finish the work.
     e2e.cluster().faults().clear();
+    if let Some(node) = down.take() {
+        set_down(&client, &node, false).await;
+    }
     tally.faults = e2e.cluster().faults().injected();
     for name in expected.keys() {
         wait_job(&e2e, name, "Complete").await.unwrap();
@@ -330,15 +404,19 @@ async fn chaos_kills_leader_changes_and_api_faults_break_no_invariant() {
         println!("chaos seed {seed}: {t:?}");
         total.restarts += t.restarts;
         total.leader_changes += t.leader_changes;
+        total.node_outages += t.node_outages;
+        total.foreign_pods += t.foreign_pods;
         total.faults += t.faults;
         total.capacity_checks += t.capacity_checks;
         total.jobs += t.jobs;
     }
     println!(
-        "chaos: {rounds} rounds in {:.0?}: {} restarts survived ({} leader changes), {} faults injected, {} Jobs finished, {} capacity checks; invariant violations: 0",
+        "chaos: {rounds} rounds in {:.0?}: {} restarts survived ({} leader changes), {} node outages, {} pods of a second scheduler, {} faults injected, {} Jobs finished, {} capacity checks; invariant violations: 0",
         started.elapsed(),
         total.restarts,
         total.leader_changes,
+        total.node_outages,
+        total.foreign_pods,
         total.faults,
         total.jobs,
         total.capacity_checks
