@@ -91,10 +91,18 @@ fn subresources(
     out
 }
 
+/// A hash of the version objects of `r` are stored in (kube-apiserver's `storageVersionHash`): the same for
+/// every served version of one resource (Workload and PodGroup as v1beta1 and v1alpha3, stored as
+/// v1alpha3; a CRD's versions, stored in its storage version), so clients can tell they share storage.
 fn storage_version_hash(r: &ResourceInfo) -> String {
     use base64::Engine;
+    let storage = match (r.strategy.storage_type(), &r.conversion) {
+        (Some((api_version, kind)), _) => format!("{api_version}/{kind}"),
+        (None, Some(c)) => format!("{}/{}", c.storage_api_version, r.kind),
+        (None, None) => format!("{}/{}", r.api_version(), r.kind),
+    };
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in format!("{}/{}/{}", r.group, r.version, r.kind).bytes() {
+    for b in storage.bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
@@ -267,6 +275,17 @@ mod tests {
             "{names:?}"
         );
         assert!(!names.contains(&"compositepodgroups"), "{names:?}");
+        // One storage: the same storageVersionHash through both versions.
+        let hash = |version: &str| {
+            resource_list(&reg, "scheduling.k8s.io", version).unwrap()["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["name"] == "podgroups")
+                .unwrap()["storageVersionHash"]
+                .clone()
+        };
+        assert_eq!(hash("v1beta1"), hash("v1alpha3"));
         assert!(resource_list(&reg, "scheduling.k8s.io", "v1alpha3").is_some());
         assert!(resource_list(&reg, "scheduling.k8s.io", "v9").is_none());
         let agg = aggregated(&reg, false);
