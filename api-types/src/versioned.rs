@@ -267,13 +267,23 @@ impl Relabel {
 
     fn response_body(&self, bytes: Bytes) -> Bytes {
         let mut out = bytes;
-        for version in [self.workload, self.pod_group].into_iter().flatten() {
+        let mut versions: Vec<&'static str> = [self.workload, self.pod_group].into_iter().flatten().collect();
+        versions.dedup();
+        for version in versions {
             let needle = format!("{GROUP}/{version}");
             out = self.rewrite(out, &needle, |kind| {
                 (self.for_kind(kind) == Some(version)).then_some(CORE_VERSION)
             });
         }
         out
+    }
+
+    /// Whether `bytes` may hold an object [`Relabel::response_body`] changes.
+    fn response_needs_rewrite(&self, bytes: &[u8]) -> bool {
+        [self.workload, self.pod_group]
+            .into_iter()
+            .flatten()
+            .any(|version| contains(bytes, format!("{GROUP}/{version}").as_bytes()))
     }
 
     /// `bytes` with the `apiVersion` of every object of a kind `target` names set to
@@ -323,7 +333,7 @@ fn relabel(value: &mut Value, target: impl Fn(&str) -> Option<&'static str> + Co
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+    !needle.is_empty() && memchr::memmem::find(haystack, needle).is_some()
 }
 
 /// A watch body relabelled one event (line) at a time, as the events arrive.
@@ -344,9 +354,13 @@ fn relabel_lines(body: Body, map: Relabel) -> ResponseBody {
                                 continue;
                             };
                             let lines = buf.split_to(last + 1).freeze();
+                            // Most events (pods, nodes) name no scheduling version: passed on as they are.
+                            if !map.response_needs_rewrite(&lines) {
+                                return Some((Ok(http_body::Frame::data(lines)), (stream, buf, false)));
+                            }
                             let mut out = BytesMut::new();
                             for line in lines.split_inclusive(|b| *b == b'\n') {
-                                out.extend_from_slice(&map.response_body(Bytes::copy_from_slice(line)));
+                                out.extend_from_slice(&map.response_body(lines.slice_ref(line)));
                             }
                             return Some((Ok(http_body::Frame::data(out.freeze())), (stream, buf, false)));
                         }

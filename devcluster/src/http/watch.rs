@@ -319,12 +319,39 @@ fn frame(p: &WatchParams, ty: &str, obj: &Value) -> Bytes {
     }
 }
 
-/// The watch line for one change: the event's shared encoding when this watcher sees it as stored.
+/// The watch line for one change: the event's shared encoding when this watcher sees it as stored, or
+/// that encoding relabelled when this resource serves the stored object under another `apiVersion` only
+/// (Workload and PodGroup as v1beta1), so no watcher clones and encodes the object again.
 fn event_line(p: &WatchParams, e: &StoredEvent, ty: &str, obj: &Value) -> Bytes {
-    if p.wire == Wire::Json && p.table.is_none() && ty == e.kind.as_str() && !p.res.needs_conversion(obj) {
-        return e.encoded_line();
+    if p.wire == Wire::Json && p.table.is_none() && ty == e.kind.as_str() {
+        if !p.res.needs_conversion(obj) {
+            return e.encoded_line();
+        }
+        if let Some(line) = relabelled_line(&p.res, &e.encoded_line(), ty, obj) {
+            return line;
+        }
     }
     frame(p, ty, obj)
+}
+
+/// `line` (the stored object's watch line) with the object's leading `apiVersion` set to `res`'s, when
+/// that is all that presenting it through `res` changes: no field conversion, no conversion webhook, the
+/// same kind, and the stored `apiVersion` first in the encoding (serde_json writes keys sorted).
+fn relabelled_line(res: &ResourceInfo, line: &[u8], ty: &str, obj: &Value) -> Option<Bytes> {
+    if res.strategy.converts_fields() || res.conversion.is_some() {
+        return None;
+    }
+    if obj.get("kind").and_then(Value::as_str) != Some(res.kind.as_str()) {
+        return None;
+    }
+    let stored = serde_json::to_string(obj.get("apiVersion")?.as_str()?).ok()?;
+    let prefix = format!("{{\"type\":\"{ty}\",\"object\":{{\"apiVersion\":{stored},");
+    let rest = line.strip_prefix(prefix.as_bytes())?;
+    let served = serde_json::to_string(&res.api_version()).ok()?;
+    let mut out = Vec::with_capacity(line.len() + 8);
+    out.extend_from_slice(format!("{{\"type\":\"{ty}\",\"object\":{{\"apiVersion\":{served},").as_bytes());
+    out.extend_from_slice(rest);
+    Some(Bytes::from(out))
 }
 
 fn line(ty: &str, object_json: &str) -> Bytes {
@@ -450,5 +477,42 @@ async fn stream(shared: &Shared, p: &WatchParams, out: &mut Outbox) -> Result<()
         if Instant::now() >= deadline {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A PodGroup stored as v1alpha3 and watched through v1beta1: the shared line, relabelled, is what
+    /// encoding the presented object would give; for a resource that converts fields there is no shortcut.
+    #[test]
+    fn a_relabelled_line_equals_the_presented_encoding() {
+        let find = |g: &str, v: &str, r: &str| {
+            crate::kinds::builtin_resources()
+                .into_iter()
+                .find(|x| x.group == g && x.version == v && x.plural == r)
+                .unwrap()
+        };
+        let beta = find("scheduling.k8s.io", "v1beta1", "podgroups");
+        let stored = serde_json::json!({
+            "apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ns", "ownerReferences": [
+                {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "Workload", "name": "w", "uid": "u"}]},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}
+        });
+        let shared = line("MODIFIED", &serde_json::to_string(&stored).unwrap());
+        let relabelled = relabelled_line(&beta, &shared, "MODIFIED", &stored).expect("a relabel");
+        let presented = line("MODIFIED", &serde_json::to_string(&beta.present(&stored)).unwrap());
+        assert_eq!(relabelled, presented);
+        // Another type in the line than asked for, or another kind: no shortcut.
+        assert!(relabelled_line(&beta, &shared, "ADDED", &stored).is_none());
+        let mut workload = stored.clone();
+        workload["kind"] = "Workload".into();
+        assert!(relabelled_line(&beta, &shared, "MODIFIED", &workload).is_none());
+        let events = find("events.k8s.io", "v1", "events");
+        let ev = serde_json::json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"}});
+        let ev_line = line("ADDED", &serde_json::to_string(&ev).unwrap());
+        assert!(relabelled_line(&events, &ev_line, "ADDED", &ev).is_none());
     }
 }

@@ -115,8 +115,8 @@ impl<G> GroupStrategy<G> {
 /// The facts of a `v1beta1` resource stored in its `v1alpha3` form.
 pub(crate) fn beta_facts(kind: &'static str) -> Facts {
     Facts {
+        // Only `apiVersion` differs: no field conversion (a watch relabels the shared encoding).
         storage_type: Some(("scheduling.k8s.io/v1alpha3", kind)),
-        converts_fields: true,
         ..Facts::PLAIN
     }
 }
