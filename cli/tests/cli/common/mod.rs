@@ -103,8 +103,12 @@ pub fn start(args: &[&str]) -> Dev {
         kubeconfig,
         _dir: dir,
     };
+    // Ready as a user sees it: the API answers and kwas' JobSet CRD (installed right after the server
+    // starts) is served.
     eventually("kwas dev to answer", || {
-        dev.kubeconfig.exists() && kubectl(&dev, &["get", "--raw", "/readyz"]).0
+        dev.kubeconfig.exists()
+            && kubectl(&dev, &["get", "--raw", "/readyz"]).0
+            && kubectl(&dev, &["get", "--raw", "/apis/jobset.x-k8s.io/v1alpha2"]).0
     });
     dev
 }
