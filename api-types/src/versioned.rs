@@ -262,16 +262,21 @@ impl Relabel {
 
     fn request_body(&self, bytes: Bytes) -> Bytes {
         let needle = format!("{GROUP}/{CORE_VERSION}");
-        self.rewrite(bytes, &needle, |kind| self.for_kind(kind))
+        rewrite(bytes, &needle, |kind| self.for_kind(kind))
+    }
+
+    /// The served versions that differ from [`CORE_VERSION`], each once.
+    fn other_versions(&self) -> Vec<&'static str> {
+        let mut versions: Vec<&'static str> = [self.workload, self.pod_group].into_iter().flatten().collect();
+        versions.dedup();
+        versions
     }
 
     fn response_body(&self, bytes: Bytes) -> Bytes {
         let mut out = bytes;
-        let mut versions: Vec<&'static str> = [self.workload, self.pod_group].into_iter().flatten().collect();
-        versions.dedup();
-        for version in versions {
+        for version in self.other_versions() {
             let needle = format!("{GROUP}/{version}");
-            out = self.rewrite(out, &needle, |kind| {
+            out = rewrite(out, &needle, |kind| {
                 (self.for_kind(kind) == Some(version)).then_some(CORE_VERSION)
             });
         }
@@ -280,30 +285,29 @@ impl Relabel {
 
     /// Whether `bytes` may hold an object [`Relabel::response_body`] changes.
     fn response_needs_rewrite(&self, bytes: &[u8]) -> bool {
-        [self.workload, self.pod_group]
+        self.other_versions()
             .into_iter()
-            .flatten()
             .any(|version| contains(bytes, format!("{GROUP}/{version}").as_bytes()))
     }
+}
 
-    /// `bytes` with the `apiVersion` of every object of a kind `target` names set to
-    /// `scheduling.k8s.io/<target>`; untouched when it does not contain `needle` or is not JSON.
-    fn rewrite(&self, bytes: Bytes, needle: &str, target: impl Fn(&str) -> Option<&'static str> + Copy) -> Bytes {
-        if !contains(&bytes, needle.as_bytes()) {
-            return bytes;
-        }
-        let Ok(mut value) = serde_json::from_slice::<Value>(&bytes) else {
-            return bytes;
-        };
-        if !relabel(&mut value, target) {
-            return bytes;
-        }
-        let mut out = serde_json::to_vec(&value).unwrap_or_else(|_| bytes.to_vec());
-        if bytes.ends_with(b"\n") {
-            out.push(b'\n');
-        }
-        Bytes::from(out)
+/// `bytes` with the `apiVersion` of every object of a kind `target` names set to
+/// `scheduling.k8s.io/<target>`; untouched when it does not contain `needle` or is not JSON.
+fn rewrite(bytes: Bytes, needle: &str, target: impl Fn(&str) -> Option<&'static str> + Copy) -> Bytes {
+    if !contains(&bytes, needle.as_bytes()) {
+        return bytes;
     }
+    let Ok(mut value) = serde_json::from_slice::<Value>(&bytes) else {
+        return bytes;
+    };
+    if !relabel(&mut value, target) {
+        return bytes;
+    }
+    let mut out = serde_json::to_vec(&value).unwrap_or_else(|_| bytes.to_vec());
+    if bytes.ends_with(b"\n") {
+        out.push(b'\n');
+    }
+    Bytes::from(out)
 }
 
 /// Sets the `apiVersion` of every `scheduling.k8s.io` object (or reference) in `value` whose kind

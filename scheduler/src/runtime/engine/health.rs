@@ -19,15 +19,9 @@
 use std::time::Instant;
 
 use kwas_api_types::names::annotations::GANG_RECOVERY_SECONDS;
-use kwas_api_types::names::conditions::{
-    DISRUPTION_TARGET, POD_GROUP_SATISFIED, REASON_BELOW_MIN_COUNT, REASON_MIN_COUNT_SATISFIED,
-    REASON_PREEMPTION_BY_SCHEDULER,
-};
-use kwas_api_types::names::events;
+use kwas_api_types::names::conditions::{POD_GROUP_SATISFIED, REASON_BELOW_MIN_COUNT, REASON_MIN_COUNT_SATISFIED};
 
 use crate::core::{GroupKey, GroupKind};
-use crate::runtime::actions::{EventRecord, pod_ref};
-use crate::runtime::conditions::DesiredCondition;
 
 use super::*;
 
@@ -150,23 +144,7 @@ impl Engine {
                 key.name,
                 after.as_secs()
             );
-            for pod in survivors {
-                let uid = self.pods.get(&pod).and_then(|m| m.uid.clone());
-                out.push(Action::Evict {
-                    pod: pod.clone(),
-                    uid: uid.clone(),
-                    condition: DesiredCondition::new(DISRUPTION_TARGET, true, REASON_PREEMPTION_BY_SCHEDULER, &message)
-                        .observed(self.pods.get(&pod).and_then(|m| m.generation)),
-                    event: EventRecord {
-                        regarding: pod_ref(&pod, uid.as_deref()),
-                        related: None,
-                        warning: true,
-                        reason: events::PREEMPTED.into(),
-                        action: "Recovering".into(),
-                        note: message.clone(),
-                    },
-                });
-            }
+            self.evict_bound(survivors, &message, "Recovering", out);
         }
     }
 }

@@ -44,26 +44,34 @@ impl Engine {
             self.settings.primary_name,
             timeout.as_secs()
         );
-        for pod in bound {
-            let uid = self.pods.get(&pod).and_then(|m| m.uid.clone());
+        self.evict_bound(bound, &message, "Releasing", out);
+        self.partial_since.remove(unit);
+        self.queue.failed(unit, Failure::Unschedulable, now);
+        true
+    }
+
+    /// Evicts `pods` of a gang the scheduler gives up on as it is (a partial gang released, a broken one
+    /// recovered): `DisruptionTarget` with `message`, deleted (retried until gone), a `Preempted` Warning
+    /// event with `action`.
+    pub(super) fn evict_bound(&self, pods: Vec<PodKey>, message: &str, action: &str, out: &mut Vec<Action>) {
+        for pod in pods {
+            let meta = self.pods.get(&pod);
+            let uid = meta.and_then(|m| m.uid.clone());
             out.push(Action::Evict {
-                pod: pod.clone(),
-                uid: uid.clone(),
-                condition: DesiredCondition::new(DISRUPTION_TARGET, true, REASON_PREEMPTION_BY_SCHEDULER, &message)
-                    .observed(self.pods.get(&pod).and_then(|m| m.generation)),
+                condition: DesiredCondition::new(DISRUPTION_TARGET, true, REASON_PREEMPTION_BY_SCHEDULER, message)
+                    .observed(meta.and_then(|m| m.generation)),
                 event: EventRecord {
                     regarding: pod_ref(&pod, uid.as_deref()),
                     related: None,
                     warning: true,
                     reason: events::PREEMPTED.into(),
-                    action: "Releasing".into(),
-                    note: message.clone(),
+                    action: action.into(),
+                    note: message.to_string(),
                 },
+                pod,
+                uid,
             });
         }
-        self.partial_since.remove(unit);
-        self.queue.failed(unit, Failure::Unschedulable, now);
-        true
     }
 
     /// The bound (or assumed), not terminating pods of the PodGroups under `root`.
