@@ -13,6 +13,7 @@ use kwas_scheduler::core::PlacementLimit;
 use scenarios::*;
 
 type Scenario = (&'static str, Box<dyn Fn() -> Measurement>);
+type LatencyScenario = (&'static str, Box<dyn Fn() -> preemption::Latency>);
 
 fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -140,4 +141,38 @@ fn main() {
         results.push(m);
     }
     println!("{}", table(&results));
+
+    // Preemption latency per attempt (P50 / P99), against a gang attempt at the same node count.
+    let latency: Vec<LatencyScenario> = vec![
+        (
+            "PreemptionPodGroupScaledCandidates/1000Nodes",
+            Box::new(|| preemption::scaled_candidates(1000, 200)),
+        ),
+        (
+            "PreemptionPodGroupDisruptionMode/1000Nodes_1000Candidates_NoPodGroup",
+            Box::new(|| preemption::disruption_mode(1000, preemption::Candidates::NoPodGroup, 200)),
+        ),
+        (
+            "PreemptionPodGroupDisruptionMode/1000Nodes_1000Candidates_DisruptionSingle",
+            Box::new(|| preemption::disruption_mode(1000, preemption::Candidates::DisruptionSingle, 200)),
+        ),
+        (
+            "PreemptionPodGroupDisruptionMode/1000Nodes_1000Candidates_DisruptionAll",
+            Box::new(|| preemption::disruption_mode(1000, preemption::Candidates::DisruptionAll, 200)),
+        ),
+    ];
+    let chosen: Vec<_> = latency
+        .iter()
+        .filter(|(name, _)| filter.as_ref().is_none_or(|f| name.contains(f.as_str())))
+        .collect();
+    if !chosen.is_empty() {
+        let gang_ms = preemption::gang_attempt_ms(1000, 1000);
+        let mut ls = Vec::new();
+        for (_, run) in chosen {
+            let l = run();
+            eprintln!("{}: P50 {:.3} ms, P99 {:.3} ms", l.name, l.p50_ms(), l.p99_ms());
+            ls.push(l);
+        }
+        println!("{}", preemption::table(&ls, gang_ms));
+    }
 }

@@ -21,6 +21,9 @@ pub mod dynamic;
 #[path = "dra.rs"]
 pub mod dra;
 
+#[path = "preemption.rs"]
+pub mod preemption;
+
 pub const NS: &str = "perf";
 pub const ZONE: &str = "topology.kubernetes.io/zone";
 pub const RACK: &str = "topology.kubernetes.io/rack";

@@ -65,6 +65,9 @@ pub(crate) struct Cycle<'a> {
     pub greedy: bool,
     pub backtracks_left: u32,
     pub stats: CycleStats,
+    /// Only whether the unit fits matters (preemption's trial placements): a pod that fits no node
+    /// fails without the per-node diagnosis.
+    pub quiet: bool,
 }
 
 impl<'a> Cycle<'a> {
@@ -77,6 +80,7 @@ impl<'a> Cycle<'a> {
             backtracks_left: cfg.backtracking_limit,
             cfg,
             stats: CycleStats::default(),
+            quiet: false,
         }
     }
 

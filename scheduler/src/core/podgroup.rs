@@ -140,8 +140,15 @@ impl Cycle<'_> {
     }
 
     /// Why a pod fits no node of `dom`: upstream's `0/N nodes are available: ...`, with the dynamic
-    /// filters' reasons when the pod has dynamic constraints.
+    /// filters' reasons when the pod has dynamic constraints. A quiet cycle gets no reasons.
     pub(crate) fn diagnose(&mut self, pid: u32, dom: &Domain, prepared: Option<&super::dynamic::Prepared>) -> Failure {
+        if self.quiet {
+            return Failure {
+                message: String::new(),
+                unresolvable: false,
+                unsupported: false,
+            };
+        }
         let class = self.snap.pod(pid).class;
         let sid = self.snap.classes.classes[class as usize].static_id;
         self.snap.ensure_static(sid);

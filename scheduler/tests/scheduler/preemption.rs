@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use crate::common::reference::{Rng, generate, root_unit, structure_violation, to_snapshot};
+use crate::common::reference::{Inst, Rng, generate, root_unit, structure_violation, to_snapshot};
 use crate::common::*;
 use kwas_scheduler::core::testing::{GroupBuilder, bound, pod_with, with_priority};
 use kwas_scheduler::core::{
@@ -221,8 +221,10 @@ fn satisfied_hierarchy_preempts_for_extra_pods_only_when_it_ran_before() {
     assert_eq!(p.nominations.len(), 1);
 }
 
-/// Runs one random preemption scenario and checks its rules; returns the verdict.
-fn check_preemption(seed: u64) -> PreemptionVerdict {
+/// One random preemption scenario: the preemptor (priority 100) and a cluster filled with running
+/// groups of random priority, some `all`. Returns the instance, the snapshot, the `all` groups and the
+/// running pods below the preemptor's priority.
+fn scenario(seed: u64) -> (Inst, Snapshot, Vec<String>, Vec<PodKey>) {
     let mut inst = generate(seed, true);
     inst.priority = Some(100);
     let mut snap = to_snapshot(&inst);
@@ -230,6 +232,7 @@ fn check_preemption(seed: u64) -> PreemptionVerdict {
     // Fill the cluster with running groups and pods of random priority, some `all`.
     let nodes: Vec<String> = snap.node_names().map(str::to_string).collect();
     let mut all_groups = Vec::new();
+    let mut low = Vec::new();
     for g in 0..3 {
         let prio = r.pick(&[0, 50, 100, 200]);
         let name = format!("run{g}");
@@ -254,8 +257,17 @@ fn check_preemption(seed: u64) -> PreemptionVerdict {
                 prio,
             );
             snap.upsert_pod(&bound(p, node)).unwrap();
+            if prio < 100 {
+                low.push(PodKey::new("victims", format!("{name}-{k}")));
+            }
         }
     }
+    (inst, snap, all_groups, low)
+}
+
+/// Runs one random preemption scenario and checks its rules; returns the verdict.
+fn check_preemption(seed: u64) -> PreemptionVerdict {
+    let (inst, mut snap, all_groups, _) = scenario(seed);
     assert_no_overcommit(&snap);
     let out = preempt(&mut snap, &root_unit(&inst));
     assert!(out.verdict != PreemptionVerdict::NotReady, "{out:?}");
@@ -305,6 +317,37 @@ fn random_preemption_scenarios_do_evict() {
         .filter(|s| check_preemption(*s) == PreemptionVerdict::Preempt)
         .count();
     assert!(preempted >= 20, "only {preempted} of 200 random scenarios preempted");
+}
+
+/// The node-by-node search is complete: it finds a preemption whenever evicting every lower-priority
+/// pod would let the preemptor schedule (its last try removes every candidate of a domain). The
+/// converse is not asked: a found preemption's placement is checked by `check_preemption`, and the
+/// greedy cycle may place a gang with some victims gone that it fails to place with all of them gone.
+#[test]
+fn preemption_is_found_whenever_evicting_every_candidate_would_help() {
+    let mut helpful = 0;
+    for seed in 0..200u64 {
+        let (inst, mut snap, _, low) = scenario(seed);
+        let verdict = preempt(&mut snap, &root_unit(&inst)).verdict;
+        for k in &low {
+            snap.remove_pod(k);
+        }
+        let fits = Scheduler::new(SchedulerConfig::default())
+            .schedule(&mut snap, &root_unit(&inst))
+            .is_scheduled();
+        if verdict == PreemptionVerdict::NotHelpful {
+            assert!(
+                !fits,
+                "seed {seed}: NotHelpful, yet evicting every candidate lets it schedule"
+            );
+        } else if fits {
+            helpful += 1;
+        }
+    }
+    assert!(
+        helpful >= 20,
+        "only {helpful} of 200 scenarios fit with every candidate gone"
+    );
 }
 
 #[test]

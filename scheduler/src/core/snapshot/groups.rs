@@ -87,10 +87,27 @@ impl Snapshot {
         }
         let id = self.groups.insert(info.key.clone(), info);
         self.link_parent(id);
+        self.set_members_group(id, Some(id));
         Ok(())
     }
 
     // ----- links and lookups -----
+
+    /// Points the pods of PodGroup `id` at `group` (its id, or `None` as it goes).
+    fn set_members_group(&mut self, id: u32, group: Option<u32>) {
+        let g = self.group(id);
+        if g.key.kind != GroupKind::PodGroup {
+            return;
+        }
+        let key = (g.key.namespace.clone(), g.key.name.clone());
+        if let Some(pods) = self.members_of.get(&key) {
+            for &p in pods {
+                if let Some(pod) = self.pods.get_mut(p) {
+                    pod.group = group;
+                }
+            }
+        }
+    }
 
     fn link_parent(&mut self, id: u32) {
         let g = self.group(id);
@@ -127,6 +144,7 @@ impl Snapshot {
             return false;
         };
         self.unlink_parent(id);
+        self.set_members_group(id, None);
         self.groups.remove(key);
         if key.kind == GroupKind::PodGroup {
             self.dra.remove_group(&key.namespace, &key.name);
@@ -167,6 +185,11 @@ impl Snapshot {
             .get(&(g.key.namespace.clone(), g.key.name.clone()))
             .map(Vec::as_slice)
             .unwrap_or(&[])
+    }
+
+    /// Group slots (ids are below this).
+    pub(crate) fn group_slots(&self) -> usize {
+        self.groups.capacity()
     }
 
     /// Pods that name a PodGroup.

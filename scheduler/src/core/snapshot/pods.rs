@@ -18,6 +18,9 @@ use crate::core::resources::{Requests, pod_requests};
 pub(crate) struct PodInfo {
     pub key: PodKey,
     pub group_name: Option<String>,
+    /// The PodGroup `group_name` names, while it is in the snapshot (kept by the group's upsert and
+    /// removal, so hot paths need no lookup by name).
+    pub group: Option<u32>,
     pub state: PodState,
     /// The node the pod is counted on (assumed or bound), when that node is known.
     pub node: Option<u32>,
@@ -155,6 +158,7 @@ impl Snapshot {
         let info = PodInfo {
             key: key.clone(),
             group_name,
+            group: None,
             state,
             node: None,
             node_name,
@@ -256,10 +260,11 @@ impl Snapshot {
             }
         }
         if let Some(g) = p.group_name.clone() {
-            self.members_of
-                .entry((p.key.namespace.clone(), g))
-                .or_default()
-                .push(id);
+            let key = (p.key.namespace.clone(), g);
+            p.group = self
+                .groups
+                .id(&crate::core::model::GroupKey::pod_group(key.0.clone(), key.1.clone()));
+            self.members_of.entry(key).or_default().push(id);
         }
         for (k, v) in &p.labels {
             self.pods_by_label.entry((k.clone(), v.clone())).or_default().push(id);

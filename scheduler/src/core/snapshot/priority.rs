@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
 use super::Snapshot;
-use crate::core::model::{GroupKey, PreemptionPolicy};
+use crate::core::model::PreemptionPolicy;
 
 #[derive(Debug, Clone)]
 pub(super) struct PriorityClassInfo {
@@ -80,12 +80,54 @@ impl Snapshot {
     /// The scheduling priority of a pod: its group's when it has one, its own otherwise.
     pub(crate) fn effective_priority(&self, pod: u32) -> i32 {
         let p = self.pod(pod);
-        match p.group_name.as_ref() {
-            Some(g) => self
-                .group_id(&GroupKey::pod_group(p.key.namespace.clone(), g.clone()))
-                .map(|id| self.group(id).priority)
-                .unwrap_or(p.priority),
+        match p.group {
+            Some(id) => self.group(id).priority,
             None => p.priority,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::core::model::GroupKey;
+    use crate::core::snapshot::Snapshot;
+    use crate::core::testing::{GroupBuilder, pod_with};
+
+    /// A pod's cached group follows the group: created before or after the pod, updated, removed, and
+    /// created again (possibly at another id).
+    #[test]
+    fn a_pods_group_and_priority_follow_the_group() {
+        let mut snap = Snapshot::new();
+        snap.upsert_pod(&pod_with("ns", "p", Some("g"), &[("cpu", "1")]))
+            .unwrap();
+        let pid = snap.pod_id(&crate::core::model::PodKey::new("ns", "p")).unwrap();
+        assert_eq!(snap.pod(pid).group, None);
+        assert_eq!(snap.effective_priority(pid), 0);
+        snap.upsert_pod_group(&GroupBuilder::gang("ns", "other", 1).priority(1).pod_group())
+            .unwrap();
+        snap.upsert_pod_group(&GroupBuilder::gang("ns", "g", 1).priority(7).pod_group())
+            .unwrap();
+        let g = snap.group_id(&GroupKey::pod_group("ns", "g"));
+        assert_eq!(snap.pod(pid).group, g);
+        assert_eq!(snap.effective_priority(pid), 7);
+        snap.upsert_pod_group(&GroupBuilder::gang("ns", "g", 1).priority(9).pod_group())
+            .unwrap();
+        assert_eq!(snap.effective_priority(pid), 9);
+        assert!(snap.remove_group(&GroupKey::pod_group("ns", "g")));
+        assert_eq!(snap.pod(pid).group, None);
+        assert!(snap.remove_group(&GroupKey::pod_group("ns", "other")));
+        // The freed ids are reused by other groups; the pod is not theirs.
+        snap.upsert_pod_group(&GroupBuilder::gang("ns", "x", 1).priority(3).pod_group())
+            .unwrap();
+        assert_eq!(snap.pod(pid).group, None);
+        assert_eq!(snap.effective_priority(pid), 0);
+        snap.upsert_pod_group(&GroupBuilder::gang("ns", "g", 1).priority(5).pod_group())
+            .unwrap();
+        assert_eq!(snap.pod(pid).group, snap.group_id(&GroupKey::pod_group("ns", "g")));
+        assert_eq!(snap.effective_priority(pid), 5);
+        // A pod updated keeps its group; one moved to another group follows it.
+        snap.upsert_pod(&pod_with("ns", "p", Some("x"), &[("cpu", "1")]))
+            .unwrap();
+        assert_eq!(snap.effective_priority(pid), 3);
     }
 }
