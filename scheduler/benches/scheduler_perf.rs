@@ -125,6 +125,46 @@ fn main() {
             "DRAGangScheduling 1000",
             Box::new(|| dra::gpu_gangs(1000, 800, 8, true)),
         ),
+        (
+            "SchedulingWithResourceClaimTemplateExtendedResource",
+            Box::new(|| dra::scheduling_with_claim_template(500, 2500, 2500, false)),
+        ),
+        (
+            "SchedulingWithResourceClaimTemplate",
+            Box::new(|| dra::scheduling_with_claim_template(500, 2500, 2500, true)),
+        ),
+        (
+            "SteadyStateClusterResourceClaimTemplateExtendedResource empty",
+            Box::new(|| dra::steady_state(500, dra::Fill::Empty, 1000, false)),
+        ),
+        (
+            "SteadyStateClusterResourceClaimTemplate empty",
+            Box::new(|| dra::steady_state(500, dra::Fill::Empty, 1000, true)),
+        ),
+        (
+            "SteadyStateClusterResourceClaimTemplateExtendedResource half",
+            Box::new(|| dra::steady_state(500, dra::Fill::Half, 1000, false)),
+        ),
+        (
+            "SteadyStateClusterResourceClaimTemplate half",
+            Box::new(|| dra::steady_state(500, dra::Fill::Half, 1000, true)),
+        ),
+        (
+            "SteadyStateClusterResourceClaimTemplateExtendedResource full",
+            Box::new(|| dra::steady_state(500, dra::Fill::Full, 1000, false)),
+        ),
+        (
+            "SteadyStateClusterResourceClaimTemplate full",
+            Box::new(|| dra::steady_state(500, dra::Fill::Full, 1000, true)),
+        ),
+        (
+            "SharedPodGroupResourceClaimNoClaim",
+            Box::new(|| dra::shared_pod_group_claim(500, 100, 50, false)),
+        ),
+        (
+            "SharedPodGroupResourceClaim",
+            Box::new(|| dra::shared_pod_group_claim(500, 100, 50, true)),
+        ),
     ];
     let mut results = Vec::new();
     for (name, run) in &scenarios {
@@ -141,6 +181,10 @@ fn main() {
         results.push(m);
     }
     println!("{}", table(&results));
+    let ratios = dra::ratios(&results);
+    if !ratios.is_empty() {
+        println!("{ratios}");
+    }
 
     // Preemption latency per attempt (P50 / P99), against a gang attempt at the same node count.
     let latency: Vec<LatencyScenario> = vec![

@@ -100,13 +100,45 @@ impl Snapshot {
 
     /// Whether pod `pid` takes the per-pod path.
     pub(crate) fn needs_dynamic(&self, pid: u32) -> bool {
-        let p = self.pod(pid);
-        p.dynamic.is_some()
-            || !p.claims.is_empty()
+        !self.pod(pid).claims.is_empty() || self.needs_dynamic_besides_claims(pid)
+    }
+
+    /// Whether pod `pid` has dynamic constraints other than resource claims.
+    fn needs_dynamic_besides_claims(&self, pid: u32) -> bool {
+        self.pod(pid).dynamic.is_some()
             || self
                 .affinity_pods
                 .iter()
                 .any(|q| *q != pid && self.pod(*q).placed_node().is_some())
+    }
+
+    /// For a pod whose only dynamic constraint is its claims: the claims and the fewest free devices
+    /// the unallocated ones need in all (an `All` request counts one). Such a pod stays on its class's
+    /// cached ranking, with the nodes that have fewer free devices left out
+    /// (`Snapshot::has_free_devices`); the allocator still decides each node it is tried on (an
+    /// allocated claim's node selector included). `None`: the pod takes the per-pod path.
+    pub(crate) fn simple_claims(&self, pid: u32) -> Option<(Vec<crate::core::dra::ResolvedClaim>, usize)> {
+        if self.pod(pid).claims.is_empty() || self.needs_dynamic_besides_claims(pid) {
+            return None;
+        }
+        let claims = self.resolve_claims(pid).ok()?;
+        let mut need = 0usize;
+        for r in &claims {
+            let c = self.dra.claim(r.id)?;
+            if c.allocated() {
+                continue;
+            }
+            for req in &c.requests {
+                let fewest = req
+                    .alternatives
+                    .iter()
+                    .map(|a| a.count.map_or(1, |n| n as usize))
+                    .min()
+                    .unwrap_or(0);
+                need = need.saturating_add(fewest);
+            }
+        }
+        Some((claims, need))
     }
 
     /// Computes `pid`'s dynamic state (upstream's PreFilter for the dynamic plugins).

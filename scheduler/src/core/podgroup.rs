@@ -87,6 +87,8 @@ impl ClassScorer {
 #[derive(Debug)]
 pub(crate) struct RankerSlot {
     class: ClassId,
+    /// The fewest free devices a node needs (pods with simple claims; see `Snapshot::simple_claims`).
+    devices: Option<usize>,
     ranker: Ranker,
     diagnosis: Option<Failure>,
 }
@@ -101,9 +103,20 @@ impl Cycle<'_> {
         ClassScorer::new(self, entry).score(snap, entry, n)
     }
 
-    fn build_ranker(&mut self, class: ClassId, dom: &Domain) -> Ranker {
+    fn build_ranker(&mut self, class: ClassId, dom: &Domain, devices: Option<usize>) -> Ranker {
         let sid = self.snap.classes.classes[class as usize].static_id;
         self.snap.ensure_static(sid);
+        // Nodes with too few free devices are left out before scoring.
+        let device_ok: Option<Vec<bool>> = devices.filter(|need| *need > 0).map(|need| {
+            let shared = self.snap.dra.free_shared();
+            let mut ok = vec![false; self.snap.node_slots()];
+            for &n in dom.nodes.iter() {
+                if let Some(slot) = ok.get_mut(n as usize) {
+                    *slot = self.snap.has_free_devices(n, need, shared);
+                }
+            }
+            ok
+        });
         let snap = &*self.snap;
         let entry = &snap.classes.classes[class as usize];
         self.stats.nodes_evaluated += dom.nodes.len() as u64;
@@ -117,7 +130,11 @@ impl Cycle<'_> {
         let entry = &snap.classes.classes[class as usize];
         let mut entries = Vec::with_capacity(dom.nodes.len());
         for &n in dom.nodes.iter() {
-            if !snap.static_ok(sid, n) {
+            if !snap.static_ok(sid, n)
+                || device_ok
+                    .as_ref()
+                    .is_some_and(|ok| !ok.get(n as usize).copied().unwrap_or(false))
+            {
                 continue;
             }
             let node = snap.node(n);
@@ -295,18 +312,41 @@ impl Cycle<'_> {
         Ok(n)
     }
 
+    /// Whether node `n` has at least `need` free devices (always, without a need).
+    fn devices_fit(&mut self, n: u32, need: Option<usize>) -> bool {
+        let Some(need) = need.filter(|n| *n > 0) else {
+            return true;
+        };
+        let shared = self.snap.dra.free_shared();
+        self.snap.has_free_devices(n, need, shared)
+    }
+
     /// Places one pending pod on the best node of `dom` and assumes it there; `Err` is the diagnosis.
+    /// A pod with simple claims ([`Snapshot::simple_claims`](super::snapshot::Snapshot)) stays on its
+    /// class's ranking: nodes are popped best first as the per-pod path would try them, each allocated
+    /// on by the allocator; nodes it refuses are set aside for this pod only. When none is left the
+    /// per-pod path decides (and explains) the failure.
     pub(crate) fn place_pod(&mut self, pid: u32, dom: &Domain, rankers: &mut Vec<RankerSlot>) -> Result<u32, Failure> {
-        if self.snap.needs_dynamic(pid) {
+        #[cfg(test)]
+        if tests::PER_POD_CLAIMS.with(std::cell::Cell::get) && self.snap.needs_dynamic(pid) {
             return self.place_pod_dynamic(pid, dom);
         }
+        let (claims, devices) = if self.snap.needs_dynamic(pid) {
+            match self.snap.simple_claims(pid) {
+                Some((claims, need)) => (claims, Some(need)),
+                None => return self.place_pod_dynamic(pid, dom),
+            }
+        } else {
+            (Vec::new(), None)
+        };
         let class = self.snap.pod(pid).class;
-        let idx = match rankers.iter().position(|s| s.class == class) {
+        let idx = match rankers.iter().position(|s| s.class == class && s.devices == devices) {
             Some(i) => i,
             None => {
-                let ranker = self.build_ranker(class, dom);
+                let ranker = self.build_ranker(class, dom, devices);
                 rankers.push(RankerSlot {
                     class,
+                    devices,
                     ranker,
                     diagnosis: None,
                 });
@@ -314,14 +354,25 @@ impl Cycle<'_> {
             }
         };
         if rankers[idx].ranker.failed {
+            if devices.is_some() {
+                return self.place_pod_dynamic(pid, dom);
+            }
             return Err(rankers[idx].diagnosis.clone().unwrap_or(Failure {
                 message: String::new(),
                 unresolvable: false,
                 unsupported: false,
             }));
         }
-        loop {
-            let Some((_, rank, n, version)) = rankers[idx].ranker.pop() else {
+        if devices.is_some() {
+            self.snap.dra.budget.start_pod();
+        }
+        // Nodes the allocator refused for this pod (they may suit the class's next pod).
+        let mut aside: Vec<(i64, u32, u32, u64)> = Vec::new();
+        let result = loop {
+            let Some((score, rank, n, version)) = rankers[idx].ranker.pop() else {
+                if devices.is_some() {
+                    break None;
+                }
                 rankers[idx].ranker.failed = true;
                 let d = self.diagnose(pid, dom, None);
                 rankers[idx].diagnosis = Some(d.clone());
@@ -332,22 +383,54 @@ impl Cycle<'_> {
             let node = snap.node(n);
             if node.version != version {
                 self.stats.nodes_evaluated += 1;
-                if fits(&entry.requests, &node.allocatable, &node.requested) {
-                    let (score, version) = (self.class_score(class, n), node.version);
+                if fits(&entry.requests, &node.allocatable, &node.requested) && self.devices_fit(n, devices) {
+                    let (score, version) = (self.class_score(class, n), self.snap.node(n).version);
                     rankers[idx].ranker.push(score, rank, n, version);
                 }
                 continue;
             }
+            let mut allocations = Vec::new();
+            if devices.is_some() {
+                if !self.devices_fit(n, devices) {
+                    aside.push((score, rank, n, version));
+                    continue;
+                }
+                match self.snap.dra_fit(&claims, n) {
+                    Ok(a) => allocations = a,
+                    Err(super::snapshot::dra::DraReject::Budget(m)) => {
+                        break Some(Err(Failure {
+                            message: m,
+                            unresolvable: false,
+                            unsupported: false,
+                        }));
+                    }
+                    Err(_) => {
+                        aside.push((score, rank, n, version));
+                        continue;
+                    }
+                }
+            }
             self.journal.assume_id(self.snap, pid, n);
+            for (claim, a) in allocations {
+                self.journal.allocate(self.snap, claim, a);
+            }
             self.stats.nodes_evaluated += 1;
             let snap = &*self.snap;
             let entry = &snap.classes.classes[class as usize];
             let node = snap.node(n);
-            if fits(&entry.requests, &node.allocatable, &node.requested) {
-                let (score, version) = (self.class_score(class, n), node.version);
+            if fits(&entry.requests, &node.allocatable, &node.requested) && self.devices_fit(n, devices) {
+                let (score, version) = (self.class_score(class, n), self.snap.node(n).version);
                 rankers[idx].ranker.push(score, rank, n, version);
             }
-            return Ok(n);
+            break Some(Ok(n));
+        };
+        for (score, rank, n, version) in aside {
+            rankers[idx].ranker.push(score, rank, n, version);
+        }
+        match result {
+            Some(r) => r,
+            // Every node refused: the per-pod path says why (and finds nothing the ranking missed).
+            None => self.place_pod_dynamic(pid, dom),
         }
     }
 
@@ -517,6 +600,105 @@ impl Cycle<'_> {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+    use serde_json::json;
+
+    thread_local! {
+        /// Pods with claims take the per-pod path (the reference the cached ranking must match).
+        pub(super) static PER_POD_CLAIMS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// A cluster of `nodes` (cpu, devices) and a history of pods (plain or gangs of two) with 0-2
+    /// claims of one device each (every claim named in the pod's status); returns every placement and
+    /// allocation, in order.
+    fn claims_history(nodes: &[(u8, u8)], pods: &[(u8, u8, bool)], per_pod: bool) -> Vec<String> {
+        PER_POD_CLAIMS.with(|c| c.set(per_pod));
+        let mut snap = Snapshot::new();
+        for (i, (cpu, devices)) in nodes.iter().enumerate() {
+            let name = format!("n{i}");
+            snap.upsert_node(&node(&name, &format!("{}", 1 + cpu % 4), "8Gi", &[]))
+                .unwrap();
+            // Devices of two kinds: a claim of class `a` takes only the first kind, so a node with free
+            // devices may still refuse it (the ranking sets such a node aside for that pod).
+            let devs: Vec<_> = (0..devices % 5)
+                .map(|d| json!({"name": format!("d{d}"), "attributes": {"kind": {"string": if (d + devices / 5) % 2 == 0 { "a" } else { "b" }}}}))
+                .collect();
+            snap.upsert_resource_slice(
+                &serde_json::from_value(json!({"metadata": {"name": format!("{name}-s")},
+                    "spec": {"driver": "x.dev", "nodeName": name, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}, "devices": devs}}))
+                .unwrap(),
+            );
+        }
+        snap.upsert_device_class(
+            &serde_json::from_value(json!({"metadata": {"name": "x"},
+                "spec": {"selectors": [{"cel": {"expression": "device.driver == \"x.dev\""}}]}}))
+            .unwrap(),
+        );
+        snap.upsert_device_class(
+            &serde_json::from_value(json!({"metadata": {"name": "a"},
+                "spec": {"selectors": [{"cel": {"expression": "device.attributes[\"x.dev\"].kind == \"a\""}}]}}))
+            .unwrap(),
+        );
+        let mut log = Vec::new();
+        let add = |snap: &mut Snapshot, name: &str, group: Option<&str>, cpu: u8, claims: u8, flip: u8| {
+            let mut p = serde_json::to_value(crate::core::testing::pod_with(
+                "ns",
+                name,
+                group,
+                &[("cpu", &format!("{}m", 200 + u32::from(cpu) * 50))],
+            ))
+            .unwrap();
+            p["metadata"]["uid"] = json!(format!("u-{name}"));
+            let refs: Vec<_> = (0..claims % 3)
+                .map(|c| json!({"name": format!("c{c}"), "resourceClaimTemplateName": "t"}))
+                .collect();
+            let statuses: Vec<_> = (0..claims % 3)
+                .map(|c| json!({"name": format!("c{c}"), "resourceClaimName": format!("{name}-c{c}")}))
+                .collect();
+            for c in 0..claims % 3 {
+                snap.upsert_resource_claim(
+                    &serde_json::from_value(json!({"metadata": {"namespace": "ns", "name": format!("{name}-c{c}"), "uid": format!("c-{name}-{c}")},
+                        "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": if (cpu.wrapping_add(c).wrapping_add(flip)) % 2 == 0 { "a" } else { "x" }}}]}}}))
+                    .unwrap(),
+                );
+            }
+            p["spec"]["resourceClaims"] = json!(refs);
+            p["status"] = json!({"resourceClaimStatuses": statuses});
+            snap.upsert_pod(&serde_json::from_value(p).unwrap()).unwrap();
+        };
+        for (i, (cpu, claims, gang)) in pods.iter().enumerate() {
+            let unit = if *gang {
+                let g = format!("g{i}");
+                snap.upsert_pod_group(&GroupBuilder::gang("ns", &g, 2).pod_group())
+                    .unwrap();
+                for j in 0..2u8 {
+                    add(&mut snap, &format!("{g}-{j}"), Some(&g), *cpu, *claims, j);
+                }
+                UnitKey::Group(crate::core::GroupKey::pod_group("ns", &g))
+            } else {
+                let name = format!("p{i}");
+                add(&mut snap, &name, None, *cpu, *claims, 0);
+                UnitKey::Pod(PodKey::new("ns", name))
+            };
+            let out = Scheduler::new(SchedulerConfig::default()).schedule(&mut snap, &unit);
+            log.push(format!("{unit}: {:?}", out.verdict));
+            if out.is_scheduled() {
+                for a in &out.assignments {
+                    snap.assume(&a.pod, &a.node).unwrap();
+                    log.push(format!("{} -> {}", a.pod, a.node));
+                }
+                for (pod, rs) in &out.reservations {
+                    for r in rs {
+                        if let Some(a) = &r.allocation {
+                            log.push(format!("{pod} {} {:?}", r.claim, a.devices));
+                            snap.assume_claim_allocation(&r.namespace, &r.claim, a);
+                        }
+                    }
+                }
+            }
+        }
+        PER_POD_CLAIMS.with(|c| c.set(false));
+        log
+    }
 
     use crate::core::testing::{GroupBuilder, node, pod, pod_in_group};
     use crate::core::{PodKey, Scheduler, SchedulerConfig, ScoringStrategy, Snapshot, UnitKey};
@@ -590,6 +772,21 @@ mod tests {
             }
         }
         placed
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Pods whose only dynamic constraint is their claims stay on the class's cached ranking (the
+        /// nodes with too few free devices left out, refused nodes set aside): every history places,
+        /// allocates and fails exactly as the per-pod path does.
+        #[test]
+        fn claims_on_the_cached_ranking_decide_like_the_per_pod_path(
+            nodes in proptest::collection::vec((any::<u8>(), any::<u8>()), 1..8),
+            pods in proptest::collection::vec((any::<u8>(), any::<u8>(), any::<bool>()), 1..16),
+        ) {
+            prop_assert_eq!(claims_history(&nodes, &pods, false), claims_history(&nodes, &pods, true));
+        }
     }
 
     proptest! {

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use super::cel::{Attr, DeviceView, Match};
-use super::{Allocated, Claim, DraState, Reach, tolerated};
+use super::{Allocated, DraState, Reach, tolerated};
 use crate::core::framework::NodeView;
 
 /// Upstream's `AllocationResultsMaxSize`: the most devices one claim's allocation may hold.
@@ -31,6 +31,14 @@ pub(crate) enum Failure {
     TooMany(String),
     /// The pod's or the cycle's allocation budget is spent (the message names the claim).
     Budget(String),
+}
+
+/// The part of a claim the search reads.
+struct ClaimData {
+    /// `namespace/name`.
+    name: String,
+    requests: Vec<super::Request>,
+    constraints: Vec<super::Constraint>,
 }
 
 /// A request alternative's result name, count (`None`: `All`) and candidate devices.
@@ -59,13 +67,22 @@ pub(crate) fn allocate(state: &mut DraState, claims: &[u32], node: &NodeView<'_>
         .chain(state.shared.iter())
         .copied()
         .collect();
-    for (ci, &id) in claims.iter().enumerate() {
-        let Some(claim) = state.claim(id).cloned() else {
+    // What the search needs of each claim (not the whole claim: its source object stays put).
+    let mut claims_data: Vec<ClaimData> = Vec::with_capacity(claims.len());
+    for &id in claims {
+        let Some(c) = state.claim(id) else {
             return Err(Failure::CannotAllocate);
         };
-        let claim_name = format!("{}/{}", claim.namespace, claim.name);
+        claims_data.push(ClaimData {
+            name: format!("{}/{}", c.namespace, c.name),
+            requests: c.requests.clone(),
+            constraints: c.constraints.clone(),
+        });
+    }
+    for (ci, claim) in claims_data.iter().enumerate() {
+        let claim_name = &claim.name;
         let out_of_budget = |state: &DraState, cel_error: &Option<String>| {
-            let mut m = state.budget.exhausted_message(&claim_name);
+            let mut m = state.budget.exhausted_message(claim_name);
             if let Some(e) = cel_error {
                 m.push_str("; first selector error: ");
                 m.push_str(e);
@@ -77,7 +94,7 @@ pub(crate) fn allocate(state: &mut DraState, claims: &[u32], node: &NodeView<'_>
             let mut alts = Vec::new();
             let mut request_min: Option<usize> = None;
             for alt in &r.alternatives {
-                let Some((class_selectors, _)) = state.class(&alt.class).cloned() else {
+                let Some(class_selectors) = state.class(&alt.class).map(|(sel, _)| sel.clone()) else {
                     if r.alternatives.len() == 1 {
                         return Err(Failure::ClassNotFound(alt.class.clone()));
                     }
@@ -166,7 +183,6 @@ pub(crate) fn allocate(state: &mut DraState, claims: &[u32], node: &NodeView<'_>
             )));
         }
     }
-    let claims_data: Vec<Claim> = claims.iter().filter_map(|&id| state.claim(id).cloned()).collect();
     let slots: Vec<Slot<'_>> = plan
         .into_iter()
         .map(|(ci, ri, alternatives)| {
@@ -205,10 +221,7 @@ pub(crate) fn allocate(state: &mut DraState, claims: &[u32], node: &NodeView<'_>
                 .collect())
         }
         Outcome::OutOfBudget => {
-            let claim = claims_data
-                .first()
-                .map(|c| format!("{}/{}", c.namespace, c.name))
-                .unwrap_or_default();
+            let claim = claims_data.first().map(|c| c.name.clone()).unwrap_or_default();
             Err(Failure::Budget(state.budget.exhausted_message(&claim)))
         }
         Outcome::NotFound => match cel_error {

@@ -239,6 +239,8 @@ pub(crate) struct DraState {
     /// Node name -> its node-local devices; and the devices any node may reach by selector or
     /// `allNodes` (so a node's candidates are found without scanning every device).
     pub(crate) by_node: HashMap<String, Vec<u32>>,
+    /// Bumped whenever `devices` / `by_node` are rebuilt (per-node caches key on it).
+    pub(crate) layout: u64,
     pub(crate) shared: Vec<u32>,
     /// Claims holding each device (real or simulated), by device index.
     pub(crate) in_use: Vec<u32>,
@@ -402,6 +404,21 @@ impl DraState {
         self.epoch += 1;
     }
 
+    /// Records `allocation` on claim `i` as if its status said so (the scheduler assumed it): what
+    /// [`DraState::upsert_claim`] of the claim with that status does, without re-reading the object.
+    pub(crate) fn assume_allocation(&mut self, i: u32, allocation: &AllocationResult) {
+        match self.claim_mut(i) {
+            Some(c) if c.allocation.is_none() => {
+                c.allocation = Some(allocation.clone());
+                c.assumed = true;
+            }
+            _ => return,
+        }
+        self.release(i);
+        self.hold(i);
+        self.epoch += 1;
+    }
+
     pub(crate) fn remove_claim(&mut self, namespace: &str, name: &str) {
         if let Some(i) = self.claim_index.remove(&(namespace.to_string(), name.to_string())) {
             self.release(i);
@@ -466,6 +483,18 @@ impl DraState {
         self.claims.get(id as usize).and_then(Option::as_ref)
     }
 
+    /// Whether device `d` is free: known, honoured, and held by no claim.
+    pub(crate) fn device_free(&self, d: u32) -> bool {
+        self.in_use.get(d as usize).copied().unwrap_or(0) == 0
+            && self.devices.get(d as usize).is_some_and(|x| !x.unsupported)
+    }
+
+    /// The free devices any node may reach (see `Snapshot::has_free_devices`).
+    pub(crate) fn free_shared(&mut self) -> usize {
+        self.prepare();
+        self.shared.iter().filter(|d| self.device_free(**d)).count()
+    }
+
     pub(crate) fn claim_mut(&mut self, id: u32) -> Option<&mut Claim> {
         self.claims.get_mut(id as usize).and_then(Option::as_mut)
     }
@@ -478,6 +507,7 @@ impl DraState {
             return;
         }
         self.dirty = false;
+        self.layout = self.layout.wrapping_add(1);
         // Newest generation per pool, and whether it is complete.
         let mut newest: BTreeMap<(String, String), (i64, i64, usize)> = BTreeMap::new();
         for s in self.slices.values() {

@@ -54,18 +54,7 @@ impl Snapshot {
         let Some(id) = self.dra.claim_id(namespace, claim) else {
             return;
         };
-        let Some(mut c) = self.dra.claim(id).cloned() else {
-            return;
-        };
-        if c.allocation.is_some() {
-            return;
-        }
-        c.allocation = Some(allocation.clone());
-        let api = to_api(&c);
-        self.dra.upsert_claim(&api);
-        if let Some(c) = self.dra.claim_mut(id) {
-            c.assumed = true;
-        }
+        self.dra.assume_allocation(id, allocation);
     }
 
     /// Drops an allocation assumed with [`Snapshot::assume_claim_allocation`] that was not written.
@@ -95,6 +84,7 @@ impl Snapshot {
         let group = p
             .group_name
             .as_ref()
+            .filter(|_| !self.dra.groups.is_empty())
             .and_then(|g| self.dra.groups.get(&(ns.clone(), g.clone())));
         let mut out: Vec<ResolvedClaim> = Vec::new();
         for c in &p.claims {
@@ -158,6 +148,32 @@ impl Snapshot {
             }
         }
         Ok(out)
+    }
+
+    /// Whether node `node` has at least `need` free devices: its node-local devices no claim holds,
+    /// plus `shared` (the free devices any node may reach, `DraState::free_shared`). An upper bound of
+    /// what an allocation there can take: classes, selectors and constraints are the allocator's to
+    /// decide. The node's devices are looked up by node id (an index rebuilt only when slices or
+    /// nodes change), and the count stops at `need`.
+    pub(crate) fn has_free_devices(&mut self, node: u32, need: usize, shared: usize) -> bool {
+        if shared >= need {
+            return true;
+        }
+        self.dra.prepare();
+        let key = (self.dra.layout, self.node_epoch);
+        if self.dra_node_devices.0 != Some(key) {
+            let mut by_id = vec![Vec::new(); self.nodes.capacity()];
+            for (id, n) in self.nodes.iter() {
+                if let (Some(slot), Some(ds)) = (by_id.get_mut(id as usize), self.dra.by_node.get(&n.name)) {
+                    *slot = ds.clone();
+                }
+            }
+            self.dra_node_devices = (Some(key), by_id);
+        }
+        let want = need - shared;
+        self.dra_node_devices.1.get(node as usize).is_some_and(|ds| {
+            ds.len() >= want && ds.iter().filter(|d| self.dra.device_free(**d)).take(want).count() == want
+        })
     }
 
     /// Whether pod `pid` can use its allocated claims on `node`, and the allocations its unallocated

@@ -121,6 +121,8 @@ pub struct Snapshot {
     pub(crate) workloads: HashMap<(String, String), HashMap<String, workloads::TemplateShape>>,
     /// DeviceClasses, ResourceSlices, ResourceClaims and PodGroups' claims.
     pub(crate) dra: crate::core::dra::DraState,
+    /// ((device layout, node epoch), node id -> its node-local devices): `has_free_devices`' index.
+    pub(crate) dra_node_devices: (Option<(u64, u64)>, Vec<Vec<u32>>),
     /// Namespace -> PodDisruptionBudgets: (selector, disruptions allowed).
     pub(crate) pdbs: HashMap<String, Vec<(String, crate::core::filters::pod_selector::PodSelector, i64)>>,
 }
