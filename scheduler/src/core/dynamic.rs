@@ -6,25 +6,25 @@
 //! PreFilter), then filters and scores every node of the domain (Filter, Score with normalization).
 //! Everything else (resources, static filters, static scores) is the same as the shared path's.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::filters::DynamicSpec;
 use super::filters::inter_pod_affinity::Term;
 use super::filters::pod_topology_spread::{Constraint, Counted, defaults, system_default_constraints};
 use super::filters::volumes::{self, Resolved};
-use super::framework::{NodeView, Reject};
+use super::framework::Reject;
 use super::scores::MAX_SCORE;
-use super::snapshot::Snapshot;
+use super::snapshot::{DomainIndex, Eligible, Snapshot};
 
 /// A topology spread constraint evaluated for one pod.
 #[derive(Debug)]
 struct SpreadState {
-    key: String,
     max_skew: i64,
     hard: bool,
-    /// Domain value -> matching pods, over the eligible nodes.
-    counts: HashMap<String, i64>,
-    /// The lowest count (0 while fewer than minDomains domains exist).
+    index: std::sync::Arc<DomainIndex>,
+    /// Domain id -> matching pods on its eligible nodes.
+    counts: Vec<i64>,
+    /// The lowest count over the domains with an eligible node (0 while fewer than minDomains exist).
     min: i64,
     /// 1 when the pod matches its own selector.
     self_match: i64,
@@ -37,15 +37,15 @@ struct SpreadState {
 pub(crate) struct Prepared {
     spec: std::sync::Arc<DynamicSpec>,
     namespace: String,
-    /// Own required affinity: key -> allowed values per term (`None`: waived).
-    affinity: Vec<(String, Option<HashSet<String>>)>,
-    /// Own required anti-affinity: key -> forbidden values per term.
-    anti: Vec<(String, HashSet<String>)>,
+    /// Own required affinity: the term's domains and those allowed (`None`: waived).
+    affinity: Vec<(std::sync::Arc<DomainIndex>, Option<Vec<bool>>)>,
+    /// Own required anti-affinity: the term's domains and those forbidden.
+    anti: Vec<(std::sync::Arc<DomainIndex>, Vec<bool>)>,
     /// Existing pods' required anti-affinity matching this pod: key -> forbidden values.
-    existing_anti: HashMap<String, HashSet<String>>,
+    existing_anti: Vec<(std::sync::Arc<DomainIndex>, Vec<bool>)>,
     spread: Vec<SpreadState>,
     /// Soft inter-pod affinity contributions: key -> value -> weight.
-    soft_affinity: HashMap<String, HashMap<String, i64>>,
+    soft_affinity: Vec<(std::sync::Arc<DomainIndex>, Vec<i64>)>,
     volumes: Vec<Resolved>,
     /// The pod cannot be placed anywhere (a missing claim, an unbound immediate claim).
     pub(crate) pod_error: Option<String>,
@@ -100,31 +100,22 @@ impl Snapshot {
 
     /// Whether pod `pid` takes the per-pod path.
     pub(crate) fn needs_dynamic(&self, pid: u32) -> bool {
-        !self.pod(pid).claims.is_empty() || self.needs_dynamic_besides_claims(pid)
-    }
-
-    /// Whether pod `pid` has dynamic constraints other than resource claims.
-    fn needs_dynamic_besides_claims(&self, pid: u32) -> bool {
-        self.pod(pid).dynamic.is_some()
+        let p = self.pod(pid);
+        p.dynamic.is_some()
+            || !p.claims.is_empty()
             || self
                 .affinity_pods
                 .iter()
                 .any(|q| *q != pid && self.pod(*q).placed_node().is_some())
     }
 
-    /// For a pod whose only dynamic constraint is its claims: the claims and the fewest free devices
-    /// the unallocated ones need in all (an `All` request counts one). Such a pod stays on its class's
-    /// cached ranking, with the nodes that have fewer free devices left out
-    /// (`Snapshot::has_free_devices`); the allocator still decides each node it is tried on (an
-    /// allocated claim's node selector included). `None`: the pod takes the per-pod path.
-    pub(crate) fn simple_claims(&self, pid: u32) -> Option<(Vec<crate::core::dra::ResolvedClaim>, usize)> {
-        if self.pod(pid).claims.is_empty() || self.needs_dynamic_besides_claims(pid) {
-            return None;
-        }
-        let claims = self.resolve_claims(pid).ok()?;
+    /// The fewest free devices the unallocated ones of `claims` need in all (an `All` request counts
+    /// one): nodes with fewer are left out of a pod's ranking (`Snapshot::has_free_devices`); the
+    /// allocator still decides each node the pod is tried on.
+    pub(crate) fn devices_needed(&self, claims: &[crate::core::dra::ResolvedClaim]) -> usize {
         let mut need = 0usize;
-        for r in &claims {
-            let c = self.dra.claim(r.id)?;
+        for r in claims {
+            let Some(c) = self.dra.claim(r.id) else { continue };
             if c.allocated() {
                 continue;
             }
@@ -138,7 +129,7 @@ impl Snapshot {
                 need = need.saturating_add(fewest);
             }
         }
-        Some((claims, need))
+        need
     }
 
     /// Computes `pid`'s dynamic state (upstream's PreFilter for the dynamic plugins).
@@ -147,19 +138,22 @@ impl Snapshot {
         let spec = p.dynamic.clone().unwrap_or_default();
         let namespace = p.key.namespace.clone();
         let labels = &p.labels;
-        let value_of = |node: u32, key: &str| self.node(node).labels.get(key).cloned();
 
         // Own required affinity.
         let mut affinity = Vec::new();
         let mut any_match = false;
         for t in &spec.affinity.required {
-            let values: HashSet<String> = self
-                .placed_matching(&t.selector, |ns| t.namespaces.contains(ns, |n| self.ns_labels(n)))
-                .filter(|(q, _)| *q != pid)
-                .filter_map(|(_, n)| value_of(n, &t.key))
-                .collect();
-            any_match |= !values.is_empty();
-            affinity.push((t.key.clone(), Some(values)));
+            let index = self.domains_of(&t.key);
+            let mut allowed = vec![false; index.values.len()];
+            for (q, n) in self.placed_matching(&t.selector, |ns| t.namespaces.contains(ns, |n| self.ns_labels(n))) {
+                if q != pid
+                    && let Some(d) = index.domain(n)
+                {
+                    allowed[d] = true;
+                    any_match = true;
+                }
+            }
+            affinity.push((index, Some(allowed)));
         }
         if !any_match
             && !spec.affinity.required.is_empty()
@@ -180,18 +174,41 @@ impl Snapshot {
             .anti_required
             .iter()
             .map(|t| {
-                let values = self
-                    .placed_matching(&t.selector, |ns| t.namespaces.contains(ns, |n| self.ns_labels(n)))
-                    .filter(|(q, _)| *q != pid)
-                    .filter_map(|(_, n)| value_of(n, &t.key))
-                    .collect();
-                (t.key.clone(), values)
+                let index = self.domains_of(&t.key);
+                let mut forbidden = vec![false; index.values.len()];
+                for (q, n) in self.placed_matching(&t.selector, |ns| t.namespaces.contains(ns, |n| self.ns_labels(n))) {
+                    if q != pid
+                        && let Some(d) = index.domain(n)
+                    {
+                        forbidden[d] = true;
+                    }
+                }
+                (index, forbidden)
             })
             .collect();
         // Existing pods' terms towards this pod: required anti-affinity (filter), preferred terms (unless
         // `ignorePreferredTermsOfExistingPods`) and required affinity (score, `hardPodAffinityWeight`).
-        let mut existing_anti: HashMap<String, HashSet<String>> = HashMap::new();
-        let mut soft_affinity: HashMap<String, HashMap<String, i64>> = HashMap::new();
+        let mut existing_anti: Vec<(std::sync::Arc<DomainIndex>, Vec<bool>)> = Vec::new();
+        let mut soft_affinity: Vec<(std::sync::Arc<DomainIndex>, Vec<i64>)> = Vec::new();
+        // Adds weight `w` to the domain of `node` for `key` (a key gets an entry once a node has it).
+        let add_soft = |soft: &mut Vec<(std::sync::Arc<DomainIndex>, Vec<i64>)>, key: &str, node: u32, w: i64| {
+            let at = match soft.iter().position(|(i, _)| i.key == key) {
+                Some(at) => at,
+                None => {
+                    let index = self.domains_of(key);
+                    if index.domain(node).is_none() {
+                        return;
+                    }
+                    let weights = vec![0; index.values.len()];
+                    soft.push((index, weights));
+                    soft.len() - 1
+                }
+            };
+            let (index, weights) = &mut soft[at];
+            if let Some(d) = index.domain(node) {
+                weights[d] = weights[d].saturating_add(w);
+            }
+        };
         for &q in &self.affinity_pods {
             if q == pid {
                 continue;
@@ -202,10 +219,21 @@ impl Snapshot {
             };
             let Some(qd) = qi.dynamic.as_ref() else { continue };
             for t in &qd.affinity.anti_required {
-                if self.term_matches_pod(t, &namespace, labels)
-                    && let Some(v) = value_of(node, &t.key)
-                {
-                    existing_anti.entry(t.key.clone()).or_default().insert(v);
+                if !self.term_matches_pod(t, &namespace, labels) {
+                    continue;
+                }
+                let at = match existing_anti.iter().position(|(i, _)| i.key == t.key) {
+                    Some(at) => at,
+                    None => {
+                        let index = self.domains_of(&t.key);
+                        let forbidden = vec![false; index.values.len()];
+                        existing_anti.push((index, forbidden));
+                        existing_anti.len() - 1
+                    }
+                };
+                let (index, forbidden) = &mut existing_anti[at];
+                if let Some(d) = index.domain(node) {
+                    forbidden[d] = true;
                 }
             }
             let super::snapshot::InterPodArgs(hard_weight, ignore_preferred) = self.inter_pod_args;
@@ -215,10 +243,8 @@ impl Snapshot {
                 .map(|(w, t)| (*w, t))
                 .chain(qd.affinity.required.iter().map(|t| (hard_weight, t)))
             {
-                if self.term_matches_pod(t, &namespace, labels)
-                    && let Some(v) = value_of(node, &t.key)
-                {
-                    *soft_affinity.entry(t.key.clone()).or_default().entry(v).or_default() += w;
+                if self.term_matches_pod(t, &namespace, labels) {
+                    add_soft(&mut soft_affinity, &t.key, node, w);
                 }
             }
         }
@@ -228,25 +254,14 @@ impl Snapshot {
                 if q == pid {
                     continue;
                 }
-                if let Some(v) = value_of(n, &t.key) {
-                    *soft_affinity.entry(t.key.clone()).or_default().entry(v).or_default() += *w;
-                }
+                add_soft(&mut soft_affinity, &t.key, n, *w);
             }
         }
         // Topology spread: the pod's own constraints, else the cluster defaults for pods of a controller.
-        let own = &spec.spread;
-        let default_list;
-        let constraints: &[Constraint] = if own.is_empty() {
-            let d = self.default_spread.clone().unwrap_or_else(system_default_constraints);
-            default_list = defaults(&d, spec.owner.as_ref().map(|(u, k)| (u.as_str(), k.as_str())));
-            &default_list
-        } else {
-            own
-        };
-        let static_spec = &self.classes.statics[self.classes.classes[p.class as usize].static_id as usize].spec;
-        let spread = constraints
+        let spread = self
+            .spread_constraints(pid)
             .iter()
-            .map(|c| self.spread_state(pid, c, static_spec))
+            .map(|c| self.spread_state(pid, c))
             .collect();
         // Volumes.
         // ResourceClaims (DynamicResources' PreFilter).
@@ -285,31 +300,115 @@ impl Snapshot {
         }
     }
 
-    fn spread_state(&self, pid: u32, c: &Constraint, static_spec: &super::filters::StaticSpec) -> SpreadState {
+    /// The spread constraints of pod `pid`: its own, else the cluster defaults for pods of a controller.
+    fn spread_constraints(&self, pid: u32) -> std::borrow::Cow<'_, [Constraint]> {
         let p = self.pod(pid);
-        // Eligible nodes and the domains they form.
-        let mut eligible: HashSet<u32> = HashSet::new();
-        let mut counts: HashMap<String, i64> = HashMap::new();
-        for &n in &self.node_order {
-            let node = self.node(n);
-            let view = node.view();
-            if c.honor_affinity && static_spec.affinity.filter(&view).is_err() {
-                continue;
-            }
-            if c.honor_taints && static_spec.tolerations.filter(&view).is_err() {
-                continue;
-            }
-            if let Some(v) = node.labels.get(&c.key) {
-                eligible.insert(n);
-                counts.entry(v.clone()).or_insert(0);
+        let Some(spec) = p.dynamic.as_ref() else {
+            return std::borrow::Cow::Owned(Vec::new());
+        };
+        if !spec.spread.is_empty() {
+            return std::borrow::Cow::Borrowed(spec.spread.as_slice());
+        }
+        let d = self.default_spread.clone().unwrap_or_else(system_default_constraints);
+        std::borrow::Cow::Owned(defaults(&d, spec.owner.as_ref().map(|(u, k)| (u.as_str(), k.as_str()))))
+    }
+
+    /// [`Snapshot::prepare_dynamic`] with the spread constraints' indexes built first.
+    pub(crate) fn prepare_dynamic_indexed(&mut self, pid: u32) -> Prepared {
+        self.ensure_spread(pid);
+        self.prepare_dynamic(pid)
+    }
+
+    /// Builds (once per node epoch) the domain indexes and eligible nodes pod `pid`'s PreFilter reads
+    /// (its spread constraints, the inter-pod terms' keys), so it counts pods without walking every
+    /// node.
+    fn ensure_spread(&mut self, pid: u32) {
+        if self.pod(pid).dynamic.is_none() && self.affinity_pods.is_empty() {
+            return;
+        }
+        let epoch = self.node_epoch;
+        let sid = self.classes.classes[self.pod(pid).class as usize].static_id;
+        let wanted: Vec<(String, bool, bool)> = self
+            .spread_constraints(pid)
+            .iter()
+            .map(|c| (c.key.clone(), c.honor_affinity, c.honor_taints))
+            .collect();
+        // Inter-pod terms' keys: the pod's own and those of every pod with terms (`affinity_keys`).
+        let keys: Vec<String> = self
+            .affinity_keys
+            .iter()
+            .cloned()
+            .chain(wanted.iter().map(|w| w.0.clone()))
+            .collect();
+        for key in keys {
+            if self.spread_index.get(&key).is_none_or(|(e, _)| *e != epoch) {
+                let index = std::sync::Arc::new(DomainIndex::build(self, &key));
+                self.spread_index.insert(key, (epoch, index));
             }
         }
+        for (key, honor_affinity, honor_taints) in wanted {
+            let _ = key;
+            let k = (sid, honor_affinity, honor_taints);
+            if self.spread_eligible.get(&k).is_none_or(|(e, _)| *e != epoch) {
+                let eligible = std::sync::Arc::new(self.eligible(sid, honor_affinity, honor_taints));
+                self.spread_eligible.insert(k, (epoch, eligible));
+            }
+        }
+    }
+
+    /// The nodes a constraint with these policies counts for pods of static class `sid`.
+    fn eligible(&self, sid: u32, honor_affinity: bool, honor_taints: bool) -> Eligible {
+        let static_spec = &self.classes.statics[sid as usize].spec;
+        let mut out = vec![false; self.node_slots()];
+        for &n in &self.node_order {
+            let view = self.node(n).view();
+            let ok = !(honor_affinity && static_spec.affinity.filter(&view).is_err())
+                && !(honor_taints && static_spec.tolerations.filter(&view).is_err());
+            if let Some(slot) = out.get_mut(n as usize) {
+                *slot = ok;
+            }
+        }
+        out
+    }
+
+    /// The domains of topology key `key`: the cached index (`ensure_spread`), or built here.
+    fn domains_of(&self, key: &str) -> std::sync::Arc<DomainIndex> {
+        match self.spread_index.get(key) {
+            Some((e, i)) if *e == self.node_epoch => i.clone(),
+            _ => std::sync::Arc::new(DomainIndex::build(self, key)),
+        }
+    }
+
+    fn spread_state(&self, pid: u32, c: &Constraint) -> SpreadState {
+        let p = self.pod(pid);
+        let sid = self.classes.classes[p.class as usize].static_id;
+        let epoch = self.node_epoch;
+        // The cached index and eligible nodes (`ensure_spread`), or built here.
+        let index = self.domains_of(&c.key);
+        let built;
+        let eligible: &Eligible = match self.spread_eligible.get(&(sid, c.honor_affinity, c.honor_taints)) {
+            Some((e, v)) if *e == epoch => v,
+            _ => {
+                built = self.eligible(sid, c.honor_affinity, c.honor_taints);
+                &built
+            }
+        };
+        // Domains with an eligible node.
+        let mut present = vec![false; index.values.len()];
+        for &n in &self.node_order {
+            if eligible.get(n as usize).copied().unwrap_or(false)
+                && let Some(d) = index.domain(n)
+            {
+                present[d] = true;
+            }
+        }
+        let mut counts = vec![0i64; index.values.len()];
         let mut count_pod = |q: u32, n: u32| {
             if q != pid
-                && eligible.contains(&n)
-                && let Some(v) = self.node(n).labels.get(&c.key)
+                && eligible.get(n as usize).copied().unwrap_or(false)
+                && let Some(d) = index.domain(n)
             {
-                *counts.entry(v.clone()).or_default() += 1;
+                counts[d] += 1;
             }
         };
         let self_match = match &c.counted {
@@ -339,16 +438,22 @@ impl Snapshot {
                 1
             }
         };
-        let domains = counts.len() as i64;
+        let domains = present.iter().filter(|x| **x).count() as i64;
         let min = if c.min_domains.is_some_and(|m| domains < m) {
             0
         } else {
-            counts.values().copied().min().unwrap_or(0)
+            counts
+                .iter()
+                .zip(&present)
+                .filter(|(_, p)| **p)
+                .map(|(c, _)| *c)
+                .min()
+                .unwrap_or(0)
         };
         SpreadState {
-            key: c.key.clone(),
             max_skew: c.max_skew,
             hard: c.hard,
+            index,
             counts,
             min,
             self_match,
@@ -399,28 +504,36 @@ impl Prepared {
             volumes::filter(&snap.storage, &self.namespace, &self.volumes, &view, &on_node)?;
         }
         for s in self.spread.iter().filter(|s| s.hard) {
-            let Some(v) = n.labels.get(&s.key) else {
+            let Some(d) = s.index.domain(node) else {
                 return Err(Reject::SpreadMissingLabel);
             };
-            let count = s.counts.get(v).copied().unwrap_or(0);
+            let count = s.counts.get(d).copied().unwrap_or(0);
             if count + s.self_match - s.min > s.max_skew {
                 return Err(Reject::Spread);
             }
         }
-        for (key, allowed) in &self.affinity {
+        for (index, allowed) in &self.affinity {
             if let Some(allowed) = allowed
-                && !n.labels.get(key).is_some_and(|v| allowed.contains(v))
+                && !index
+                    .domain(node)
+                    .is_some_and(|d| allowed.get(d).copied().unwrap_or(false))
             {
                 return Err(Reject::PodAffinity);
             }
         }
-        for (key, forbidden) in &self.anti {
-            if n.labels.get(key).is_some_and(|v| forbidden.contains(v)) {
+        for (index, forbidden) in &self.anti {
+            if index
+                .domain(node)
+                .is_some_and(|d| forbidden.get(d).copied().unwrap_or(false))
+            {
                 return Err(Reject::PodAntiAffinity);
             }
         }
-        for (key, forbidden) in &self.existing_anti {
-            if n.labels.get(key).is_some_and(|v| forbidden.contains(v)) {
+        for (index, forbidden) in &self.existing_anti {
+            if index
+                .domain(node)
+                .is_some_and(|d| forbidden.get(d).copied().unwrap_or(false))
+            {
                 return Err(Reject::ExistingAntiAffinity);
             }
         }
@@ -428,21 +541,21 @@ impl Prepared {
     }
 
     /// The raw InterPodAffinity score of a node (normalized across nodes by the caller).
-    pub(crate) fn affinity_raw(&self, view: &NodeView<'_>) -> i64 {
+    pub(crate) fn affinity_raw(&self, node: u32) -> i64 {
         self.soft_affinity
             .iter()
-            .filter_map(|(key, values)| view.labels.get(key).and_then(|v| values.get(v)))
-            .sum()
+            .filter_map(|(index, weights)| index.domain(node).and_then(|d| weights.get(d)))
+            .fold(0i64, |a, w| a.saturating_add(*w))
     }
 
     /// The raw PodTopologySpread score of a node (lower is better; `None` when the node lacks a key).
-    pub(crate) fn spread_raw(&self, view: &NodeView<'_>) -> Option<f64> {
+    pub(crate) fn spread_raw(&self, node: u32) -> Option<f64> {
         let mut total = 0.0;
         let mut any = false;
         for s in self.spread.iter().filter(|s| !s.hard) {
             any = true;
-            let v = view.labels.get(&s.key)?;
-            let count = s.counts.get(v).copied().unwrap_or(0);
+            let d = s.index.domain(node)?;
+            let count = s.counts.get(d).copied().unwrap_or(0);
             total += (count + s.self_match) as f64 * s.weight + (s.max_skew - 1) as f64;
         }
         any.then_some(total)

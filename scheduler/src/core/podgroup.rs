@@ -210,10 +210,20 @@ impl Cycle<'_> {
     /// Places a pod with dynamic constraints (see [`super::dynamic`]): filters and scores every node of
     /// `dom` against the cluster as it is now.
     fn place_pod_dynamic(&mut self, pid: u32, dom: &Domain) -> Result<u32, Failure> {
+        let prepared = self.snap.prepare_dynamic_indexed(pid);
+        self.place_pod_prepared(pid, dom, prepared)
+    }
+
+    /// [`Cycle::place_pod_dynamic`] with the pod's dynamic state already computed.
+    fn place_pod_prepared(
+        &mut self,
+        pid: u32,
+        dom: &Domain,
+        prepared: super::dynamic::Prepared,
+    ) -> Result<u32, Failure> {
         let class = self.snap.pod(pid).class;
         let sid = self.snap.classes.classes[class as usize].static_id;
         self.snap.ensure_static(sid);
-        let prepared = self.snap.prepare_dynamic(pid);
         if let Some(message) = prepared.unsupported.clone() {
             return Err(Failure {
                 message,
@@ -275,9 +285,8 @@ impl Cycle<'_> {
         let snap = &*self.snap;
         if prepared.scores_anything() {
             let w = self.cfg.weights;
-            let views: Vec<_> = candidates.iter().map(|(n, _)| snap.node(*n)).collect();
-            let affinity: Vec<i64> = views.iter().map(|node| prepared.affinity_raw(&node.view())).collect();
-            let spread: Vec<Option<f64>> = views.iter().map(|node| prepared.spread_raw(&node.view())).collect();
+            let affinity: Vec<i64> = candidates.iter().map(|(n, _)| prepared.affinity_raw(*n)).collect();
+            let spread: Vec<Option<f64>> = candidates.iter().map(|(n, _)| prepared.spread_raw(*n)).collect();
             let affinity = super::dynamic::normalize_affinity(&affinity);
             let spread = super::dynamic::normalize_spread(&spread);
             for (i, c) in candidates.iter_mut().enumerate() {
@@ -328,16 +337,22 @@ impl Cycle<'_> {
     /// per-pod path decides (and explains) the failure.
     pub(crate) fn place_pod(&mut self, pid: u32, dom: &Domain, rankers: &mut Vec<RankerSlot>) -> Result<u32, Failure> {
         #[cfg(test)]
-        if tests::PER_POD_CLAIMS.with(std::cell::Cell::get) && self.snap.needs_dynamic(pid) {
+        if tests::PER_POD.with(std::cell::Cell::get) && self.snap.needs_dynamic(pid) {
             return self.place_pod_dynamic(pid, dom);
         }
-        let (claims, devices) = if self.snap.needs_dynamic(pid) {
-            match self.snap.simple_claims(pid) {
-                Some((claims, need)) => (claims, Some(need)),
-                None => return self.place_pod_dynamic(pid, dom),
+        // A pod with dynamic constraints that score nothing (required inter-pod terms, hard spread
+        // constraints, ports, volumes, claims) stays on the ranking: its filters run on each node
+        // popped, best first, as the per-pod path would try them.
+        let (prepared, claims, devices) = if self.snap.needs_dynamic(pid) {
+            let prepared = self.snap.prepare_dynamic_indexed(pid);
+            if prepared.unsupported.is_some() || prepared.pod_error.is_some() || prepared.scores_anything() {
+                return self.place_pod_prepared(pid, dom, prepared);
             }
+            let claims = prepared.claims.clone();
+            let devices = (!claims.is_empty()).then(|| self.snap.devices_needed(&claims));
+            (Some(prepared), claims, devices)
         } else {
-            (Vec::new(), None)
+            (None, Vec::new(), None)
         };
         let class = self.snap.pod(pid).class;
         let idx = match rankers.iter().position(|s| s.class == class && s.devices == devices) {
@@ -354,8 +369,8 @@ impl Cycle<'_> {
             }
         };
         if rankers[idx].ranker.failed {
-            if devices.is_some() {
-                return self.place_pod_dynamic(pid, dom);
+            if let Some(prepared) = prepared {
+                return self.place_pod_prepared(pid, dom, prepared);
             }
             return Err(rankers[idx].diagnosis.clone().unwrap_or(Failure {
                 message: String::new(),
@@ -366,11 +381,11 @@ impl Cycle<'_> {
         if devices.is_some() {
             self.snap.dra.budget.start_pod();
         }
-        // Nodes the allocator refused for this pod (they may suit the class's next pod).
+        // Nodes this pod's filters or the allocator refused (they may suit the class's next pod).
         let mut aside: Vec<(i64, u32, u32, u64)> = Vec::new();
         let result = loop {
             let Some((score, rank, n, version)) = rankers[idx].ranker.pop() else {
-                if devices.is_some() {
+                if prepared.is_some() {
                     break None;
                 }
                 rankers[idx].ranker.failed = true;
@@ -387,6 +402,12 @@ impl Cycle<'_> {
                     let (score, version) = (self.class_score(class, n), self.snap.node(n).version);
                     rankers[idx].ranker.push(score, rank, n, version);
                 }
+                continue;
+            }
+            if let Some(p) = &prepared
+                && p.check(self.snap, n).is_err()
+            {
+                aside.push((score, rank, n, version));
                 continue;
             }
             let mut allocations = Vec::new();
@@ -427,10 +448,11 @@ impl Cycle<'_> {
         for (score, rank, n, version) in aside {
             rankers[idx].ranker.push(score, rank, n, version);
         }
-        match result {
-            Some(r) => r,
+        match (result, prepared) {
+            (Some(r), _) => r,
             // Every node refused: the per-pod path says why (and finds nothing the ranking missed).
-            None => self.place_pod_dynamic(pid, dom),
+            (None, Some(prepared)) => self.place_pod_prepared(pid, dom, prepared),
+            (None, None) => self.place_pod_dynamic(pid, dom),
         }
     }
 
@@ -603,20 +625,27 @@ mod tests {
     use serde_json::json;
 
     thread_local! {
-        /// Pods with claims take the per-pod path (the reference the cached ranking must match).
-        pub(super) static PER_POD_CLAIMS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// Pods with dynamic constraints take the per-pod path (the reference the ranking must match).
+        pub(super) static PER_POD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     }
 
     /// A cluster of `nodes` (cpu, devices) and a history of pods (plain or gangs of two) with 0-2
-    /// claims of one device each (every claim named in the pod's status); returns every placement and
+    /// claims of one device each (every claim named in the pod's status) and, by the bits of their
+    /// second number, a label, required anti-affinity and a hard spread; returns every placement and
     /// allocation, in order.
     fn claims_history(nodes: &[(u8, u8)], pods: &[(u8, u8, bool)], per_pod: bool) -> Vec<String> {
-        PER_POD_CLAIMS.with(|c| c.set(per_pod));
+        PER_POD.with(|c| c.set(per_pod));
         let mut snap = Snapshot::new();
         for (i, (cpu, devices)) in nodes.iter().enumerate() {
             let name = format!("n{i}");
-            snap.upsert_node(&node(&name, &format!("{}", 1 + cpu % 4), "8Gi", &[]))
-                .unwrap();
+            let zone = format!("z{}", i % 2);
+            snap.upsert_node(&node(
+                &name,
+                &format!("{}", 1 + cpu % 4),
+                "8Gi",
+                &[("kubernetes.io/hostname", name.as_str()), ("zone", zone.as_str())],
+            ))
+            .unwrap();
             // Devices of two kinds: a claim of class `a` takes only the first kind, so a node with free
             // devices may still refuse it (the ranking sets such a node aside for that pod).
             let devs: Vec<_> = (0..devices % 5)
@@ -663,6 +692,19 @@ mod tests {
             }
             p["spec"]["resourceClaims"] = json!(refs);
             p["status"] = json!({"resourceClaimStatuses": statuses});
+            // Inter-pod constraints that filter but do not score: required anti-affinity per node, a
+            // hard spread over zones.
+            if claims & 8 != 0 {
+                p["metadata"]["labels"] = json!({"app": "a"});
+            }
+            if claims & 16 != 0 {
+                p["spec"]["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}]}});
+            }
+            if claims & 32 != 0 {
+                p["spec"]["topologySpreadConstraints"] = json!([{"maxSkew": 1, "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "a"}}}]);
+            }
             snap.upsert_pod(&serde_json::from_value(p).unwrap()).unwrap();
         };
         for (i, (cpu, claims, gang)) in pods.iter().enumerate() {
@@ -696,7 +738,7 @@ mod tests {
                 }
             }
         }
-        PER_POD_CLAIMS.with(|c| c.set(false));
+        PER_POD.with(|c| c.set(false));
         log
     }
 
@@ -777,11 +819,12 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-        /// Pods whose only dynamic constraint is their claims stay on the class's cached ranking (the
-        /// nodes with too few free devices left out, refused nodes set aside): every history places,
-        /// allocates and fails exactly as the per-pod path does.
+        /// Pods whose dynamic constraints score nothing (claims, required anti-affinity, a hard
+        /// spread) stay on the class's cached ranking (nodes with too few free devices left out, nodes
+        /// their filters or the allocator refuse set aside): every history places, allocates and fails
+        /// exactly as the per-pod path does.
         #[test]
-        fn claims_on_the_cached_ranking_decide_like_the_per_pod_path(
+        fn dynamic_pods_on_the_cached_ranking_decide_like_the_per_pod_path(
             nodes in proptest::collection::vec((any::<u8>(), any::<u8>()), 1..8),
             pods in proptest::collection::vec((any::<u8>(), any::<u8>(), any::<bool>()), 1..16),
         ) {

@@ -576,7 +576,7 @@ fn attempt(
             };
             let node = cycle.snap.node(n);
             let fits_back = fits(&cycle.snap.pod(p).requests, &node.allocatable, &node.requested)
-                && (!cycle.snap.needs_dynamic(p) || cycle.snap.prepare_dynamic(p).check(cycle.snap, n).is_ok())
+                && (!cycle.snap.needs_dynamic(p) || cycle.snap.prepare_dynamic_indexed(p).check(cycle.snap, n).is_ok())
                 && cycle.snap.claims_fit_back(p);
             if fits_back {
                 cycle.journal.restore_id(cycle.snap, p, n);

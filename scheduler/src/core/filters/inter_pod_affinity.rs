@@ -44,6 +44,14 @@ impl PodAffinity {
         self.required.is_empty() && self.anti_required.is_empty() && self.preferred.is_empty()
     }
 
+    /// Every term: required, anti-required, preferred.
+    pub(crate) fn terms(&self) -> impl Iterator<Item = &Term> {
+        self.required
+            .iter()
+            .chain(&self.anti_required)
+            .chain(self.preferred.iter().map(|(_, t)| t))
+    }
+
     /// Reads `spec.affinity.podAffinity` and `podAntiAffinity`.
     pub(crate) fn from_pod_spec(
         spec: &PodSpec,

@@ -47,7 +47,7 @@ pub(crate) use groups::GroupInfo;
 pub(crate) use nodes::NodeInfo;
 pub(crate) use pods::PodInfo;
 use priority::PriorityClassInfo;
-pub(crate) use simulation::{Sim, TopologyIndex};
+pub(crate) use simulation::{DomainIndex, Eligible, Sim, TopologyIndex};
 
 /// An object the snapshot could not take.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -113,6 +113,8 @@ pub struct Snapshot {
     pub(crate) pods_by_label: HashMap<(String, String), Vec<u32>>,
     /// Pods with inter-pod affinity terms (any state): the symmetric checks read their terms.
     pub(crate) affinity_pods: BTreeSet<u32>,
+    /// Every topology key an inter-pod term has named (their domain indexes are kept).
+    pub(crate) affinity_keys: BTreeSet<String>,
     /// The cluster's default topology spread constraints (`None`: upstream's system defaults).
     pub(crate) default_spread: Option<Vec<crate::core::filters::pod_topology_spread::DefaultConstraint>>,
     /// `InterPodAffinityArgs`: (`hardPodAffinityWeight`, `ignorePreferredTermsOfExistingPods`).
@@ -123,6 +125,10 @@ pub struct Snapshot {
     pub(crate) dra: crate::core::dra::DraState,
     /// ((device layout, node epoch), node id -> its node-local devices): `has_free_devices`' index.
     pub(crate) dra_node_devices: (Option<(u64, u64)>, Vec<Vec<u32>>),
+    /// Topology key -> (node epoch, its domains), for spread constraints' PreFilter.
+    pub(crate) spread_index: HashMap<String, (u64, std::sync::Arc<DomainIndex>)>,
+    /// (static class, honor node affinity, honor taints) -> (node epoch, the nodes spread counts).
+    pub(crate) spread_eligible: HashMap<(u32, bool, bool), (u64, std::sync::Arc<Eligible>)>,
     /// Namespace -> PodDisruptionBudgets: (selector, disruptions allowed).
     pub(crate) pdbs: HashMap<String, Vec<(String, crate::core::filters::pod_selector::PodSelector, i64)>>,
 }

@@ -269,8 +269,13 @@ impl Snapshot {
         for (k, v) in &p.labels {
             self.pods_by_label.entry((k.clone(), v.clone())).or_default().push(id);
         }
-        if p.dynamic.as_ref().is_some_and(|d| !d.affinity.is_empty()) {
+        if let Some(d) = p.dynamic.as_ref().filter(|d| !d.affinity.is_empty()) {
             self.affinity_pods.insert(id);
+            for t in d.affinity.terms() {
+                if !self.affinity_keys.contains(&t.key) {
+                    self.affinity_keys.insert(t.key.clone());
+                }
+            }
         }
     }
 

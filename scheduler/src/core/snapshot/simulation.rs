@@ -2,7 +2,7 @@
 //! journal, which reverts them), and the caches the cycle keeps across cycles (static-filter results per
 //! equivalence class, the topology domains per label key), both invalidated by node changes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::Snapshot;
 use crate::core::equivalence::StaticId;
@@ -122,3 +122,49 @@ impl Snapshot {
         self.topology.insert(key.to_string(), TopologyIndex { epoch, domains });
     }
 }
+
+/// A topology key's domains: node id -> domain id (`NO_DOMAIN`: the node lacks the key), and the
+/// domains' values. Built once per key and node epoch (the inter-pod and spread PreFilters' cache).
+#[derive(Debug)]
+pub(crate) struct DomainIndex {
+    pub(crate) key: String,
+    of_node: Vec<u32>,
+    pub(crate) values: Vec<String>,
+}
+
+const NO_DOMAIN: u32 = u32::MAX;
+
+impl DomainIndex {
+    pub(crate) fn build(snap: &Snapshot, key: &str) -> Self {
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        let mut values = Vec::new();
+        let mut of_node = vec![NO_DOMAIN; snap.node_slots()];
+        for &n in &snap.node_order {
+            if let Some(v) = snap.node(n).labels.get(key) {
+                let id = *ids.entry(v.as_str()).or_insert_with(|| {
+                    values.push(v.clone());
+                    (values.len() - 1) as u32
+                });
+                if let Some(slot) = of_node.get_mut(n as usize) {
+                    *slot = id;
+                }
+            }
+        }
+        Self {
+            key: key.to_string(),
+            of_node,
+            values,
+        }
+    }
+
+    pub(crate) fn domain(&self, node: u32) -> Option<usize> {
+        match self.of_node.get(node as usize) {
+            Some(&d) if d != NO_DOMAIN => Some(d as usize),
+            _ => None,
+        }
+    }
+}
+
+/// The nodes a spread constraint counts (upstream: those passing the pod's node affinity and, with
+/// `nodeTaintsPolicy: Honor`, its tolerations), by node id.
+pub(crate) type Eligible = Vec<bool>;
