@@ -362,8 +362,9 @@ impl Snapshot {
         let mut out = vec![false; self.node_slots()];
         for &n in &self.node_order {
             let view = self.node(n).view();
-            let ok = !(honor_affinity && static_spec.affinity.filter(&view).is_err())
-                && !(honor_taints && static_spec.tolerations.filter(&view).is_err());
+            let affinity_ok = !honor_affinity || static_spec.affinity.filter(&view).is_ok();
+            let taints_ok = !honor_taints || static_spec.tolerations.filter(&view).is_ok();
+            let ok = affinity_ok && taints_ok;
             if let Some(slot) = out.get_mut(n as usize) {
                 *slot = ok;
             }
