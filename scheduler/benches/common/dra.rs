@@ -133,20 +133,9 @@ fn play_committing_claims(snap: &mut Snapshot, units: &[UnitKey]) -> (u64, u64, 
     let (mut scheduled, mut placed) = (0, 0);
     let start = std::time::Instant::now();
     for u in units {
-        let out = sched.schedule(snap, u);
-        if out.is_scheduled() {
+        if let Some(n) = schedule_commit(&sched, snap, u) {
             scheduled += 1;
-            placed += out.assignments.len() as u64;
-            for a in &out.assignments {
-                snap.assume(&a.pod, &a.node).unwrap();
-            }
-            for (_, rs) in &out.reservations {
-                for r in rs {
-                    if let Some(a) = &r.allocation {
-                        snap.assume_claim_allocation(&r.namespace, &r.claim, a);
-                    }
-                }
-            }
+            placed += n;
         }
     }
     let _ = play;
