@@ -94,6 +94,14 @@ impl State {
         }
         self.removing.remove(uid);
     }
+
+    /// See [`PodCache::creations_satisfied`].
+    fn satisfied(&self, job: &str, now: Instant) -> bool {
+        match self.creations.get(job) {
+            None => true,
+            Some((n, since)) => *n <= 0 || now.saturating_duration_since(*since) >= EXPECTATIONS_TTL,
+        }
+    }
 }
 
 impl PodCache {
@@ -173,6 +181,22 @@ impl PodCache {
             .collect()
     }
 
+    /// The pods the cache holds for Job `job` and whether every creation of it was seen (see
+    /// [`creations_satisfied`](Self::creations_satisfied)), read together under one lock. Read apart, the
+    /// last expected pod could arrive between the two reads: pods read first would lack it while the
+    /// expectations read next count it seen, and the reconcile would create it again.
+    pub fn pods_and_expectations(&self, job: &str, now: Instant) -> (Vec<Arc<Pod>>, bool) {
+        let s = self.state.lock();
+        let pods = s
+            .by_job
+            .get(job)
+            .into_iter()
+            .flatten()
+            .filter_map(|uid| s.pods.get(uid).map(|(_, p)| p.clone()))
+            .collect();
+        (pods, s.satisfied(job, now))
+    }
+
     /// The reconcile of Job `job` is about to create `n` pods.
     pub fn expect_creations(&self, job: &str, n: usize, now: Instant) {
         let mut s = self.state.lock();
@@ -194,10 +218,7 @@ impl PodCache {
     /// Whether every creation of Job `job` was seen (or the expectation expired at `now`): only then may
     /// the reconcile create or delete pods.
     pub fn creations_satisfied(&self, job: &str, now: Instant) -> bool {
-        match self.state.lock().creations.get(job) {
-            None => true,
-            Some((n, since)) => *n <= 0 || now.saturating_duration_since(*since) >= EXPECTATIONS_TTL,
-        }
+        self.state.lock().satisfied(job, now)
     }
 
     /// The reconcile removed the tracking finalizer of pod `uid`.
@@ -282,6 +303,25 @@ mod tests {
         c.apply(&watcher::Event::InitDone);
         assert!(c.creations_satisfied("j1", t));
         assert_eq!(c.pods_of("j1").len(), 1);
+    }
+
+    /// The reconcile's read: pods and expectations agree (upstream reads the expectations before the
+    /// pods for the same reason). Once the expectations are met, every expected pod is in the pods read.
+    #[test]
+    fn pods_and_expectations_are_read_together() {
+        let c = PodCache::default();
+        let t = Instant::now();
+        c.apply(&watcher::Event::Init);
+        c.apply(&watcher::Event::InitDone);
+        c.expect_creations("j1", 2, t);
+        for (i, uid) in ["a", "b"].into_iter().enumerate() {
+            let (pods, satisfied) = c.pods_and_expectations("j1", t);
+            assert_eq!((pods.len(), satisfied), (i, false));
+            c.apply(&watcher::Event::Apply(pod(uid, "j1", true)));
+        }
+        let (pods, satisfied) = c.pods_and_expectations("j1", t);
+        assert_eq!((pods.len(), satisfied), (2, true));
+        assert_eq!(c.pods_and_expectations("other", t), (Vec::new(), true));
     }
 
     #[test]

@@ -323,12 +323,6 @@ async fn fresh_job(client: &Client, cached: &Job) -> Result<Option<Job>> {
         .filter(|j| j.metadata.uid == cached.metadata.uid))
 }
 
-/// The Job's pods from the cache (its controller-owned pods).
-fn cached_pods(cache: &cache::PodCache, job: &Job) -> Result<Vec<Pod>> {
-    let uid = job.metadata.uid.as_deref().ok_or(Error::MissingField("metadata.uid"))?;
-    Ok(cache.pods_of(uid).iter().map(|p| (**p).clone()).collect())
-}
-
 /// Remove the tracking finalizer from `pod`, guarded by a test of the current finalizer list. Returns false
 /// when the pod is gone or changed under us (the next reconcile retries).
 async fn remove_tracking_finalizer(api: &Api<Pod>, cache: &cache::PodCache, pod: &Pod) -> Result<bool> {
@@ -415,7 +409,9 @@ async fn reconcile_managed(cached: &Job, ctx: &Context, cache_rv: Option<&str>, 
     let mut resource_version = job.metadata.resource_version.clone().unwrap_or_default();
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let events = EventSink::new(ctx.recorder.clone(), job);
-    let pods = cached_pods(&ctx.pods, job)?;
+    // The pods and the creation expectations in one read (see `PodCache::pods_and_expectations`).
+    let (pods, creations_satisfied) = ctx.pods.pods_and_expectations(&uid, std::time::Instant::now());
+    let pods: Vec<Pod> = pods.iter().map(|p| (**p).clone()).collect();
 
     // A deleted Job releases its pods' finalizers so garbage collection can remove them.
     if job.metadata.deletion_timestamp.is_some() {
@@ -428,7 +424,7 @@ async fn reconcile_managed(cached: &Job, ctx: &Context, cache_rv: Option<&str>, 
     }
     // Pods this controller created and the cache does not show yet: managing pods now would create them
     // again. Their watch events re-run the reconcile.
-    if !ctx.pods.creations_satisfied(&uid, std::time::Instant::now()) {
+    if !creations_satisfied {
         return Ok(Action::requeue(std::time::Duration::from_secs(1)));
     }
 
