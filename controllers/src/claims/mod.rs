@@ -138,6 +138,9 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
             .map(|s| {
                 s.state()
                     .into_iter()
+                    // Only pods with claims have anything to reconcile (`reconcile_pod`); testing that
+                    // first keeps this scan cheap when no pod has any (every PodGroup event runs it).
+                    .filter(|p| has_claims(p))
                     .filter(|p| p.namespace() == ns && group_of(p).as_deref() == Some(name.as_str()))
                     .map(|p| ObjectRef::from_obj(&*p))
                     .collect::<Vec<_>>()
@@ -232,14 +235,17 @@ fn params() -> PatchParams {
     PatchParams::apply(CONTROLLER_NAME)
 }
 
+/// Whether the pod lists resource claims (a pod without any is nothing to this controller).
+fn has_claims(p: &Pod) -> bool {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.as_ref())
+        .is_some_and(|c| !c.is_empty())
+}
+
 async fn reconcile_pod(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action> {
     crate::retry::contain(async {
-        if pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.resource_claims.as_ref())
-            .is_none_or(Vec::is_empty)
-        {
+        if !has_claims(&pod) {
             return Ok(Action::await_change());
         }
         let ns = pod.namespace().unwrap_or_default();
