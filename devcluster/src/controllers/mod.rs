@@ -48,6 +48,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(shared.settings.sweep_interval);
     let mut taints = taint_eviction::TaintEviction::default();
     let mut nodes = node_lifecycle::NodeLifecycle::default();
+    let mut expiry = events::Expiry::default();
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // Drain in slices so API requests interleave with long cascades.
@@ -63,7 +64,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             _ = tick.tick() => {
                 let ttl = shared.settings.event_ttl;
                 let grace = shared.settings.node_monitor_grace_period;
-                shared.with(|s| sweep(s, ttl, grace, &mut nodes, &mut taints));
+                shared.with(|s| sweep(s, ttl, grace, &mut nodes, &mut taints, &mut expiry));
             }
             _ = crate::cluster::stopped(&mut shutdown) => return,
         }
@@ -96,11 +97,12 @@ fn sweep(
     node_grace: Duration,
     nodes: &mut node_lifecycle::NodeLifecycle,
     taints: &mut taint_eviction::TaintEviction,
+    expiry: &mut events::Expiry,
 ) {
     let now = jiff::Timestamp::now();
     nodes.sync(state, now, node_grace);
     podgroup_protection::sweep(state);
-    events::expire(state, event_ttl);
+    expiry.sweep(state, event_ttl, std::time::Instant::now());
     apps::sync(state, now);
     cronjob::sync(state, now);
     quota::sync(state);
