@@ -68,6 +68,10 @@ pub(crate) struct Cycle<'a> {
     /// Only whether the unit fits matters (preemption's trial placements): a pod that fits no node
     /// fails without the per-node diagnosis.
     pub quiet: bool,
+    /// The dynamic state of the last pod placed, updated for its own placement, with the journal's
+    /// generation then: the next pending pod of the same template starts from it
+    /// ([`Cycle::prepared_for`](super::podgroup)) instead of recomputing its PreFilter.
+    pub(crate) reuse: Option<(u32, u64, super::dynamic::Prepared)>,
 }
 
 impl<'a> Cycle<'a> {
@@ -81,6 +85,7 @@ impl<'a> Cycle<'a> {
             cfg,
             stats: CycleStats::default(),
             quiet: false,
+            reuse: None,
         }
     }
 

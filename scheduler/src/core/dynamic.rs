@@ -22,6 +22,14 @@ struct SpreadState {
     max_skew: i64,
     hard: bool,
     index: std::sync::Arc<DomainIndex>,
+    /// Which pods count (see [`Snapshot::add_placed`]).
+    counted: Counted,
+    /// The nodes the constraint counts pods on.
+    eligible: std::sync::Arc<Eligible>,
+    /// Domain id -> whether it has an eligible node.
+    present: Vec<bool>,
+    /// Fewer domains than `minDomains` have an eligible node: the global minimum is 0.
+    below_min_domains: bool,
     /// Domain id -> matching pods on its eligible nodes.
     counts: Vec<i64>,
     /// The lowest count over the domains with an eligible node (0 while fewer than minDomains exist).
@@ -37,8 +45,13 @@ struct SpreadState {
 pub(crate) struct Prepared {
     spec: std::sync::Arc<DynamicSpec>,
     namespace: String,
-    /// Own required affinity: the term's domains and those allowed (`None`: waived).
-    affinity: Vec<(std::sync::Arc<DomainIndex>, Option<Vec<bool>>)>,
+    /// Own required affinity: the term's domains and those holding a matching pod.
+    affinity: Vec<(std::sync::Arc<DomainIndex>, Vec<bool>)>,
+    /// Some placed pod matches a required affinity term.
+    affinity_matched: bool,
+    /// The pod matches all its required affinity terms itself: while no placed pod matches any, they
+    /// are waived (the first pod of a group that wants to be together).
+    affinity_self_match: bool,
     /// Own required anti-affinity: the term's domains and those forbidden.
     anti: Vec<(std::sync::Arc<DomainIndex>, Vec<bool>)>,
     /// Existing pods' required anti-affinity matching this pod: key -> forbidden values.
@@ -141,7 +154,7 @@ impl Snapshot {
 
         // Own required affinity.
         let mut affinity = Vec::new();
-        let mut any_match = false;
+        let mut affinity_matched = false;
         for t in &spec.affinity.required {
             let index = self.domains_of(&t.key);
             let mut allowed = vec![false; index.values.len()];
@@ -150,24 +163,17 @@ impl Snapshot {
                     && let Some(d) = index.domain(n)
                 {
                     allowed[d] = true;
-                    any_match = true;
+                    affinity_matched = true;
                 }
             }
-            affinity.push((index, Some(allowed)));
+            affinity.push((index, allowed));
         }
-        if !any_match
-            && !spec.affinity.required.is_empty()
+        let affinity_self_match = !spec.affinity.required.is_empty()
             && spec
                 .affinity
                 .required
                 .iter()
-                .all(|t| self.term_matches_pod(t, &namespace, labels))
-        {
-            // The first pod of a group that wants to be together: nothing matches yet, it matches itself.
-            for a in &mut affinity {
-                a.1 = None;
-            }
-        }
+                .all(|t| self.term_matches_pod(t, &namespace, labels));
         // Own required anti-affinity.
         let anti = spec
             .affinity
@@ -190,25 +196,6 @@ impl Snapshot {
         // `ignorePreferredTermsOfExistingPods`) and required affinity (score, `hardPodAffinityWeight`).
         let mut existing_anti: Vec<(std::sync::Arc<DomainIndex>, Vec<bool>)> = Vec::new();
         let mut soft_affinity: Vec<(std::sync::Arc<DomainIndex>, Vec<i64>)> = Vec::new();
-        // Adds weight `w` to the domain of `node` for `key` (a key gets an entry once a node has it).
-        let add_soft = |soft: &mut Vec<(std::sync::Arc<DomainIndex>, Vec<i64>)>, key: &str, node: u32, w: i64| {
-            let at = match soft.iter().position(|(i, _)| i.key == key) {
-                Some(at) => at,
-                None => {
-                    let index = self.domains_of(key);
-                    if index.domain(node).is_none() {
-                        return;
-                    }
-                    let weights = vec![0; index.values.len()];
-                    soft.push((index, weights));
-                    soft.len() - 1
-                }
-            };
-            let (index, weights) = &mut soft[at];
-            if let Some(d) = index.domain(node) {
-                weights[d] = weights[d].saturating_add(w);
-            }
-        };
         for &q in &self.affinity_pods {
             if q == pid {
                 continue;
@@ -244,7 +231,7 @@ impl Snapshot {
                 .chain(qd.affinity.required.iter().map(|t| (hard_weight, t)))
             {
                 if self.term_matches_pod(t, &namespace, labels) {
-                    add_soft(&mut soft_affinity, &t.key, node, w);
+                    self.add_soft(&mut soft_affinity, &t.key, node, w);
                 }
             }
         }
@@ -254,7 +241,7 @@ impl Snapshot {
                 if q == pid {
                     continue;
                 }
-                add_soft(&mut soft_affinity, &t.key, n, *w);
+                self.add_soft(&mut soft_affinity, &t.key, n, *w);
             }
         }
         // Topology spread: the pod's own constraints, else the cluster defaults for pods of a controller.
@@ -289,6 +276,8 @@ impl Snapshot {
             spec,
             namespace,
             affinity,
+            affinity_matched,
+            affinity_self_match,
             anti,
             existing_anti,
             spread,
@@ -386,14 +375,11 @@ impl Snapshot {
         let epoch = self.node_epoch;
         // The cached index and eligible nodes (`ensure_spread`), or built here.
         let index = self.domains_of(&c.key);
-        let built;
-        let eligible: &Eligible = match self.spread_eligible.get(&(sid, c.honor_affinity, c.honor_taints)) {
-            Some((e, v)) if *e == epoch => v,
-            _ => {
-                built = self.eligible(sid, c.honor_affinity, c.honor_taints);
-                &built
-            }
-        };
+        let eligible: std::sync::Arc<Eligible> =
+            match self.spread_eligible.get(&(sid, c.honor_affinity, c.honor_taints)) {
+                Some((e, v)) if *e == epoch => v.clone(),
+                _ => std::sync::Arc::new(self.eligible(sid, c.honor_affinity, c.honor_taints)),
+            };
         // Domains with an eligible node.
         let mut present = vec![false; index.values.len()];
         for &n in &self.node_order {
@@ -440,26 +426,147 @@ impl Snapshot {
             }
         };
         let domains = present.iter().filter(|x| **x).count() as i64;
-        let min = if c.min_domains.is_some_and(|m| domains < m) {
+        let mut state = SpreadState {
+            max_skew: c.max_skew,
+            hard: c.hard,
+            index,
+            counted: c.counted.clone(),
+            eligible,
+            below_min_domains: c.min_domains.is_some_and(|m| domains < m),
+            present,
+            counts,
+            min: 0,
+            self_match,
+            weight: ((domains + 2) as f64).ln(),
+        };
+        state.update_min();
+        state
+    }
+
+    /// Updates `prepared`, the dynamic state of pending pod `pid`, for pod `q` placed on `node` since
+    /// it was computed (upstream's `PreFilterExtensions.AddPod` for InterPodAffinity and
+    /// PodTopologySpread): the result equals [`Snapshot::prepare_dynamic`] run now. `pid` only gives the
+    /// namespace and labels the state was computed for, so the state of one pod serves another pending
+    /// pod of the same class with the same namespace, labels and constraints (see
+    /// `Cycle::prepared_for`).
+    pub(crate) fn add_placed(&self, prepared: &mut Prepared, pid: u32, q: u32, node: u32) {
+        let (p, qi) = (self.pod(pid), self.pod(q));
+        if qi.terminating {
+            return;
+        }
+        let term_selects_q = |t: &Term| {
+            t.selector.matches(&qi.labels) && t.namespaces.contains(&qi.key.namespace, |n| self.ns_labels(n))
+        };
+        let spec = prepared.spec.clone();
+        for (t, (index, allowed)) in spec.affinity.required.iter().zip(&mut prepared.affinity) {
+            if term_selects_q(t)
+                && let Some(d) = index.domain(node)
+            {
+                allowed[d] = true;
+                prepared.affinity_matched = true;
+            }
+        }
+        for (t, (index, forbidden)) in spec.affinity.anti_required.iter().zip(&mut prepared.anti) {
+            if term_selects_q(t)
+                && let Some(d) = index.domain(node)
+            {
+                forbidden[d] = true;
+            }
+        }
+        // `q`'s own terms towards the pod, as `prepare_dynamic` reads them from every pod with terms.
+        if let Some(qd) = qi.dynamic.as_ref().filter(|_| self.affinity_pods.contains(&q)) {
+            for t in &qd.affinity.anti_required {
+                if !self.term_matches_pod(t, &prepared.namespace, &p.labels) {
+                    continue;
+                }
+                let at = match prepared.existing_anti.iter().position(|(i, _)| i.key == t.key) {
+                    Some(at) => at,
+                    None => {
+                        let index = self.domains_of(&t.key);
+                        let forbidden = vec![false; index.values.len()];
+                        prepared.existing_anti.push((index, forbidden));
+                        prepared.existing_anti.len() - 1
+                    }
+                };
+                let (index, forbidden) = &mut prepared.existing_anti[at];
+                if let Some(d) = index.domain(node) {
+                    forbidden[d] = true;
+                }
+            }
+            let super::snapshot::InterPodArgs(hard_weight, ignore_preferred) = self.inter_pod_args;
+            let preferred: &[_] = if ignore_preferred { &[] } else { &qd.affinity.preferred };
+            for (w, t) in preferred
+                .iter()
+                .map(|(w, t)| (*w, t))
+                .chain(qd.affinity.required.iter().map(|t| (hard_weight, t)))
+            {
+                if self.term_matches_pod(t, &prepared.namespace, &p.labels) {
+                    self.add_soft(&mut prepared.soft_affinity, &t.key, node, w);
+                }
+            }
+        }
+        for (w, t) in &spec.affinity.preferred {
+            if term_selects_q(t) {
+                self.add_soft(&mut prepared.soft_affinity, &t.key, node, *w);
+            }
+        }
+        for s in &mut prepared.spread {
+            let counts = match &s.counted {
+                Counted::Selector(sel) => qi.key.namespace == p.key.namespace && sel.matches(&qi.labels),
+                Counted::SameOwner(uid) => {
+                    qi.key.namespace == p.key.namespace
+                        && qi
+                            .dynamic
+                            .as_ref()
+                            .and_then(|d| d.owner.as_ref())
+                            .is_some_and(|(u, _)| u == uid)
+                }
+            };
+            if counts
+                && s.eligible.get(node as usize).copied().unwrap_or(false)
+                && let Some(d) = s.index.domain(node)
+            {
+                s.counts[d] += 1;
+                s.update_min();
+            }
+        }
+    }
+
+    /// Adds weight `w` to the domain of `node` for `key` (a key gets an entry once a node has it).
+    fn add_soft(&self, soft: &mut Vec<(std::sync::Arc<DomainIndex>, Vec<i64>)>, key: &str, node: u32, w: i64) {
+        let at = match soft.iter().position(|(i, _)| i.key == key) {
+            Some(at) => at,
+            None => {
+                let index = self.domains_of(key);
+                if index.domain(node).is_none() {
+                    return;
+                }
+                let weights = vec![0; index.values.len()];
+                soft.push((index, weights));
+                soft.len() - 1
+            }
+        };
+        let (index, weights) = &mut soft[at];
+        if let Some(d) = index.domain(node) {
+            weights[d] = weights[d].saturating_add(w);
+        }
+    }
+}
+
+impl SpreadState {
+    /// The lowest count over the domains with an eligible node (0 below `minDomains`).
+    fn update_min(&mut self) {
+        self.min = if self.below_min_domains {
             0
         } else {
-            counts
+            self.counts
                 .iter()
-                .zip(&present)
+                .zip(&self.present)
                 .filter(|(_, p)| **p)
                 .map(|(c, _)| *c)
                 .min()
                 .unwrap_or(0)
         };
-        SpreadState {
-            max_skew: c.max_skew,
-            hard: c.hard,
-            index,
-            counts,
-            min,
-            self_match,
-            weight: ((domains + 2) as f64).ln(),
-        }
     }
 }
 
@@ -513,11 +620,11 @@ impl Prepared {
                 return Err(Reject::Spread);
             }
         }
-        for (index, allowed) in &self.affinity {
-            if let Some(allowed) = allowed
-                && !index
-                    .domain(node)
-                    .is_some_and(|d| allowed.get(d).copied().unwrap_or(false))
+        let waived = !self.affinity_matched && self.affinity_self_match;
+        for (index, allowed) in self.affinity.iter().filter(|_| !waived) {
+            if !index
+                .domain(node)
+                .is_some_and(|d| allowed.get(d).copied().unwrap_or(false))
             {
                 return Err(Reject::PodAffinity);
             }
@@ -599,4 +706,143 @@ pub(crate) fn normalize_spread(raw: &[Option<f64>]) -> Vec<i64> {
             Some(s) => ((MAX_SCORE as f64) * (max + min - s) / max).round() as i64,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+    use crate::core::journal::Journal;
+    use crate::core::model::PodKey;
+    use crate::core::testing::{node, pod_with};
+
+    /// What a [`Prepared`] decides with, in a form that does not depend on the order entries were made.
+    type Summary = (
+        Vec<Vec<bool>>,
+        bool,
+        Vec<Vec<bool>>,
+        BTreeMap<String, Vec<bool>>,
+        BTreeMap<String, Vec<i64>>,
+        Vec<(Vec<i64>, i64, i64)>,
+    );
+
+    fn summary(p: &Prepared) -> Summary {
+        (
+            p.affinity.iter().map(|(_, a)| a.clone()).collect(),
+            !p.affinity_matched && p.affinity_self_match,
+            p.anti.iter().map(|(_, a)| a.clone()).collect(),
+            p.existing_anti
+                .iter()
+                .map(|(i, f)| (i.key.clone(), f.clone()))
+                .collect(),
+            p.soft_affinity
+                .iter()
+                .map(|(i, w)| (i.key.clone(), w.clone()))
+                .collect(),
+            p.spread
+                .iter()
+                .map(|s| (s.counts.clone(), s.min, s.self_match))
+                .collect(),
+        )
+    }
+
+    /// A pod of kind `k`: labels `app` in {a, b} (or none), and a mix of required / preferred
+    /// (anti-)affinity by hostname or zone, hard / soft spread by selector, or the default spread of a
+    /// controller owner.
+    fn pod(name: &str, k: u8) -> k8s_openapi::api::core::v1::Pod {
+        let mut p = serde_json::to_value(pod_with("ns", name, None, &[("cpu", "100m")])).unwrap();
+        let app = ["a", "b", ""][usize::from(k % 3)];
+        if !app.is_empty() {
+            p["metadata"]["labels"] = json!({"app": app});
+        }
+        let key = if k & 4 != 0 { "zone" } else { "kubernetes.io/hostname" };
+        let term = |v: &str| json!({"labelSelector": {"matchLabels": {"app": v}}, "topologyKey": key});
+        let mut affinity = serde_json::Map::new();
+        if k & 8 != 0 {
+            affinity.insert(
+                "podAntiAffinity".into(),
+                json!({"requiredDuringSchedulingIgnoredDuringExecution": [term("a")],
+                       "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 3, "podAffinityTerm": term("b")}]}),
+            );
+        }
+        if k & 16 != 0 {
+            affinity.insert(
+                "podAffinity".into(),
+                json!({"requiredDuringSchedulingIgnoredDuringExecution": [term(if app.is_empty() { "a" } else { app })],
+                       "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": term("a")}]}),
+            );
+        }
+        if !affinity.is_empty() {
+            p["spec"]["affinity"] = serde_json::Value::Object(affinity);
+        }
+        match (k >> 5) & 3 {
+            1 => {
+                p["spec"]["topologySpreadConstraints"] = json!([{"maxSkew": 1, "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "a"}}, "minDomains": 3}]);
+            }
+            2 => {
+                p["spec"]["topologySpreadConstraints"] = json!([{"maxSkew": 2, "topologyKey": "kubernetes.io/hostname",
+                    "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}}]);
+            }
+            3 => {
+                p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                    "uid": "rs-1", "controller": true}]);
+            }
+            _ => {}
+        }
+        serde_json::from_value(p).unwrap()
+    }
+
+    proptest! {
+        /// A pending pod's dynamic state kept up to date by [`Snapshot::add_placed`] as other pods are
+        /// placed equals the state computed anew, for the pod it was computed for and for another
+        /// pending pod of the same template.
+        #[test]
+        fn a_prepared_state_kept_up_to_date_equals_a_fresh_one(
+            nodes in 1usize..7,
+            running in proptest::collection::vec((any::<u8>(), any::<u8>()), 0..10),
+            template in any::<u8>(),
+            placed in proptest::collection::vec((any::<u8>(), any::<u8>()), 1..10),
+        ) {
+            let mut snap = Snapshot::new();
+            for n in 0..nodes {
+                let zone = format!("z{}", n % 3);
+                let labels: &[(&str, &str)] = if n == 4 { &[] } else { &[("zone", zone.as_str())] };
+                snap.upsert_node(&node(&format!("n{n}"), "8", "8Gi", labels)).unwrap();
+            }
+            for (i, (k, n)) in running.iter().enumerate() {
+                let mut p = pod(&format!("r{i}"), *k);
+                p.spec.as_mut().unwrap().node_name = Some(format!("n{}", usize::from(*n) % nodes));
+                p.status = Some(k8s_openapi::api::core::v1::PodStatus { phase: Some("Running".into()), ..Default::default() });
+                snap.upsert_pod(&p).unwrap();
+            }
+            for name in ["t0", "t1"] {
+                snap.upsert_pod(&pod(name, template)).unwrap();
+            }
+            for (i, (k, _)) in placed.iter().enumerate() {
+                snap.upsert_pod(&pod(&format!("q{i}"), *k)).unwrap();
+            }
+            let id = |snap: &Snapshot, name: &str| snap.pod_id(&PodKey::new("ns", name)).unwrap();
+            let (t0, t1) = (id(&snap, "t0"), id(&snap, "t1"));
+            let mut kept = snap.prepare_dynamic_indexed(t0);
+            let mut journal = Journal::new();
+            for (i, (_, n)) in placed.iter().enumerate() {
+                let q = id(&snap, &format!("q{i}"));
+                let node = snap.node_id(&format!("n{}", usize::from(*n) % nodes)).unwrap();
+                journal.assume_id(&mut snap, q, node);
+                snap.add_placed(&mut kept, t0, q, node);
+                prop_assert_eq!(summary(&kept), summary(&snap.prepare_dynamic_indexed(t0)), "after q{}", i);
+            }
+            // t0 placed: the state serves t1.
+            let node = snap.node_id("n0").unwrap();
+            journal.assume_id(&mut snap, t0, node);
+            snap.add_placed(&mut kept, t0, t0, node);
+            prop_assert_eq!(summary(&kept), summary(&snap.prepare_dynamic_indexed(t1)));
+            journal.revert_all(&mut snap);
+        }
+    }
 }

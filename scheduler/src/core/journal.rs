@@ -33,6 +33,9 @@ pub struct Mark(usize);
 #[derive(Debug, Default)]
 pub struct Journal {
     ops: Vec<Op>,
+    /// Counts every change recorded or undone: state derived from the snapshot at one generation
+    /// holds until the next.
+    generation: u64,
 }
 
 impl Journal {
@@ -51,6 +54,16 @@ impl Journal {
         self.ops.len()
     }
 
+    /// The number of changes recorded or undone so far (see [`Journal`]'s `generation`).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn push(&mut self, op: Op) {
+        self.ops.push(op);
+        self.generation = self.generation.wrapping_add(1);
+    }
+
     /// Whether nothing is recorded.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
@@ -58,22 +71,22 @@ impl Journal {
 
     pub(crate) fn assume_id(&mut self, snap: &mut Snapshot, pod: u32, node: u32) {
         snap.simulate(pod, node, Sim::Assume);
-        self.ops.push(Op::Assume { pod, node });
+        self.push(Op::Assume { pod, node });
     }
 
     pub(crate) fn remove_id(&mut self, snap: &mut Snapshot, pod: u32, node: u32) {
         snap.simulate(pod, node, Sim::Remove);
-        self.ops.push(Op::Remove { pod, node });
+        self.push(Op::Remove { pod, node });
     }
 
     pub(crate) fn restore_id(&mut self, snap: &mut Snapshot, pod: u32, node: u32) {
         snap.simulate(pod, node, Sim::Restore);
-        self.ops.push(Op::Restore { pod, node });
+        self.push(Op::Restore { pod, node });
     }
 
     pub(crate) fn allocate(&mut self, snap: &mut Snapshot, claim: u32, allocation: crate::core::dra::Allocated) {
         snap.dra.allocate(claim, allocation);
-        self.ops.push(Op::Allocate { claim });
+        self.push(Op::Allocate { claim });
     }
 
     pub(crate) fn ops_since(&self, mark: Mark) -> &[Op] {
@@ -118,6 +131,7 @@ impl Journal {
     /// Undoes every change recorded after `mark`, newest first.
     pub fn revert_to(&mut self, snap: &mut Snapshot, mark: Mark) {
         while self.ops.len() > mark.0 {
+            self.generation = self.generation.wrapping_add(1);
             match self.ops.pop() {
                 Some(Op::Assume { pod, node }) => snap.simulate(pod, node, Sim::Unassume),
                 Some(Op::Remove { pod, node }) => snap.simulate(pod, node, Sim::Restore),

@@ -91,6 +91,11 @@ pub(crate) struct RankerSlot {
     devices: Option<usize>,
     ranker: Ranker,
     diagnosis: Option<Failure>,
+    /// Nodes the last pod's filters refused, kept out of the ranking while the next pod continues its
+    /// dynamic state (see [`Cycle::place_pod`]), with the journal's generation after that pod's
+    /// placement.
+    aside: Vec<(i64, u32, u32, u64)>,
+    aside_generation: Option<u64>,
 }
 
 impl Cycle<'_> {
@@ -211,7 +216,7 @@ impl Cycle<'_> {
     /// `dom` against the cluster as it is now.
     fn place_pod_dynamic(&mut self, pid: u32, dom: &Domain) -> Result<u32, Failure> {
         let prepared = self.snap.prepare_dynamic_indexed(pid);
-        self.place_pod_prepared(pid, dom, prepared)
+        self.place_pod_prepared(pid, dom, &prepared)
     }
 
     /// [`Cycle::place_pod_dynamic`] with the pod's dynamic state already computed.
@@ -219,7 +224,7 @@ impl Cycle<'_> {
         &mut self,
         pid: u32,
         dom: &Domain,
-        prepared: super::dynamic::Prepared,
+        prepared: &super::dynamic::Prepared,
     ) -> Result<u32, Failure> {
         let class = self.snap.pod(pid).class;
         let sid = self.snap.classes.classes[class as usize].static_id;
@@ -280,7 +285,7 @@ impl Cycle<'_> {
             candidates = kept;
         }
         if candidates.is_empty() {
-            return Err(self.diagnose(pid, dom, Some(&prepared)));
+            return Err(self.diagnose(pid, dom, Some(prepared)));
         }
         let snap = &*self.snap;
         if prepared.scores_anything() {
@@ -312,7 +317,7 @@ impl Cycle<'_> {
             }
         }
         let Some((n, allocations)) = chosen else {
-            return Err(self.diagnose(pid, dom, Some(&prepared)));
+            return Err(self.diagnose(pid, dom, Some(prepared)));
         };
         self.journal.assume_id(self.snap, pid, n);
         for (claim, a) in allocations {
@@ -340,19 +345,77 @@ impl Cycle<'_> {
         if tests::PER_POD.with(std::cell::Cell::get) && self.snap.needs_dynamic(pid) {
             return self.place_pod_dynamic(pid, dom);
         }
+        if !self.snap.needs_dynamic(pid) {
+            return self.place_pod_ranked(pid, dom, rankers, None);
+        }
+        let (prepared, continued) = self.prepared_for(pid);
+        let placed = self.place_pod_ranked(pid, dom, rankers, Some((&prepared, continued)));
+        if let Ok(n) = placed
+            && self.snap.pod(pid).claims.is_empty()
+            && prepared.unsupported.is_none()
+            && prepared.pod_error.is_none()
+        {
+            let mut prepared = prepared;
+            self.snap.add_placed(&mut prepared, pid, pid, n);
+            self.reuse = Some((pid, self.journal.generation(), prepared));
+        }
+        placed
+    }
+
+    /// The dynamic state of pending pod `pid` (upstream's PreFilter): the last placed pod's, updated for
+    /// that placement ([`Snapshot::add_placed`](super::snapshot::Snapshot)), when nothing else changed in
+    /// the snapshot since (the journal's generation) and `pid` is of the same template: class,
+    /// namespace, labels and constraints equal, no ResourceClaims. A gang's members (one pod template)
+    /// so pay for the PreFilter's walk over every matching pod once per gang, not once per member.
+    /// Otherwise it is computed anew. The flag says whether the state was continued.
+    fn prepared_for(&mut self, pid: u32) -> (super::dynamic::Prepared, bool) {
+        if let Some((prev, generation, prepared)) = self.reuse.take()
+            && generation == self.journal.generation()
+            && prev != pid
+        {
+            let (a, b) = (self.snap.pod(prev), self.snap.pod(pid));
+            let same_spec = match (&a.dynamic, &b.dynamic) {
+                (Some(x), Some(y)) => std::sync::Arc::ptr_eq(x, y) || x == y,
+                (None, None) => true,
+                _ => false,
+            };
+            if same_spec
+                && b.placed_node().is_none()
+                && b.claims.is_empty()
+                && a.class == b.class
+                && a.key.namespace == b.key.namespace
+                && a.labels == b.labels
+            {
+                return (prepared, true);
+            }
+        }
+        (self.snap.prepare_dynamic_indexed(pid), false)
+    }
+
+    /// [`Cycle::place_pod`] once the pod's dynamic state (if it has dynamic constraints) is known, and
+    /// whether that state continues the last placed pod's.
+    fn place_pod_ranked(
+        &mut self,
+        pid: u32,
+        dom: &Domain,
+        rankers: &mut Vec<RankerSlot>,
+        prepared: Option<(&super::dynamic::Prepared, bool)>,
+    ) -> Result<u32, Failure> {
+        let continued = prepared.is_some_and(|p| p.1);
+        let prepared = prepared.map(|p| p.0);
         // A pod with dynamic constraints that score nothing (required inter-pod terms, hard spread
         // constraints, ports, volumes, claims) stays on the ranking: its filters run on each node
         // popped, best first, as the per-pod path would try them.
-        let (prepared, claims, devices) = if self.snap.needs_dynamic(pid) {
-            let prepared = self.snap.prepare_dynamic_indexed(pid);
-            if prepared.unsupported.is_some() || prepared.pod_error.is_some() || prepared.scores_anything() {
-                return self.place_pod_prepared(pid, dom, prepared);
+        let (claims, devices) = match prepared {
+            Some(prepared) => {
+                if prepared.unsupported.is_some() || prepared.pod_error.is_some() || prepared.scores_anything() {
+                    return self.place_pod_prepared(pid, dom, prepared);
+                }
+                let claims = prepared.claims.clone();
+                let devices = (!claims.is_empty()).then(|| self.snap.devices_needed(&claims));
+                (claims, devices)
             }
-            let claims = prepared.claims.clone();
-            let devices = (!claims.is_empty()).then(|| self.snap.devices_needed(&claims));
-            (Some(prepared), claims, devices)
-        } else {
-            (None, Vec::new(), None)
+            None => (Vec::new(), None),
         };
         let class = self.snap.pod(pid).class;
         let idx = match rankers.iter().position(|s| s.class == class && s.devices == devices) {
@@ -364,11 +427,16 @@ impl Cycle<'_> {
                     devices,
                     ranker,
                     diagnosis: None,
+                    aside: Vec::new(),
+                    aside_generation: None,
                 });
                 rankers.len() - 1
             }
         };
         if rankers[idx].ranker.failed {
+            for (score, rank, n, version) in std::mem::take(&mut rankers[idx].aside) {
+                rankers[idx].ranker.push(score, rank, n, version);
+            }
             if let Some(prepared) = prepared {
                 return self.place_pod_prepared(pid, dom, prepared);
             }
@@ -378,11 +446,24 @@ impl Cycle<'_> {
                 unsupported: false,
             }));
         }
+        // The nodes the last pod's filters refused: a pod continuing its state (the same template, only
+        // that pod placed since) checks them again without the heap (a gang with anti-affinity would
+        // otherwise pop every node its earlier members and every earlier gang took, per member); any
+        // other pod gets them back in the ranking.
+        let mut aside: Vec<(i64, u32, u32, u64)> = Vec::new();
+        let kept = std::mem::take(&mut rankers[idx].aside);
+        let carried = continued && rankers[idx].aside_generation == Some(self.journal.generation());
+        rankers[idx].aside_generation = None;
+        for (score, rank, n, version) in kept {
+            match prepared {
+                Some(p) if carried && p.check(self.snap, n).is_err() => aside.push((score, rank, n, version)),
+                _ => rankers[idx].ranker.push(score, rank, n, version),
+            }
+        }
         if devices.is_some() {
             self.snap.dra.budget.start_pod();
         }
         // Nodes this pod's filters or the allocator refused (they may suit the class's next pod).
-        let mut aside: Vec<(i64, u32, u32, u64)> = Vec::new();
         let result = loop {
             let Some((score, rank, n, version)) = rankers[idx].ranker.pop() else {
                 if prepared.is_some() {
@@ -445,8 +526,15 @@ impl Cycle<'_> {
             }
             break Some(Ok(n));
         };
-        for (score, rank, n, version) in aside {
-            rankers[idx].ranker.push(score, rank, n, version);
+        // Refused by the filters only (no claims), after a placement: kept for the next pod of the
+        // template; otherwise back in the ranking.
+        if devices.is_none() && prepared.is_some() && matches!(result, Some(Ok(_))) {
+            rankers[idx].aside = aside;
+            rankers[idx].aside_generation = Some(self.journal.generation());
+        } else {
+            for (score, rank, n, version) in aside {
+                rankers[idx].ranker.push(score, rank, n, version);
+            }
         }
         match (result, prepared) {
             (Some(r), _) => r,
@@ -744,6 +832,44 @@ mod tests {
 
     use crate::core::testing::{GroupBuilder, node, pod, pod_in_group};
     use crate::core::{PodKey, Scheduler, SchedulerConfig, ScoringStrategy, Snapshot, UnitKey};
+
+    /// A gang member continuing the previous member's dynamic state re-checks the nodes that member
+    /// refused: a node a hard spread refused the first member (its zone ahead) takes the second once
+    /// the first evened the zones, as the per-pod path decides.
+    #[test]
+    fn a_node_the_previous_member_refused_is_checked_again() {
+        for per_pod in [true, false] {
+            PER_POD.with(|c| c.set(per_pod));
+            let mut snap = Snapshot::new();
+            snap.upsert_node(&node("n0", "4", "8Gi", &[("zone", "a")])).unwrap();
+            snap.upsert_node(&node("n1", "4", "8Gi", &[("zone", "b")])).unwrap();
+            let spread_pod = |name: &str, group: Option<&str>, cpu: &str, node: Option<&str>| {
+                let mut p =
+                    serde_json::to_value(crate::core::testing::pod_with("ns", name, group, &[("cpu", cpu)])).unwrap();
+                p["metadata"]["labels"] = json!({"app": "a"});
+                p["spec"]["topologySpreadConstraints"] = json!([{"maxSkew": 1, "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "a"}}}]);
+                if let Some(n) = node {
+                    p["spec"]["nodeName"] = json!(n);
+                    p["status"] = json!({"phase": "Running"});
+                }
+                serde_json::from_value::<k8s_openapi::api::core::v1::Pod>(p).unwrap()
+            };
+            // Zone a is one pod ahead and its node the fuller (bin packing ranks it first).
+            snap.upsert_pod(&spread_pod("running", None, "2", Some("n0"))).unwrap();
+            snap.upsert_pod_group(&GroupBuilder::gang("ns", "g", 2).pod_group())
+                .unwrap();
+            for m in ["g-0", "g-1"] {
+                snap.upsert_pod(&spread_pod(m, Some("g"), "500m", None)).unwrap();
+            }
+            let out = Scheduler::new(SchedulerConfig::default())
+                .schedule(&mut snap, &UnitKey::Group(crate::core::GroupKey::pod_group("ns", "g")));
+            let mut nodes: Vec<&str> = out.assignments.iter().map(|a| a.node.as_str()).collect();
+            nodes.sort();
+            assert_eq!(nodes, ["n0", "n1"], "per_pod {per_pod}");
+        }
+        PER_POD.with(|c| c.set(false));
+    }
 
     /// Applies step `s` of a random history to `snap`: add a pod (and schedule it, or a gang of two),
     /// delete a pod, or add / remove a node.
