@@ -13,6 +13,16 @@
 //! - Unschedulable / UnschedulableAndUnresolvable: abort, revert everything the composite assumed, and
 //!   return the status to the parent.
 //!
+//! With [`SchedulerConfig::demand_ordered_minimums`], the non-greedy first pass stops at the minimum
+//! for a Basic composite too (one child: the others are extras for the greedy pass), and takes the
+//! children in another order: the `M` whose minimums need the smallest share of the domain's free
+//! resources, the tightest of them first (a topology-constrained child measured against the roomiest
+//! domain it may use), then the others. Placing the hardest minimum first, as first-fit decreasing
+//! does for pods, keeps a large or rack-bound gang from finding its capacity taken by smaller siblings
+//! that would have fit anywhere.
+//!
+//! [`SchedulerConfig::demand_ordered_minimums`]: super::config::SchedulerConfig::demand_ordered_minimums
+//!
 //! With the admissibility pre-check, a child that can never reach its minimum (too few pods, too few
 //! admissible children) counts as UnschedulableAndUnresolvable without being simulated, and a composite
 //! that cannot reach its own minimum returns at once.
@@ -21,9 +31,12 @@
 //! composite looks for the latest earlier sibling that has another feasible topology placement, moves
 //! it there, and retries the siblings after it; each move costs one unit of the cycle's budget.
 
+use std::collections::BTreeMap;
+
 use super::cycle::{Cycle, Domain, Outcome};
 use super::journal::Mark;
 use super::model::{GroupKind, Policy};
+use super::resources::{CPU, MEMORY};
 use super::status::{Code, Counts, placement_feasible};
 use super::topology::Alt;
 
@@ -130,10 +143,17 @@ impl Cycle<'_> {
             }
         }
         let want_alts = self.cfg.backtracking_limit > 0;
+        // The greedy pass follows creation order (KEP-6012); the first pass secures the minimum with the
+        // cheapest children, the largest of them first.
+        let order: Vec<usize> = if self.greedy || !self.cfg.demand_ordered_minimums {
+            (0..total).collect()
+        } else {
+            self.minimum_first_children(&children, min, &inadmissible, dom)
+        };
         let mark = self.journal.mark();
         let mut states: Vec<ChildState> = Vec::new();
         while states.len() < total {
-            let i = states.len();
+            let i = order.get(states.len()).copied().unwrap_or(states.len());
             let c = children[i];
             let before = self.journal.mark();
             let (outcome, alts) = if inadmissible[i] {
@@ -153,7 +173,10 @@ impl Cycle<'_> {
             let counts = Self::counts(min, total, &states);
             match placement_feasible(counts) {
                 Code::Success => {
-                    if !self.greedy && matches!(policy, Policy::Gang { .. }) {
+                    // The first pass stops at the minimum; with demand-ordered minimums a Basic
+                    // composite too (one child): its other children are extras, for the greedy pass
+                    // once every sibling's minimum is secured.
+                    if !self.greedy && (self.cfg.demand_ordered_minimums || matches!(policy, Policy::Gang { .. })) {
                         break;
                     }
                 }
@@ -188,6 +211,123 @@ impl Cycle<'_> {
         o
     }
 
+    /// The first pass's order of a composite's children, as indexes into `children`: the `min` children
+    /// whose minimums need the smallest share of `dom`'s free resources, tightest first (first-fit
+    /// decreasing, as a leaf secures its minimum), then the other admissible children smallest first,
+    /// then the inadmissible ones. Ties keep creation order. A child with a topology constraint is as
+    /// tight as its minimum's share of the roomiest domain it may use, so a rack-bound gang goes before
+    /// a larger unconstrained sibling that would otherwise spread over every rack.
+    fn minimum_first_children(&self, children: &[u32], min: u32, inadmissible: &[bool], dom: &Domain) -> Vec<usize> {
+        let free = self.free_resources(dom.nodes.iter().copied());
+        let demand: Vec<Vec<i64>> = children.iter().map(|c| self.minimum_demand(*c, &free)).collect();
+        let share: Vec<f64> = demand.iter().map(|d| dominant_share(d, &free)).collect();
+        let mut domains: Vec<(&str, Vec<Vec<i64>>)> = Vec::new();
+        let mut tight = share.clone();
+        for (i, &c) in children.iter().enumerate() {
+            let Some(key) = self.snap.group(c).topology_key.as_deref() else {
+                continue;
+            };
+            if !domains.iter().any(|(k, _)| *k == key) {
+                domains.push((key, self.domain_free(key, dom)));
+            }
+            if let Some((_, frees)) = domains.iter().find(|(k, _)| *k == key) {
+                tight[i] = frees
+                    .iter()
+                    .map(|f| dominant_share(&demand[i], f))
+                    .fold(f64::INFINITY, f64::min);
+            }
+        }
+        let mut admissible: Vec<usize> = (0..children.len())
+            .filter(|i| !inadmissible.get(*i).copied().unwrap_or(false))
+            .collect();
+        admissible.sort_by(|a, b| share[*a].total_cmp(&share[*b]).then(a.cmp(b)));
+        let m = (min as usize).min(admissible.len());
+        let (chosen, rest) = admissible.split_at(m);
+        let mut order: Vec<usize> = chosen.to_vec();
+        order.sort_by(|a, b| tight[*b].total_cmp(&tight[*a]).then(a.cmp(b)));
+        order.extend_from_slice(rest);
+        order.extend((0..children.len()).filter(|i| inadmissible.get(*i).copied().unwrap_or(false)));
+        order
+    }
+
+    /// Free resources of `nodes`, indexed by resource.
+    fn free_resources(&self, nodes: impl Iterator<Item = u32>) -> Vec<i64> {
+        let snap = &*self.snap;
+        let mut free = vec![0i64; snap.resources.len()];
+        for n in nodes {
+            let node = snap.node(n);
+            for (r, f) in free.iter_mut().enumerate() {
+                let a = node.allocatable.get(r).copied().unwrap_or(0);
+                let u = node.requested.get(r).copied().unwrap_or(0);
+                *f = f.saturating_add(a.saturating_sub(u).max(0));
+            }
+        }
+        free
+    }
+
+    /// Free resources of every domain of `key` within `dom` (nodes without the label belong to none).
+    fn domain_free(&self, key: &str, dom: &Domain) -> Vec<Vec<i64>> {
+        let snap = &*self.snap;
+        let mut by_value: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+        for &n in dom.nodes.iter() {
+            if let Some(v) = snap.node(n).labels.get(key) {
+                by_value.entry(v.as_str()).or_default().push(n);
+            }
+        }
+        by_value
+            .into_values()
+            .map(|nodes| self.free_resources(nodes.into_iter()))
+            .collect()
+    }
+
+    /// The resources group `g` still needs for its minimum, indexed by resource: the smallest pending
+    /// pods of the highest priority a leaf lacks, the `minGroupCount` children of a composite that take
+    /// the smallest share of `free`.
+    fn minimum_demand(&self, g: u32, free: &[i64]) -> Vec<i64> {
+        let snap = &*self.snap;
+        let group = snap.group(g);
+        let min = group.policy.minimum() as usize;
+        let mut demand = vec![0i64; free.len()];
+        match group.key.kind {
+            GroupKind::PodGroup => {
+                let (mut pending, already) = self.leaf_members(g);
+                let needed = min.saturating_sub(already as usize);
+                pending.sort_by_key(|p| {
+                    let pod = snap.pod(*p);
+                    (
+                        std::cmp::Reverse(pod.priority),
+                        pod.requests.get(CPU),
+                        pod.requests.get(MEMORY),
+                    )
+                });
+                for &p in pending.iter().take(needed) {
+                    for &(r, x) in &snap.pod(p).requests.0 {
+                        if let Some(d) = demand.get_mut(r as usize) {
+                            *d = d.saturating_add(x);
+                        }
+                    }
+                }
+            }
+            GroupKind::CompositePodGroup => {
+                let mut kids: Vec<(f64, Vec<i64>)> = snap
+                    .children(g)
+                    .iter()
+                    .map(|c| {
+                        let d = self.minimum_demand(*c, free);
+                        (dominant_share(&d, free), d)
+                    })
+                    .collect();
+                kids.sort_by(|a, b| a.0.total_cmp(&b.0));
+                for (_, d) in kids.iter().take(min) {
+                    for (t, x) in demand.iter_mut().zip(d) {
+                        *t = t.saturating_add(*x);
+                    }
+                }
+            }
+        }
+        demand
+    }
+
     /// Moves the latest sibling that has an alternative placement to it and drops the states after it.
     fn backtrack(&mut self, states: &mut Vec<ChildState>) -> bool {
         if self.backtracks_left == 0 {
@@ -211,4 +351,14 @@ impl Cycle<'_> {
         });
         true
     }
+}
+
+/// The largest fraction of a free resource that `demand` takes (above 1 when it does not fit).
+fn dominant_share(demand: &[i64], free: &[i64]) -> f64 {
+    demand
+        .iter()
+        .zip(free)
+        .filter(|(d, _)| **d > 0)
+        .map(|(d, f)| if *f <= 0 { f64::INFINITY } else { *d as f64 / *f as f64 })
+        .fold(0.0, f64::max)
 }

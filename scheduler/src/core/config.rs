@@ -85,17 +85,34 @@ pub struct SchedulerConfig {
     /// UnschedulableAndUnresolvable for a subtree that cannot, without placing any pod.
     pub admissibility_precheck: bool,
     /// Beta plan "double-run in a single cycle": a non-greedy first pass secures every group's minimum
-    /// (gangs place exactly `minCount` pods, gang composites stop at `minGroupCount` children), then a
-    /// greedy pass places the extras inside the domains the first pass chose. Prevents an early sibling
-    /// from stealing the capacity a later sibling needs for its minimum. In the first pass a gang's
-    /// minimum is secured with its smallest pods (same priority first), placed largest first.
+    /// (gangs place exactly `minCount` pods, composites stop at `minGroupCount` children, one for
+    /// Basic), then a greedy pass places the extras inside the domains the first pass chose. Prevents an
+    /// early sibling from stealing the capacity a later sibling needs for its minimum. In the first pass
+    /// a gang's minimum is secured with its smallest pods (same priority first), placed largest first.
     pub secure_minimums_first: bool,
+    /// With [`secure_minimums_first`](Self::secure_minimums_first): the first pass secures a composite's
+    /// minimum with the children whose minimums take the smallest share of the free resources, placing
+    /// the tightest of them first (a topology-constrained child measured against the roomiest domain it
+    /// may use), and stops a Basic composite at one child like a gang composite at `minGroupCount`;
+    /// without it the first pass takes children in creation order and places every child of a Basic
+    /// composite. Keeps a large or rack-bound gang from finding its capacity taken by siblings that
+    /// would have fit anywhere, or by a Basic composite's optional children.
+    pub demand_ordered_minimums: bool,
     /// Beta plan "bounded backtracking": when a child group fails under a composite, up to this many
     /// times per cycle an earlier sibling is moved to its next-best feasible topology placement and the
     /// following siblings are retried. 0 turns backtracking off.
     pub backtracking_limit: u32,
     /// Cap on the topology placements scored per group.
     pub placement_limit: PlacementLimit,
+    /// Retry with the other scoring: when the pass that places the root's minimum (the only pass, or
+    /// the first with [`secure_minimums_first`](Self::secure_minimums_first)) fails `Unschedulable`, it
+    /// runs once more scoring nodes and placements the other way (spreading instead of bin packing, or
+    /// back) before the cycle gives up. Bin packing's tightest-fit choices now and then strand what a
+    /// later gang needs (a node's free pod slots once its cpu went to another pod, the one gap large
+    /// enough for a big pod), which spreading leaves open. Only failing cycles pay (at most one more
+    /// pass, with its own backtracking budget); the extras pass keeps the configured scoring, a failure
+    /// reports the configured scoring's statuses, and preemption's trial placements never retry.
+    pub scoring_retry: bool,
     /// The device allocation work (allocator steps and selector cost units) one pod may do, across all
     /// the nodes tried for it; past it the pod is rejected `Unschedulable` naming its claim.
     pub dra_pod_budget: u64,
@@ -115,30 +132,36 @@ impl SchedulerConfig {
         }
     }
 
-    /// KEP-6012's alpha algorithm: greedy, no pre-check, no backtracking, every placement scored.
+    /// KEP-6012's alpha algorithm: greedy, no pre-check, no backtracking, every placement scored, no
+    /// retry.
     pub fn alpha() -> Self {
         Self {
             scoring: ScoringStrategy::MostAllocated,
             weights: ScoreWeights::default(),
             admissibility_precheck: false,
             secure_minimums_first: false,
+            demand_ordered_minimums: false,
             backtracking_limit: 0,
             placement_limit: PlacementLimit::ScoreAll,
+            scoring_retry: false,
             ..Self::default()
         }
     }
 }
 
 impl Default for SchedulerConfig {
-    /// Every improvement on: pre-check, minimums first, backtracking (limit 16), adaptive placement cap.
+    /// Every improvement on: pre-check, minimums first (demand-ordered), backtracking (limit 16), adaptive
+    /// placement cap, retry with the other scoring.
     fn default() -> Self {
         Self {
             scoring: ScoringStrategy::MostAllocated,
             weights: ScoreWeights::default(),
             admissibility_precheck: true,
             secure_minimums_first: true,
+            demand_ordered_minimums: true,
             backtracking_limit: 16,
             placement_limit: PlacementLimit::Adaptive,
+            scoring_retry: true,
             dra_pod_budget: DEFAULT_POD_ALLOCATION_BUDGET,
             dra_cycle_budget: DEFAULT_CYCLE_ALLOCATION_BUDGET,
         }

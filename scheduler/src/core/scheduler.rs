@@ -10,10 +10,12 @@
 //! With [`SchedulerConfig::secure_minimums_first`] the cycle runs twice on the same journal: a
 //! non-greedy pass that places only what every minimum needs, then a greedy pass that adds extras inside
 //! the domains the first pass chose (assumed pods pin their groups' domains like running pods do).
+//! With [`SchedulerConfig::scoring_retry`] the pass that places the minimum, if it fails, runs once more
+//! with the other scoring strategy.
 
 use std::collections::HashMap;
 
-use super::config::SchedulerConfig;
+use super::config::{SchedulerConfig, ScoringStrategy};
 use super::cycle::{Cycle, Domain, Outcome};
 use super::hierarchy::{Climb, HierarchyError, climb, validate_tree};
 use super::journal::{Mark, Op};
@@ -216,10 +218,10 @@ impl Cycle<'_> {
     pub(crate) fn run_root(&mut self, root: u32, domain: &Domain) -> (Outcome, Option<Outcome>) {
         if !self.cfg.secure_minimums_first {
             self.greedy = true;
-            return (self.schedule_group(root, domain, false).0, None);
+            return (self.minimum_pass(root, domain), None);
         }
         self.greedy = false;
-        let first = self.schedule_group(root, domain, false).0;
+        let first = self.minimum_pass(root, domain);
         if first.code != Code::Success {
             return (first, None);
         }
@@ -232,6 +234,27 @@ impl Cycle<'_> {
             return (first, None);
         }
         (second, Some(first))
+    }
+
+    /// The pass that must place the root's minimum; with [`SchedulerConfig::scoring_retry`], a pass that
+    /// fails Unschedulable runs once more with the other scoring strategy. A failure reports the configured
+    /// strategy's outcome, so the statuses do not depend on the retry.
+    fn minimum_pass(&mut self, root: u32, domain: &Domain) -> Outcome {
+        let outcome = self.schedule_group(root, domain, false).0;
+        // UnschedulableAndUnresolvable does not depend on where pods went: no retry can help.
+        if outcome.code != Code::Unschedulable || !self.cfg.scoring_retry || self.quiet {
+            return outcome;
+        }
+        // A failed pass has reverted everything it assumed: the retry starts from the same snapshot.
+        let configured = self.cfg;
+        self.cfg.scoring = match configured.scoring {
+            ScoringStrategy::MostAllocated => ScoringStrategy::LeastAllocated,
+            ScoringStrategy::LeastAllocated => ScoringStrategy::MostAllocated,
+        };
+        self.backtracks_left = configured.backtracking_limit;
+        let retry = self.schedule_group(root, domain, false).0;
+        self.cfg = configured;
+        if retry.code == Code::Success { retry } else { outcome }
     }
 
     /// Builds the public result from the final outcome tree and the journal, before it is reverted.
