@@ -12,6 +12,7 @@ mod perf_smoke;
 mod plugins;
 mod preemption;
 mod properties;
+mod quality_large;
 mod replay;
 mod runtime_devcluster;
 mod scenarios;
