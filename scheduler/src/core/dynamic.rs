@@ -196,6 +196,10 @@ impl Snapshot {
         // `ignorePreferredTermsOfExistingPods`) and required affinity (score, `hardPodAffinityWeight`).
         let mut existing_anti: Vec<(std::sync::Arc<DomainIndex>, Vec<bool>)> = Vec::new();
         let mut soft_affinity: Vec<(std::sync::Arc<DomainIndex>, Vec<i64>)> = Vec::new();
+        // Which of a spec's terms select this pod, once per spec (pods of one template share one:
+        // `Snapshot::intern_dynamic`): anti-affinity terms, then preferred and required affinity terms.
+        let super::snapshot::InterPodArgs(hard_weight, ignore_preferred) = self.inter_pod_args;
+        let mut selects: HashMap<*const DynamicSpec, (Vec<bool>, Vec<bool>)> = HashMap::new();
         for &q in &self.affinity_pods {
             if q == pid {
                 continue;
@@ -205,10 +209,29 @@ impl Snapshot {
                 continue;
             };
             let Some(qd) = qi.dynamic.as_ref() else { continue };
-            for t in &qd.affinity.anti_required {
-                if !self.term_matches_pod(t, &namespace, labels) {
-                    continue;
-                }
+            let preferred: &[_] = if ignore_preferred { &[] } else { &qd.affinity.preferred };
+            let (anti_selects, soft_selects) = selects.entry(std::sync::Arc::as_ptr(qd)).or_insert_with(|| {
+                let anti = qd
+                    .affinity
+                    .anti_required
+                    .iter()
+                    .map(|t| self.term_matches_pod(t, &namespace, labels))
+                    .collect();
+                let soft = preferred
+                    .iter()
+                    .map(|(_, t)| t)
+                    .chain(&qd.affinity.required)
+                    .map(|t| self.term_matches_pod(t, &namespace, labels))
+                    .collect();
+                (anti, soft)
+            });
+            for (t, _) in qd
+                .affinity
+                .anti_required
+                .iter()
+                .zip(anti_selects.iter())
+                .filter(|(_, m)| **m)
+            {
                 let at = match existing_anti.iter().position(|(i, _)| i.key == t.key) {
                     Some(at) => at,
                     None => {
@@ -223,16 +246,14 @@ impl Snapshot {
                     forbidden[d] = true;
                 }
             }
-            let super::snapshot::InterPodArgs(hard_weight, ignore_preferred) = self.inter_pod_args;
-            let preferred: &[_] = if ignore_preferred { &[] } else { &qd.affinity.preferred };
-            for (w, t) in preferred
+            for ((w, t), _) in preferred
                 .iter()
                 .map(|(w, t)| (*w, t))
                 .chain(qd.affinity.required.iter().map(|t| (hard_weight, t)))
+                .zip(soft_selects.iter())
+                .filter(|(_, m)| **m)
             {
-                if self.term_matches_pod(t, &namespace, labels) {
-                    self.add_soft(&mut soft_affinity, &t.key, node, w);
-                }
+                self.add_soft(&mut soft_affinity, &t.key, node, w);
             }
         }
         // Own preferred terms.

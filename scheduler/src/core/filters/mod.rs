@@ -48,7 +48,7 @@ use super::framework::{ConstraintError, NodeView, Reject};
 
 /// A pod's constraints that depend on other pods or on storage: evaluated per pod and node in the
 /// cycle, never cached (pods placed earlier in the cycle change their outcome).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub(crate) struct DynamicSpec {
     pub ports: Vec<node_ports::HostPort>,
     pub affinity: inter_pod_affinity::PodAffinity,

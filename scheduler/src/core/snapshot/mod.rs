@@ -115,6 +115,10 @@ pub struct Snapshot {
     pub(crate) affinity_pods: BTreeSet<u32>,
     /// Every topology key an inter-pod term has named (their domain indexes are kept).
     pub(crate) affinity_keys: BTreeSet<String>,
+    /// One shared copy of each distinct dynamic spec (see `Snapshot::intern_dynamic`), and the size at
+    /// which the copies no pod holds any more are dropped.
+    dynamic_specs: std::collections::HashSet<std::sync::Arc<crate::core::filters::DynamicSpec>>,
+    dynamic_specs_prune_at: usize,
     /// The cluster's default topology spread constraints (`None`: upstream's system defaults).
     pub(crate) default_spread: Option<Vec<crate::core::filters::pod_topology_spread::DefaultConstraint>>,
     /// `InterPodAffinityArgs`: (`hardPodAffinityWeight`, `ignorePreferredTermsOfExistingPods`).

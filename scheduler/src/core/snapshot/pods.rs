@@ -76,6 +76,22 @@ impl PodInfo {
 }
 
 impl Snapshot {
+    /// The shared copy of dynamic spec `d`: pods of one template share one, so work keyed by the spec's
+    /// address (which of an existing pod's terms select the pod being prepared, `prepare_dynamic`) is
+    /// done once per template. Copies no pod holds any more are dropped whenever the table has doubled.
+    fn intern_dynamic(&mut self, d: DynamicSpec) -> Arc<DynamicSpec> {
+        if let Some(shared) = self.dynamic_specs.get(&d) {
+            return shared.clone();
+        }
+        if self.dynamic_specs.len() >= self.dynamic_specs_prune_at {
+            self.dynamic_specs.retain(|s| Arc::strong_count(s) > 1);
+            self.dynamic_specs_prune_at = self.dynamic_specs.len().saturating_mul(2).max(64);
+        }
+        let shared = Arc::new(d);
+        self.dynamic_specs.insert(shared.clone());
+        shared
+    }
+
     /// Adds or updates a pod. A pod with `spec.nodeName` is `Bound` there; one without stays `Pending`
     /// (or keeps a placement the scheduler assumed). Pods in phase `Succeeded` / `Failed` leave the
     /// cluster state; a `Succeeded` member of a PodGroup is remembered for its gang (see the module docs).
@@ -118,7 +134,7 @@ impl Snapshot {
         let labels = pod.metadata.labels.clone().unwrap_or_default();
         let dynamic = DynamicSpec::from_pod(pod, spec, &labels)
             .map_err(|e| invalid(object.clone(), e.path, e.detail))?
-            .map(Arc::new);
+            .map(|d| self.intern_dynamic(d));
         let claims = crate::core::dra::PodClaimRef::from_pod(pod);
         let class = self.classes.intern(static_spec, requests.clone());
         let group_name = spec.scheduling_group.as_ref().and_then(|g| g.pod_group_name.clone());
@@ -416,4 +432,48 @@ impl Snapshot {
 #[cold]
 fn unreachable_pod() -> ! {
     panic!("internal error: stale pod id in the scheduler snapshot")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::testing::pod_with;
+
+    fn anti_pod(name: &str, app: &str) -> Pod {
+        let mut p = serde_json::to_value(pod_with("ns", name, None, &[("cpu", "100m")])).unwrap();
+        p["spec"]["affinity"] = serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}]}});
+        serde_json::from_value(p).unwrap()
+    }
+
+    /// Pods with equal constraints share one spec; specs no pod holds are dropped once the table has
+    /// doubled, so a stream of distinct templates does not grow it without bound.
+    #[test]
+    fn equal_dynamic_specs_are_shared_and_unused_ones_dropped() {
+        let mut snap = Snapshot::new();
+        snap.upsert_pod(&anti_pod("a", "x")).unwrap();
+        snap.upsert_pod(&anti_pod("b", "x")).unwrap();
+        snap.upsert_pod(&anti_pod("c", "y")).unwrap();
+        let spec = |snap: &Snapshot, n: &str| {
+            snap.pod(snap.pod_id(&PodKey::new("ns", n)).unwrap())
+                .dynamic
+                .clone()
+                .unwrap()
+        };
+        assert!(Arc::ptr_eq(&spec(&snap, "a"), &spec(&snap, "b")));
+        assert!(!Arc::ptr_eq(&spec(&snap, "a"), &spec(&snap, "c")));
+        for i in 0..1000 {
+            let name = format!("t{i}");
+            snap.upsert_pod(&anti_pod(&name, &name)).unwrap();
+            snap.remove_pod(&PodKey::new("ns", &name));
+        }
+        assert!(
+            snap.dynamic_specs.len() <= 128,
+            "{} specs kept",
+            snap.dynamic_specs.len()
+        );
+        assert!(Arc::ptr_eq(&spec(&snap, "a"), &spec(&snap, "b")));
+        snap.upsert_pod(&anti_pod("d", "x")).unwrap();
+        assert!(Arc::ptr_eq(&spec(&snap, "a"), &spec(&snap, "d")));
+    }
 }
