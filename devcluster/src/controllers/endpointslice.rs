@@ -61,14 +61,181 @@ fn gr(group: &str, plural: &str) -> GroupResource {
     GroupResource::new(group, plural)
 }
 
-/// One pass over every Service.
-pub(crate) fn sync(state: &mut State) {
+/// One pass over every Service. Returns the Services (namespace, name) some of whose writes failed.
+pub(crate) fn sync(state: &mut State) -> BTreeSet<(String, String)> {
+    let mut failed = BTreeSet::new();
     if state.builtin("discovery.k8s.io", "endpointslices").is_none() {
-        return;
+        return failed;
     }
     for svc in state.store.list(&gr("", "services"), None) {
-        sync_service(state, &svc);
+        if !sync_service(state, &svc) {
+            failed.insert(key_of(&svc));
+        }
     }
+    failed
+}
+
+fn key_of(obj: &Value) -> (String, String) {
+    (meta::namespace(obj).to_string(), meta::name(obj).to_string())
+}
+
+/// The controller between passes: a pass recomputes only the Services something they read changed for
+/// since the previous one, which the store's history of Services, EndpointSlices, pods and nodes tells.
+/// The result is the full pass's ([`sync`]): what a Service's slices are derived from is the Service,
+/// the pods of its namespace its selector matches (before or after their change), its slices (labelled
+/// with its name, before or after) and the existence and zone of nodes (a node created, deleted or
+/// re-zoned, rare, runs a full pass). A Service a write failed for is recomputed on the next pass, as the
+/// full pass would; a full pass also runs first and whenever the history no longer reaches back to the
+/// previous pass.
+#[derive(Debug, Default)]
+pub(crate) struct EndpointSlices {
+    /// The store's resourceVersion up to which every change was accounted for (`None`: next pass is
+    /// full).
+    synced: Option<u64>,
+    /// Services whose last pass had a write fail.
+    retry: BTreeSet<(String, String)>,
+}
+
+impl EndpointSlices {
+    /// One pass over the Services that need one.
+    pub(crate) fn sync(&mut self, state: &mut State) {
+        if state.builtin("discovery.k8s.io", "endpointslices").is_none() {
+            self.synced = None;
+            return;
+        }
+        let dirty = self.synced.and_then(|since| changed_services(state, since));
+        let failed = match dirty {
+            None => sync(state),
+            Some(mut dirty) => {
+                dirty.append(&mut self.retry);
+                let services = gr("", "services");
+                let mut failed = BTreeSet::new();
+                for (namespace, name) in dirty {
+                    let Some(svc) = state.store.get(&services, &namespace, &name) else {
+                        continue;
+                    };
+                    if !sync_service(state, &svc) {
+                        failed.insert((namespace, name));
+                    }
+                }
+                failed
+            }
+        };
+        self.retry = failed;
+        // The pass ran under the cluster's lock: its own writes are all the store saw since it began, and
+        // they are what it computed.
+        self.synced = Some(state.store.current_rv());
+    }
+}
+
+/// The Services (namespace, name) whose slices may differ from what the pass up to resourceVersion
+/// `since` left, or `None` when only a full pass can tell (the history does not reach back, or a node
+/// appeared, went or changed zone).
+fn changed_services(state: &mut State, since: u64) -> Option<BTreeSet<(String, String)>> {
+    let mut out = BTreeSet::new();
+    let history = |state: &mut State, plural: &str, group: &str| {
+        state.store.events_since(&gr(group, plural), since, usize::MAX).ok()
+    };
+    let both = |e: &crate::store::StoredEvent| {
+        let prev = e.prev.clone();
+        std::iter::once(e.object.clone()).chain(prev)
+    };
+    for e in history(state, "nodes", "")? {
+        let zone = |n: &Value| n.pointer("/metadata/labels").and_then(|l| l.get(ZONE_LABEL)).cloned();
+        match &e.prev {
+            Some(prev) if e.kind == crate::store::EventType::Modified && zone(prev) == zone(&e.object) => {}
+            _ => return None,
+        }
+    }
+    for e in history(state, "services", "")? {
+        out.insert(key_of(&e.object));
+    }
+    for e in history(state, "endpointslices", "discovery.k8s.io")? {
+        for s in both(&e) {
+            if let Some(service) = s
+                .pointer("/metadata/labels")
+                .and_then(|l| l.get(LABEL_SERVICE_NAME))
+                .and_then(Value::as_str)
+            {
+                out.insert((meta::namespace(&s).to_string(), service.to_string()));
+            }
+        }
+    }
+    let pods = history(state, "pods", "")?;
+    if pods.is_empty() {
+        return Some(out);
+    }
+    // The selectors of the namespaces' Services, by their first pair: a pod's labels find the Services
+    // that may select it.
+    let mut selectors: BTreeMap<String, SelectorIndex> = BTreeMap::new();
+    for e in pods {
+        for p in both(&e) {
+            let namespace = meta::namespace(&p);
+            if !selectors.contains_key(namespace) {
+                let index = SelectorIndex::of(state, namespace);
+                selectors.insert(namespace.to_string(), index);
+            }
+            if let Some(index) = selectors.get(namespace) {
+                index.selecting(&p, &mut out);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// A Service's name and its selector's pairs.
+type Selecting = (String, Vec<(String, String)>);
+
+/// The Services of one namespace that have a selector, by their selector's first pair.
+#[derive(Debug, Default)]
+struct SelectorIndex {
+    by_first: std::collections::HashMap<(String, String), Vec<Selecting>>,
+}
+
+impl SelectorIndex {
+    fn of(state: &State, namespace: &str) -> Self {
+        let mut index = SelectorIndex::default();
+        for svc in state.store.list(&gr("", "services"), Some(namespace)) {
+            let Some(selector) = selector(&svc) else { continue };
+            let pairs = selector_pairs(selector);
+            let Some(first) = pairs.first().cloned() else { continue };
+            index
+                .by_first
+                .entry(first)
+                .or_default()
+                .push((meta::name(&svc).to_string(), pairs));
+        }
+        index
+    }
+
+    /// Adds the Services whose selector matches `pod`'s labels to `out`.
+    fn selecting(&self, pod: &Value, out: &mut BTreeSet<(String, String)>) {
+        let Some(labels) = pod.pointer("/metadata/labels").and_then(Value::as_object) else {
+            return;
+        };
+        for (k, v) in labels {
+            let Some(v) = v.as_str() else { continue };
+            let Some(services) = self.by_first.get(&(k.clone(), v.to_string())) else {
+                continue;
+            };
+            for (name, pairs) in services {
+                if pairs
+                    .iter()
+                    .all(|(k, v)| labels.get(k).and_then(Value::as_str) == Some(v.as_str()))
+                {
+                    out.insert((meta::namespace(pod).to_string(), name.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// A selector's pairs, as [`selected_pods`] matches them (a value that is not a string as `""`).
+fn selector_pairs(selector: &Map<String, Value>) -> Vec<(String, String)> {
+    selector
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+        .collect()
 }
 
 /// The Service's selector, when the controller manages its slices (a non-empty selector, not
@@ -107,7 +274,8 @@ fn owned_by(slice: &Value, svc: &Value) -> bool {
         .any(|o| o.uid == meta::uid(svc) && o.kind == "Service" && o.api_version == "v1")
 }
 
-fn sync_service(state: &mut State, svc: &Value) {
+/// Reconciles one Service's slices; false when a write failed.
+fn sync_service(state: &mut State, svc: &Value) -> bool {
     let namespace = meta::namespace(svc).to_string();
     let existing = managed_slices(state, &namespace, meta::name(svc));
     let Some(selector) = selector(svc) else {
@@ -117,8 +285,7 @@ fn sync_service(state: &mut State, svc: &Value) {
             delete: existing.iter().filter(|s| owned_by(s, svc)).cloned().collect(),
             ..Plan::default()
         };
-        apply(state, svc, plan);
-        return;
+        return apply(state, svc, plan);
     };
     let pods = selected_pods(state, &namespace, selector);
     let mut plan = Plan::default();
@@ -137,7 +304,7 @@ fn sync_service(state: &mut State, svc: &Value) {
         let desired = desired_endpoints(state, svc, &pods, ty);
         reconcile_address_type(svc, ty, existing, desired, &mut plan);
     }
-    apply(state, svc, plan);
+    apply(state, svc, plan)
 }
 
 /// The pods of `namespace` whose labels include every pair of `selector`.
@@ -630,16 +797,18 @@ fn reconcile_by_ports(
     (create, to_update.into_values().collect(), to_delete)
 }
 
-/// `finalize`: creates (none for a Service being deleted), updates, deletes.
-fn apply(state: &mut State, svc: &Value, plan: Plan) {
+/// `finalize`: creates (none for a Service being deleted), updates, deletes. False when a write failed.
+fn apply(state: &mut State, svc: &Value, plan: Plan) -> bool {
     let Some(res) = state.builtin("discovery.k8s.io", "endpointslices") else {
-        return;
+        return true;
     };
+    let mut ok = true;
     let namespace = meta::namespace(svc).to_string();
     if !meta::is_deleting(svc) {
         for slice in plan.create {
             if let Err(e) = state.create(&res, &namespace, slice, &mut RequestContext::manager(MANAGER)) {
                 tracing::debug!(service = %meta::name(svc), error = %e, "creating an EndpointSlice failed");
+                ok = false;
             }
         }
     }
@@ -654,6 +823,7 @@ fn apply(state: &mut State, svc: &Value, plan: Plan) {
             &mut RequestContext::manager(MANAGER),
         ) {
             tracing::debug!(service = %meta::name(svc), slice = %name, error = %e, "updating an EndpointSlice failed");
+            ok = false;
         }
     }
     for slice in plan.delete {
@@ -663,8 +833,10 @@ fn apply(state: &mut State, svc: &Value, plan: Plan) {
         };
         if let Err(e) = state.delete(&res, &namespace, meta::name(&slice), &opts) {
             tracing::debug!(service = %meta::name(svc), slice = %meta::name(&slice), error = %e, "deleting an EndpointSlice failed");
+            ok = false;
         }
     }
+    ok
 }
 
 #[cfg(test)]
@@ -966,5 +1138,220 @@ mod tests {
             endpoints(&s[0])[0]["conditions"],
             json!({"ready": false, "serving": true, "terminating": true})
         );
+    }
+
+    /// A full pass after `slices`' incremental one finds nothing to write: both leave the same slices.
+    fn full_pass_agrees(state: &mut State) {
+        let rv = state.store.current_rv();
+        assert!(sync(state).is_empty());
+        assert_eq!(
+            state.store.current_rv(),
+            rv,
+            "the full pass wrote what the incremental one missed"
+        );
+    }
+
+    fn relabel(state: &mut State, name: &str, labels: Value) {
+        let res = state.builtin("", "pods").unwrap();
+        let mut p = (*state.store.get(&gr("", "pods"), "default", name).unwrap()).clone();
+        p["metadata"]["labels"] = labels;
+        state.update(&res, "default", name, p, None, &mut ctx()).unwrap();
+    }
+
+    fn endpoint_names(state: &State, service: &str) -> Vec<String> {
+        let mut names: Vec<String> = slices(state, service)
+            .iter()
+            .flat_map(|s| endpoints(s).to_vec())
+            .map(|ep| ep["targetRef"]["name"].as_str().unwrap_or("").to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn incremental_passes_follow_pods_services_slices_and_nodes() {
+        let mut state = State::new(1000, Default::default());
+        let mut inc = EndpointSlices::default();
+        node(&mut state, "n1", "zone-a");
+        node(&mut state, "n2", "zone-b");
+        service(
+            &mut state,
+            "web",
+            json!({"selector": {"app": "web"}, "ports": [{"port": 80}]}),
+        );
+        service(
+            &mut state,
+            "db",
+            json!({"selector": {"app": "db", "tier": "x"}, "ports": [{"port": 5432}]}),
+        );
+        pod(
+            &mut state,
+            "a",
+            json!({"app": "web"}),
+            json!({"nodeName": "n1"}),
+            true,
+            "10.244.0.1",
+        );
+        inc.sync(&mut state);
+        assert_eq!(endpoint_names(&state, "web"), ["a"]);
+        assert_eq!(slices(&state, "db").len(), 1, "a placeholder");
+        full_pass_agrees(&mut state);
+        // Nothing changed: nothing written.
+        let rv = state.store.current_rv();
+        inc.sync(&mut state);
+        assert_eq!(state.store.current_rv(), rv);
+        // A new pod is picked up.
+        pod(
+            &mut state,
+            "b",
+            json!({"app": "web"}),
+            json!({"nodeName": "n2"}),
+            true,
+            "10.244.0.2",
+        );
+        inc.sync(&mut state);
+        assert_eq!(endpoint_names(&state, "web"), ["a", "b"]);
+        full_pass_agrees(&mut state);
+        // A pod leaving one selection for another (only one of the other's two pairs first).
+        relabel(&mut state, "a", json!({"app": "db"}));
+        inc.sync(&mut state);
+        assert_eq!(endpoint_names(&state, "web"), ["b"]);
+        assert!(endpoint_names(&state, "db").is_empty());
+        full_pass_agrees(&mut state);
+        relabel(&mut state, "a", json!({"tier": "x", "app": "db"}));
+        inc.sync(&mut state);
+        assert_eq!(endpoint_names(&state, "db"), ["a"]);
+        full_pass_agrees(&mut state);
+        // A pod's status.
+        let res = state.builtin("", "pods").unwrap();
+        let mut b = (*state.store.get(&gr("", "pods"), "default", "b").unwrap()).clone();
+        b["status"]["conditions"] = json!([{"type": "Ready", "status": "False"}]);
+        state
+            .update(&res, "default", "b", b, Some("status"), &mut ctx())
+            .unwrap();
+        inc.sync(&mut state);
+        assert_eq!(endpoints(&slices(&state, "web")[0])[0]["conditions"]["ready"], false);
+        full_pass_agrees(&mut state);
+        // A node changing zone, then going.
+        let nodes = state.builtin("", "nodes").unwrap();
+        let mut n2 = (*state.store.get(&gr("", "nodes"), "", "n2").unwrap()).clone();
+        n2["metadata"]["labels"][ZONE_LABEL] = json!("zone-c");
+        state.update(&nodes, "", "n2", n2, None, &mut ctx()).unwrap();
+        inc.sync(&mut state);
+        assert_eq!(endpoints(&slices(&state, "web")[0])[0]["zone"], "zone-c");
+        full_pass_agrees(&mut state);
+        let now = DeleteOptions {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
+        state.delete(&nodes, "", "n2", &now).unwrap();
+        inc.sync(&mut state);
+        assert!(endpoint_names(&state, "web").is_empty(), "b's node is gone");
+        full_pass_agrees(&mut state);
+        // A slice a client edits, then deletes, is put back.
+        let slice_res = state.builtin("discovery.k8s.io", "endpointslices").unwrap();
+        let s = slices(&state, "db")[0].clone();
+        let mut edited = (*s).clone();
+        edited["endpoints"] = json!([]);
+        state
+            .update(&slice_res, "default", meta::name(&s), edited, None, &mut ctx())
+            .unwrap();
+        inc.sync(&mut state);
+        assert_eq!(endpoint_names(&state, "db"), ["a"]);
+        full_pass_agrees(&mut state);
+        let s = slices(&state, "db")[0].clone();
+        state.delete(&slice_res, "default", meta::name(&s), &now).unwrap();
+        inc.sync(&mut state);
+        assert_eq!(endpoint_names(&state, "db"), ["a"]);
+        full_pass_agrees(&mut state);
+        // A pod deleted.
+        state.delete(&res, "default", "a", &now).unwrap();
+        inc.sync(&mut state);
+        assert!(endpoint_names(&state, "db").is_empty());
+        assert_eq!(slices(&state, "db").len(), 1, "a placeholder");
+        full_pass_agrees(&mut state);
+        // A Service's new selector.
+        let services = state.builtin("", "services").unwrap();
+        let mut web = (*state.store.get(&gr("", "services"), "default", "web").unwrap()).clone();
+        web["spec"]["selector"] = json!({"app": "web2"});
+        state
+            .update(&services, "default", "web", web, None, &mut ctx())
+            .unwrap();
+        pod(
+            &mut state,
+            "c",
+            json!({"app": "web2"}),
+            json!({"nodeName": "n1"}),
+            true,
+            "10.244.0.3",
+        );
+        inc.sync(&mut state);
+        assert_eq!(endpoint_names(&state, "web"), ["c"]);
+        full_pass_agrees(&mut state);
+    }
+
+    #[test]
+    fn only_the_services_a_change_concerns_are_recomputed() {
+        let mut state = State::new(1000, Default::default());
+        node(&mut state, "n1", "zone-a");
+        service(
+            &mut state,
+            "web",
+            json!({"selector": {"app": "web"}, "clusterIP": "None"}),
+        );
+        service(
+            &mut state,
+            "db",
+            json!({"selector": {"app": "db"}, "clusterIP": "None"}),
+        );
+        let key = |n: &str| ("default".to_string(), n.to_string());
+        let since = state.store.current_rv();
+        pod(
+            &mut state,
+            "a",
+            json!({"app": "web", "x": "y"}),
+            json!({"nodeName": "n1"}),
+            true,
+            "10.244.0.1",
+        );
+        pod(&mut state, "z", json!({"other": "web"}), json!({}), true, "10.244.0.2");
+        assert_eq!(changed_services(&mut state, since), Some([key("web")].into()));
+        // A node's status (not its zone) concerns no Service; a new node, every one.
+        let since = state.store.current_rv();
+        let nodes = state.builtin("", "nodes").unwrap();
+        let mut n1 = (*state.store.get(&gr("", "nodes"), "", "n1").unwrap()).clone();
+        n1["status"] = json!({"conditions": [{"type": "Ready", "status": "Unknown"}]});
+        state.update(&nodes, "", "n1", n1, Some("status"), &mut ctx()).unwrap();
+        assert_eq!(changed_services(&mut state, since), Some(BTreeSet::new()));
+        node(&mut state, "n2", "zone-b");
+        assert_eq!(changed_services(&mut state, since), None);
+    }
+
+    #[test]
+    fn a_history_that_no_longer_reaches_the_last_pass_runs_a_full_one() {
+        let mut state = State::new(2, Default::default());
+        let mut inc = EndpointSlices::default();
+        node(&mut state, "n1", "zone-a");
+        service(
+            &mut state,
+            "web",
+            json!({"selector": {"app": "web"}, "clusterIP": "None"}),
+        );
+        inc.sync(&mut state);
+        let since = state.store.current_rv();
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            pod(
+                &mut state,
+                name,
+                json!({"app": "web"}),
+                json!({"nodeName": "n1"}),
+                true,
+                &format!("10.244.0.{}", i + 1),
+            );
+        }
+        assert_eq!(changed_services(&mut state, since), None);
+        inc.sync(&mut state);
+        assert_eq!(endpoint_names(&state, "web"), ["a", "b", "c"]);
+        full_pass_agrees(&mut state);
     }
 }

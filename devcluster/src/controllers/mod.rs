@@ -46,9 +46,7 @@ const MANAGER: &str = "generic-garbage-collector";
 pub(crate) async fn run(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown_signal();
     let mut tick = tokio::time::interval(shared.settings.sweep_interval);
-    let mut taints = taint_eviction::TaintEviction::default();
-    let mut nodes = node_lifecycle::NodeLifecycle::default();
-    let mut expiry = events::Expiry::default();
+    let mut passes = Passes::default();
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // Drain in slices so API requests interleave with long cascades.
@@ -64,7 +62,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             _ = tick.tick() => {
                 let ttl = shared.settings.event_ttl;
                 let grace = shared.settings.node_monitor_grace_period;
-                shared.with(|s| sweep(s, ttl, grace, &mut nodes, &mut taints, &mut expiry));
+                shared.with(|s| sweep(s, ttl, grace, &mut passes));
             }
             _ = crate::cluster::stopped(&mut shutdown) => return,
         }
@@ -88,36 +86,46 @@ fn process(state: &mut State, budget: usize) -> usize {
     n
 }
 
+/// What the periodic passes remember between sweeps.
+#[derive(Debug, Default)]
+struct Passes {
+    nodes: node_lifecycle::NodeLifecycle,
+    taints: taint_eviction::TaintEviction,
+    expiry: events::Expiry,
+    slices: endpointslice::EndpointSlices,
+    csi: crate::sim::csi::Registration,
+}
+
 /// Periodic checks: PodGroup protection, event expiry, and the workload controllers (apps, CronJobs,
 /// quotas, disruption budgets, EndpointSlices, taint evictions, volumes and the simulated CSI driver), which
-/// read the whole cluster on every pass.
-fn sweep(
-    state: &mut State,
-    event_ttl: Duration,
-    node_grace: Duration,
-    nodes: &mut node_lifecycle::NodeLifecycle,
-    taints: &mut taint_eviction::TaintEviction,
-    expiry: &mut events::Expiry,
-) {
+/// read the whole cluster on every pass (EndpointSlices and the CSI driver's node registration only what
+/// changed since the last one).
+fn sweep(state: &mut State, event_ttl: Duration, node_grace: Duration, passes: &mut Passes) {
     let now = jiff::Timestamp::now();
-    nodes.sync(state, now, node_grace);
+    passes.nodes.sync(state, now, node_grace);
     podgroup_protection::sweep(state);
-    expiry.sweep(state, event_ttl, std::time::Instant::now());
+    passes.expiry.sweep(state, event_ttl, std::time::Instant::now());
     apps::sync(state, now);
     cronjob::sync(state, now);
     quota::sync(state);
     disruption::sync(state, now);
-    endpointslice::sync(state);
-    taints.sync(state, now);
-    sync_storage(state);
+    passes.slices.sync(state);
+    passes.taints.sync(state, now);
+    sync_storage_registering(state, &mut passes.csi);
+}
+
+/// [`sync_storage_registering`], every node's registration checked.
+#[cfg(test)]
+pub(crate) fn sync_storage(state: &mut State) {
+    sync_storage_registering(state, &mut crate::sim::csi::Registration::default());
 }
 
 /// The volume controllers and the simulated CSI driver, in one pass's order: the PV controller binds and
-/// hands claims to provisioners, the driver provisions (and registers nodes, expands, deletes), and the
-/// volumes it provisioned bind at once.
-pub(crate) fn sync_storage(state: &mut State) {
+/// hands claims to provisioners, the driver provisions (and registers nodes, when `csi` says Nodes or
+/// CSINodes changed; expands, deletes), and the volumes it provisioned bind at once.
+fn sync_storage_registering(state: &mut State, csi: &mut crate::sim::csi::Registration) {
     volume::sync(state);
-    if crate::sim::csi::sync(state) > 0 {
+    if crate::sim::csi::sync_registering(state, csi) > 0 {
         volume::sync_claims(state);
     }
 }

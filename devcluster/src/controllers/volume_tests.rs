@@ -470,3 +470,47 @@ fn every_node_registers_the_driver_and_loses_it_with_the_node() {
             .is_some()
     );
 }
+
+#[test]
+fn registration_runs_again_only_when_nodes_or_csinodes_change() {
+    let mut state = cluster();
+    let mut csi = crate::sim::csi::Registration::default();
+    let csinodes = GroupResource::new("storage.k8s.io", "csinodes");
+    let csinodes_res = state.builtin("storage.k8s.io", "csinodes").unwrap();
+    let mut gated_pass = |state: &mut State| {
+        super::super::sync_storage_registering(state, &mut csi);
+        while super::super::process(state, 1000) > 0 {}
+    };
+    gated_pass(&mut state);
+    assert!(state.store.get(&csinodes, "", "n1").is_some());
+    // Nothing changed: nothing written.
+    let rv = state.store.current_rv();
+    gated_pass(&mut state);
+    assert_eq!(state.store.current_rv(), rv);
+    // A new node is registered.
+    let nodes = state.builtin("", "nodes").unwrap();
+    state
+        .create(&nodes, "", node_object(&NodeSpec::new("n3"), 3), &mut ctx())
+        .unwrap();
+    gated_pass(&mut state);
+    assert_eq!(
+        state.store.get(&csinodes, "", "n3").unwrap()["spec"]["drivers"][0]["nodeID"],
+        "n3"
+    );
+    // A CSINode deleted, or stripped of the driver, is put back.
+    let now = crate::api::DeleteOptions {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    state.delete(&csinodes_res, "", "n1", &now).unwrap();
+    gated_pass(&mut state);
+    assert!(state.store.get(&csinodes, "", "n1").is_some());
+    let mut n2 = (*state.store.get(&csinodes, "", "n2").unwrap()).clone();
+    n2["spec"]["drivers"] = json!([]);
+    state.update(&csinodes_res, "", "n2", n2, None, &mut ctx()).unwrap();
+    gated_pass(&mut state);
+    assert_eq!(
+        state.store.get(&csinodes, "", "n2").unwrap()["spec"]["drivers"][0]["name"],
+        SIM_DISK_DRIVER
+    );
+}

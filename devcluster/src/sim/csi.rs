@@ -99,9 +99,37 @@ pub(crate) fn bootstrap(state: &mut State) {
     }
 }
 
-/// One pass of the driver; returns how many volumes it provisioned (the PV controller binds them next).
-pub(crate) fn sync(state: &mut State) -> usize {
-    register_nodes(state);
+/// What node registration remembers between passes: the store's resourceVersion after the last pass
+/// that registered every node (`None`: none did). Registration reads only Nodes and CSINodes, so while
+/// neither changed since, a pass would find every node registered and is skipped.
+#[derive(Debug, Default)]
+pub(crate) struct Registration {
+    synced: Option<u64>,
+}
+
+impl Registration {
+    /// Whether a Node or CSINode changed since the last complete pass (or none was made).
+    fn needed(&self, state: &mut State) -> bool {
+        let Some(since) = self.synced else {
+            return true;
+        };
+        [
+            GroupResource::new("", "nodes"),
+            GroupResource::new("storage.k8s.io", "csinodes"),
+        ]
+        .iter()
+        .any(|gr| !matches!(state.store.events_since(gr, since, 1), Ok(events) if events.is_empty()))
+    }
+}
+
+/// One pass of the driver, registering nodes only when `registration` says Nodes or CSINodes changed;
+/// returns how many volumes it provisioned (the PV controller binds them next).
+pub(crate) fn sync_registering(state: &mut State, registration: &mut Registration) -> usize {
+    if registration.needed(state) {
+        // Its own writes are what it computed: the next pass starts after them. A failed one is retried.
+        let complete = register_nodes(state);
+        registration.synced = complete.then(|| state.store.current_rv());
+    }
     let provisioned = provision_claims(state);
     expand(state);
     delete_released(state);
@@ -121,11 +149,13 @@ fn node_driver(node: &Value, limit: i64) -> Value {
 }
 
 /// Registers the driver on every node that lacks it (creating the node's CSINode, owned by the Node).
-fn register_nodes(state: &mut State) {
+/// False when a write failed.
+fn register_nodes(state: &mut State) -> bool {
     let limit = i64::from(state.settings.sim_disk_attach_limit);
     let Some(res) = state.builtin("storage.k8s.io", "csinodes") else {
-        return;
+        return true;
     };
+    let mut complete = true;
     for node in state.store.list(&GroupResource::new("", "nodes"), None) {
         if meta::is_deleting(&node) {
             continue;
@@ -141,6 +171,7 @@ fn register_nodes(state: &mut State) {
                 });
                 if let Err(e) = state.create(&res, "", csinode, &mut ctx) {
                     tracing::debug!(node = %name, error = %e, "registering the CSI driver failed");
+                    complete = false;
                 }
             }
             Some(existing) => {
@@ -161,10 +192,12 @@ fn register_nodes(state: &mut State) {
                 new["spec"]["drivers"] = json!(drivers);
                 if let Err(e) = state.update(&res, "", &name, new, None, &mut ctx) {
                     tracing::debug!(node = %name, error = %e, "registering the CSI driver failed");
+                    complete = false;
                 }
             }
         }
     }
+    complete
 }
 
 /// Claims handed to this driver that wait for a volume.
