@@ -32,7 +32,9 @@ pub mod children;
 pub mod compile;
 pub mod decide;
 pub mod gangs;
+pub mod index;
 pub mod policy;
+pub mod written;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -127,6 +129,13 @@ pub struct Context {
     /// The shared cache of Jobs (fed by the watch whose events trigger the reconciles), when running on
     /// [`Informers`].
     jobs: Option<kube::runtime::reflector::Store<Job>>,
+    /// The cached Jobs by their JobSet label (fed by the same watch as `jobs`, see [`index`]).
+    children: Option<Arc<index::ChildIndex>>,
+    /// The cache of JobSets whose events trigger the reconciles, when running on [`run_on`]: a reconcile
+    /// then starts from the cached JobSet (see [`written`]) instead of reading it.
+    jobsets: Option<kube::runtime::reflector::Store<JobSet>>,
+    /// The JobSets whose status this process wrote last (see [`written`]).
+    written: Arc<written::Written>,
     /// Child Jobs this process created (or found) and the cache may not show yet, with when: read with the
     /// cache until it shows them (or for [`CREATED_MEMORY`]), so a reconcile soon after a creation does not
     /// create them again (each such attempt costs an AlreadyExists and a GET, and one of its PodGroup).
@@ -155,8 +164,9 @@ impl Seen {
     }
 }
 
-/// Child Jobs created by this process, by (namespace, name), with when.
-type Created = std::collections::HashMap<(String, String), (std::time::Instant, Job)>;
+/// Child Jobs created by this process, by (namespace, JobSet name) then Job name, with when.
+type Created =
+    std::collections::HashMap<(String, String), std::collections::HashMap<String, (std::time::Instant, Job)>>;
 
 /// How long a created child Job is remembered when the cache does not show it (a Job deleted before the
 /// watch reported it is then looked for again).
@@ -188,6 +198,9 @@ impl Context {
             services: Arc::default(),
             volumes: Arc::default(),
             jobs: None,
+            children: None,
+            jobsets: None,
+            written: Arc::default(),
             created: Arc::default(),
             composite_served: true,
         }
@@ -234,6 +247,10 @@ where
         ctx.index = ctx.index.with_composites(informers.composite_pod_groups.store());
     }
     ctx.jobs = Some(informers.jobs.store());
+    let children = index::ChildIndex::new();
+    ctx.children = Some(children.clone());
+    let job_cache = informers.jobs.store();
+    informers.jobs.inspect(move |e| children.seen(e, &job_cache));
     let index = ctx.index.clone();
     informers.workloads.inspect(move |e| index.seen(e));
     let index = ctx.index.clone();
@@ -266,6 +283,7 @@ where
     // The JobSet's Workload (owned by it, not labelled).
     let workloads = relevant(informers.workloads.subscribe(), spec_projection::<Workload>);
     async move {
+        let mut ctx = ctx;
         // No wait for the caches' first lists here: their watches hand this controller events through
         // bounded queues, which must be read from the start (a reconcile before the lists complete reads
         // from the API instead).
@@ -280,6 +298,7 @@ where
             },
             spec_projection::<JobSet>,
         );
+        ctx.jobsets = Some(reader.clone());
         Controller::for_stream(jobsets, reader)
             .owns_stream(jobs)
             .owns_stream(groups)
@@ -320,13 +339,36 @@ pub async fn reconcile(js: Arc<JobSet>, ctx: Arc<Context>) -> Result<Action> {
     result
 }
 
-async fn patch_status(api: &Api<JobSet>, name: &str, status: &JobSetStatus) -> Result<()> {
-    api.patch_status(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({ "status": status })),
-    )
-    .await?;
+/// The version the reconcile's status writes are conditional on, and what to remember of them.
+struct Base {
+    /// The resourceVersion of the JobSet the reconcile started from, then of its last status write.
+    rv: String,
+    /// The version the cache showed when the reconcile started from it (or from this process's last
+    /// write, see [`written`]); `None` for a JobSet read from the API while doubtful.
+    cache_rv: Option<String>,
+}
+
+/// Writes the status, conditional on `base`'s version (a conflict: [`Error::StaleCache`]).
+async fn patch_status(
+    ctx: &Context,
+    base: &mut Base,
+    api: &Api<JobSet>,
+    name: &str,
+    status: &JobSetStatus,
+) -> Result<()> {
+    let patch = json!({ "metadata": { "resourceVersion": base.rv }, "status": status });
+    let patched = match api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
+        Ok(js) => js,
+        Err(e) if crate::error::is_conflict(&e) => return Err(Error::StaleCache),
+        Err(e) => return Err(e.into()),
+    };
+    base.rv = patched.metadata.resource_version.clone().unwrap_or_default();
+    if let Some(cache_rv) = &base.cache_rv {
+        ctx.written.remember(cache_rv, patched);
+    }
     Ok(())
 }
 
@@ -349,26 +391,37 @@ async fn list_children(ctx: &Context, js: &JobSet) -> Result<Vec<Job>> {
         .as_ref()
         .filter(|s| s.wait_until_ready().now_or_never().is_some())
     {
-        let mut jobs: Vec<Job> = store
-            .state()
+        let cached: Vec<Arc<Job>> = match &ctx.children {
+            Some(children) => children.children(store, &namespace, &name),
+            None => store
+                .state()
+                .into_iter()
+                .filter(|j| {
+                    j.metadata.namespace.as_deref() == Some(namespace.as_str())
+                        && j.labels().get(labels::JOBSET_NAME) == Some(&name)
+                })
+                .collect(),
+        };
+        let mut jobs: Vec<Job> = cached
             .into_iter()
-            .filter(|j| {
-                j.metadata.namespace.as_deref() == Some(namespace.as_str())
-                    && j.labels().get(labels::JOBSET_NAME) == Some(&name)
-                    && controlled(j)
-            })
+            .filter(|j| controlled(j))
             .map(|j| (*j).clone())
             .collect();
         // Created a moment ago, not cached yet: as created (forgotten once cached, or after a while).
         let mut created = ctx.created.lock();
-        created.retain(|(ns, job), (at, _)| {
-            let cached = *ns == namespace && jobs.iter().any(|j| j.metadata.name.as_deref() == Some(job.as_str()));
-            !cached && at.elapsed() < CREATED_MEMORY
-        });
-        for ((ns, _), (_, remembered)) in created.iter() {
-            if *ns == namespace && remembered.labels().get(labels::JOBSET_NAME) == Some(&name) && controlled(remembered)
-            {
-                jobs.push(remembered.clone());
+        let key = (namespace.clone(), name.clone());
+        if let Some(mine) = created.get_mut(&key) {
+            mine.retain(|job, (at, _)| {
+                let cached = jobs.iter().any(|j| j.metadata.name.as_deref() == Some(job.as_str()));
+                !cached && at.elapsed() < CREATED_MEMORY
+            });
+            for remembered in mine.values().map(|(_, j)| j) {
+                if remembered.labels().get(labels::JOBSET_NAME) == Some(&name) && controlled(remembered) {
+                    jobs.push(remembered.clone());
+                }
+            }
+            if mine.is_empty() {
+                created.remove(&key);
             }
         }
         drop(created);
@@ -386,6 +439,18 @@ async fn list_children(ctx: &Context, js: &JobSet) -> Result<Vec<Job>> {
         .collect())
 }
 
+/// Forgets a child Job created by this process (it is being deleted).
+fn forget_created(ctx: &Context, namespace: &str, jobset: &str, job: &str) {
+    let mut created = ctx.created.lock();
+    let key = (namespace.to_string(), jobset.to_string());
+    if let Some(mine) = created.get_mut(&key) {
+        mine.remove(job);
+        if mine.is_empty() {
+            created.remove(&key);
+        }
+    }
+}
+
 async fn delete_job(api: &Api<Job>, name: &str) -> Result<()> {
     let dp = DeleteParams {
         propagation_policy: Some(PropagationPolicy::Foreground),
@@ -399,6 +464,8 @@ async fn delete_job(api: &Api<Job>, name: &str) -> Result<()> {
 }
 
 async fn fail_invalid(
+    ctx: &Context,
+    base: &mut Base,
     js: &JobSet,
     api: &Api<JobSet>,
     events: &EventSink,
@@ -418,7 +485,7 @@ async fn fail_invalid(
         events
             .warning(event_reasons::FAILED_WORKLOAD_COMPILATION, message)
             .await;
-        patch_status(api, &js.name_any(), &status).await?;
+        patch_status(ctx, base, api, &js.name_any(), &status).await?;
     }
     // A failed JobSet with a TTL is reconciled again when it expires (status writes trigger nothing).
     Ok(match js.spec.ttl_seconds_after_finished {
@@ -427,18 +494,59 @@ async fn fail_invalid(
     })
 }
 
-async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
-    let client = &ctx.client;
+/// One reconcile of `cached`: from the cached JobSet (or the one this process wrote last, see
+/// [`written`]) when it is known to hold the stored status, else (and after a status write conflicted)
+/// from the JobSet read from the API.
+async fn reconcile_inner(cached: &Arc<JobSet>, ctx: &Context) -> Result<Action> {
+    let uid = cached.metadata.uid.clone().unwrap_or_default();
+    let cache_rv = cached.metadata.resource_version.clone().unwrap_or_default();
+    if let Some(store) = &ctx.jobsets {
+        ctx.written
+            .prune(|| store.state().iter().filter_map(|j| j.metadata.uid.clone()).collect());
+        let start = ctx.written.start(cached);
+        if start.current {
+            match reconcile_from((*start.jobset).clone(), ctx, Some(cache_rv.clone())).await {
+                Err(Error::StaleCache) => ctx.written.doubt(&uid),
+                other => return other,
+            }
+        }
+    }
     let namespace = cached.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
-    let name = cached.name_any();
-    let jobsets: Api<JobSet> = Api::namespaced(client.clone(), &namespace);
-    // Decisions rest on the status this controller last wrote (`restarts` above all), not a cached copy.
-    let Some(mut js) = jobsets.get_opt(&name).await? else {
+    let jobsets: Api<JobSet> = Api::namespaced(ctx.client.clone(), &namespace);
+    let Some(js) = jobsets.get_opt(&cached.name_any()).await? else {
+        ctx.written.forget(&uid);
         return Ok(Action::await_change());
     };
-    if js.metadata.uid != cached.metadata.uid || js.metadata.deletion_timestamp.is_some() {
+    if js.metadata.uid != cached.metadata.uid {
         return Ok(Action::await_change());
     }
+    // The cache holds the stored version: it serves the next reconciles again.
+    let current = js.metadata.resource_version.as_deref() == Some(cache_rv.as_str());
+    if current {
+        ctx.written.verify(&uid);
+    }
+    match reconcile_from(js, ctx, current.then_some(cache_rv)).await {
+        // Written to since the read: read again.
+        Err(Error::StaleCache) => Ok(Action::requeue(Duration::ZERO)),
+        other => other,
+    }
+}
+
+/// One reconcile from `js` (see [`reconcile_inner`]; `cache_rv`: the version the cache showed, when
+/// `js` came from it or from this process's last write).
+async fn reconcile_from(mut js: JobSet, ctx: &Context, cache_rv: Option<String>) -> Result<Action> {
+    let client = &ctx.client;
+    let namespace = js.namespace().ok_or(Error::MissingField("metadata.namespace"))?;
+    let name = js.name_any();
+    let jobsets: Api<JobSet> = Api::namespaced(client.clone(), &namespace);
+    if js.metadata.deletion_timestamp.is_some() {
+        ctx.written.forget(js.metadata.uid.as_deref().unwrap_or_default());
+        return Ok(Action::await_change());
+    }
+    let mut base = Base {
+        rv: js.metadata.resource_version.clone().unwrap_or_default(),
+        cache_rv,
+    };
     // Another controller's JobSet (the JobSet project's, Kueue's MultiKueue, ...): not touched.
     if !ctx.config.install.manages(js.spec.managed_by.as_deref()) {
         return Ok(Action::await_change());
@@ -456,6 +564,8 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
         if !errs.is_empty() {
             let message = errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
             return fail_invalid(
+                ctx,
+                &mut base,
                 js,
                 &jobsets,
                 &events,
@@ -524,7 +634,7 @@ async fn reconcile_inner(cached: &JobSet, ctx: &Context) -> Result<Action> {
         decision = decide::decide(&observed);
     }
     for step in decision.steps {
-        if let Some(action) = apply(js, ctx, &jobsets, &events, step).await? {
+        if let Some(action) = apply(js, ctx, &mut base, &jobsets, &events, step).await? {
             return Ok(action);
         }
     }
@@ -603,6 +713,7 @@ async fn ensure_volume_claims(ctx: &Context, js: &JobSet, events: &EventSink) ->
 async fn apply(
     js: &JobSet,
     ctx: &Context,
+    base: &mut Base,
     jobsets: &Api<JobSet>,
     events: &EventSink,
     step: decide::Step,
@@ -627,7 +738,7 @@ async fn apply(
             sync_workload_min_count(client, &workload, &template, count).await?;
         }
         Step::DeleteJob(job) => {
-            ctx.created.lock().remove(&(namespace.clone(), job.clone()));
+            forget_created(ctx, &namespace, &js.name_any(), &job);
             delete_job(&jobs_api, &job).await?;
         }
         Step::DeletePodGroup(group) => crate::sync::delete::<PodGroup>(client, &namespace, &group).await?,
@@ -647,11 +758,16 @@ async fn apply(
         }
         Step::CreateJob(job) => {
             let live = create_or_get(client, &*job, "Job", events, "SuccessfulCreate", Some("FailedCreate")).await?;
-            let mut created = ctx.created.lock();
-            if created.len() > 100_000 {
-                created.clear();
+            if let Some(jobset) = live.labels().get(labels::JOBSET_NAME).cloned() {
+                let mut created = ctx.created.lock();
+                if created.len() > 100_000 {
+                    created.clear();
+                }
+                created
+                    .entry((namespace.clone(), jobset))
+                    .or_default()
+                    .insert(live.name_any(), (std::time::Instant::now(), live));
             }
-            created.insert((namespace.clone(), live.name_any()), (std::time::Instant::now(), live));
         }
         Step::SetSuspend(job, suspend) => {
             let patch = json!({"spec": {"suspend": suspend}});
@@ -669,11 +785,19 @@ async fn apply(
         }
         // The reconcile started from the stored JobSet: an unchanged status is not written again.
         Step::PatchStatus(status) if js.status.as_ref() == Some(&*status) => {}
-        Step::PatchStatus(status) => patch_status(jobsets, &js.name_any(), &status).await?,
+        Step::PatchStatus(status) => patch_status(ctx, base, jobsets, &js.name_any(), &status).await?,
         Step::Fail(message) => {
-            return fail_invalid(js, jobsets, events, conditions::REASON_INVALID_SCHEDULING, message)
-                .await
-                .map(Some);
+            return fail_invalid(
+                ctx,
+                base,
+                js,
+                jobsets,
+                events,
+                conditions::REASON_INVALID_SCHEDULING,
+                message,
+            )
+            .await
+            .map(Some);
         }
         Step::DeleteJobSet => {
             let dp = DeleteParams {
