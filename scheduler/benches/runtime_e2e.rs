@@ -5,7 +5,12 @@
 //! ```sh
 //! cargo bench -p kwas-scheduler --bench runtime_e2e            # all workloads
 //! cargo bench -p kwas-scheduler --bench runtime_e2e -- Gang     # a subset
+//! cargo bench -p kwas-scheduler --bench runtime_e2e -- --nodes 1000  # 1000 nodes (default 5000)
 //! ```
+//!
+//! The gang, topology-aware and CPG workloads have the sizes and node shapes of kwas-tests'
+//! `scheduler_perf_jobs` (which submits them as Jobs and JobSets through the controllers), so the
+//! two benches at the same `--nodes` give the controllers' cost.
 //!
 //! Everything runs in one process on this machine: the API server, the scheduler and the clients
 //! creating the objects share its cores. The kubelet is off (as in scheduler_perf), so pods stay
@@ -18,7 +23,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, PostParams};
-use kwas_api_types::v1alpha3::PodGroup;
+use kwas_api_types::v1alpha3::{CompositePodGroup, PodGroup};
 use kwas_devcluster::{Capacity, DevCluster, DevClusterConfig, KubeletConfig, Topology};
 use kwas_scheduler::core::testing::{GroupBuilder, pod_with};
 use kwas_scheduler::runtime::{RuntimeConfig, SchedulerRuntime};
@@ -27,17 +32,20 @@ const NS: &str = "default";
 const CREATORS: usize = 16;
 
 struct Workload {
-    name: &'static str,
+    name: String,
     racks: u32,
     nodes_per_rack: u32,
     gangs: usize,
     gang_size: usize,
     topology: bool,
+    /// Gangs per CompositePodGroup (a gang of gangs, as the JobSet controller creates for a JobSet
+    /// of gang Jobs); 0 for none.
+    per_composite: usize,
     upstream: &'static str,
 }
 
 struct Result {
-    name: &'static str,
+    name: String,
     pods: usize,
     created_s: f64,
     bound_s: f64,
@@ -91,12 +99,15 @@ async fn run(w: &Workload) -> Result {
     };
     let start = Instant::now();
     // Groups first, then their pods (the controllers' order), CREATORS requests in flight.
+    let composites: Api<CompositePodGroup> = Api::namespaced(client.clone(), NS);
     let groups: Api<PodGroup> = Api::namespaced(client.clone(), NS);
     let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
-    let mut objects: Vec<(Option<PodGroup>, Vec<Pod>)> = Vec::new();
+    // Per unit: its CompositePodGroup, then its PodGroups, then their pods.
+    type Unit = (Option<CompositePodGroup>, Vec<PodGroup>, Vec<Pod>);
+    let mut objects: Vec<Unit> = Vec::new();
     for g in 0..w.gangs {
         if w.gang_size == 0 {
-            objects.push((None, vec![pod(&format!("pod-{g}"), None)]));
+            objects.push((None, vec![], vec![pod(&format!("pod-{g}"), None)]));
             continue;
         }
         let name = format!("gang-{g}");
@@ -104,16 +115,30 @@ async fn run(w: &Workload) -> Result {
         if w.topology {
             b = b.topology("kwas.dev/rack");
         }
-        let members = (0..w.gang_size)
+        let members: Vec<Pod> = (0..w.gang_size)
             .map(|i| pod(&format!("{name}-{i}"), Some(&name)))
             .collect();
-        objects.push((Some(b.pod_group()), members));
+        if w.per_composite == 0 {
+            objects.push((None, vec![b.pod_group()], members));
+            continue;
+        }
+        let root = format!("cpg-{}", g / w.per_composite);
+        if g % w.per_composite == 0 {
+            let cpg = GroupBuilder::gang(NS, &root, w.per_composite as i32).composite();
+            objects.push((Some(cpg), vec![], vec![]));
+        }
+        let unit = objects.last_mut().unwrap();
+        unit.1.push(b.parent(&root).pod_group());
+        unit.2.extend(members);
     }
     futures::stream::iter(objects)
-        .for_each_concurrent(CREATORS, |(group, members)| {
-            let (groups, pods) = (groups.clone(), pods.clone());
+        .for_each_concurrent(CREATORS, |(composite, members_groups, members)| {
+            let (composites, groups, pods) = (composites.clone(), groups.clone(), pods.clone());
             async move {
-                if let Some(g) = group {
+                if let Some(c) = composite {
+                    composites.create(&PostParams::default(), &c).await.unwrap();
+                }
+                for g in members_groups {
                     groups.create(&PostParams::default(), &g).await.unwrap();
                 }
                 for p in members {
@@ -133,7 +158,7 @@ async fn run(w: &Workload) -> Result {
     task.await.unwrap().unwrap();
     cluster.shutdown().await;
     Result {
-        name: w.name,
+        name: w.name.clone(),
         pods: pods_total,
         created_s,
         bound_s,
@@ -142,35 +167,67 @@ async fn run(w: &Workload) -> Result {
 }
 
 fn main() {
-    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let mut nodes: u32 = 5000;
+    let mut filter: Option<String> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--nodes" => {
+                nodes = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .expect("--nodes takes a number")
+            }
+            other if other.starts_with('-') => {}
+            other => filter = Some(other.to_string()),
+        }
+    }
+    // 50 racks, as upstream's topology-aware workloads (and scheduler_perf_jobs).
+    let per_rack = (nodes / 50).max(1);
+    let n = per_rack * 50;
+    let workload = |name: String, gangs, gang_size, topology, per_composite, upstream| Workload {
+        name,
+        racks: 50,
+        nodes_per_rack: per_rack,
+        gangs,
+        gang_size,
+        topology,
+        per_composite,
+        upstream,
+    };
     let workloads = [
-        Workload {
-            name: "GangScheduling/5000Nodes_1000Gangs_3000Pods",
-            racks: 50,
-            nodes_per_rack: 100,
-            gangs: 1000,
-            gang_size: 3,
-            topology: false,
-            upstream: "3.7 ms / gang attempt",
-        },
-        Workload {
-            name: "TopologyAwareScheduling/5000Nodes_750Gangs_3000Pods",
-            racks: 50,
-            nodes_per_rack: 100,
-            gangs: 750,
-            gang_size: 4,
-            topology: true,
-            upstream: "562-630 pods/s",
-        },
-        Workload {
-            name: "SchedulingBasic/5000Nodes_5000Pods",
-            racks: 50,
-            nodes_per_rack: 100,
-            gangs: 5000,
-            gang_size: 0,
-            topology: false,
-            upstream: "680-810 pods/s (floor)",
-        },
+        workload(
+            format!("GangScheduling/{n}Nodes_1000Gangs_3000Pods"),
+            1000,
+            3,
+            false,
+            0,
+            "3.7 ms / gang attempt",
+        ),
+        workload(
+            format!("TopologyAwareScheduling/{n}Nodes_750Gangs_3000Pods"),
+            750,
+            4,
+            true,
+            0,
+            "562-630 pods/s",
+        ),
+        workload(
+            format!("CPGGangScheduling/{n}Nodes_500CPGs_1000Groups_3000Pods"),
+            1000,
+            3,
+            false,
+            2,
+            "-",
+        ),
+        workload(
+            format!("SchedulingBasic/{n}Nodes_5000Pods"),
+            5000,
+            0,
+            false,
+            0,
+            "680-810 pods/s (floor)",
+        ),
     ];
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

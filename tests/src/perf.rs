@@ -418,6 +418,15 @@ async fn measure(e2e: &E2e, s: &Scenario) -> Result<Measurement> {
     }
     let bound_at = Instant::now();
     let requests = requests_since(&before, cluster.request_counts());
+    // For profiling: the scheduler's attempt counters (`KWAS_PERF_METRICS=1`), to tell failed attempts
+    // and backoffs from CPU spent.
+    if std::env::var_os("KWAS_PERF_METRICS").is_some() {
+        for line in scheduler.metrics().encode().lines() {
+            if !line.starts_with('#') && line.contains("attempts") && !line.contains("_bucket") {
+                eprintln!("  {line}");
+            }
+        }
+    }
     // The watch may lag the bindings: give it a moment to see the last creations.
     let mut c = Creations::default();
     for _ in 0..200 {
