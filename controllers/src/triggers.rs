@@ -55,6 +55,11 @@ where
     let mut seen: HashMap<String, (u64, ObjectMeta)> = HashMap::new();
     // The keys listed by a list in progress.
     let mut listed: Option<HashSet<String>> = None;
+    // Objects a list in progress changed, passed when it completes: the caches the reconciles read
+    // (kube-runtime's reflector stores, the Job controller's pod cache) show a relist's objects only
+    // from then on, so a reconcile run on one earlier would read the old object, find nothing new, and
+    // never run again for this change (it is recorded as seen).
+    let mut changed: Vec<K> = Vec::new();
     events
         .map(move |event| {
             let out: Vec<Result<K, watcher::Error>> = match event {
@@ -70,6 +75,10 @@ where
                         return futures::stream::iter(Vec::new());
                     }
                     seen.insert(k, (p, identity(o.meta())));
+                    if listed.is_some() {
+                        changed.push(o);
+                        return futures::stream::iter(Vec::new());
+                    }
                     vec![Ok(o)]
                 }
                 Ok(watcher::Event::Delete(o)) => {
@@ -78,6 +87,8 @@ where
                 }
                 Ok(watcher::Event::Init) => {
                     listed = Some(HashSet::new());
+                    // A list restarted before the last completed: its changes come again in this one
+                    // (their projections are recorded, so they would not): keep them.
                     Vec::new()
                 }
                 Ok(watcher::Event::InitDone) => {
@@ -85,10 +96,11 @@ where
                         return futures::stream::iter(Vec::new());
                     };
                     let gone: Vec<String> = seen.keys().filter(|k| !l.contains(*k)).cloned().collect();
-                    gone.into_iter()
+                    let gone = gone
+                        .into_iter()
                         .filter_map(|k| seen.remove(&k))
-                        .map(|(_, meta)| Ok(stub(meta)))
-                        .collect()
+                        .map(|(_, meta)| Ok(stub(meta)));
+                    std::mem::take(&mut changed).into_iter().map(Ok).chain(gone).collect()
                 }
             };
             futures::stream::iter(out)
@@ -303,6 +315,43 @@ mod tests {
         let gone = &out[2];
         assert_eq!(gone.metadata.uid.as_deref(), Some("u1"));
         assert_eq!(gone.metadata.owner_references.as_ref().unwrap()[0].uid, "job-uid");
+    }
+
+    /// A pod that changed while the watch was down arrives in the relist; the caches the reconciles read
+    /// show it only once the list completes, so it re-runs its owner then, not before (a reconcile run
+    /// earlier would read the old pod and never run again for the change), and once even when the list
+    /// restarted before completing.
+    #[tokio::test]
+    async fn a_change_seen_in_a_relist_passes_when_the_list_completes() {
+        let mut other = pod("Running");
+        other.metadata.uid = Some("u2".into());
+        let mut events = vec![
+            watcher::Event::Init,
+            watcher::Event::InitApply(pod("Running")),
+            watcher::Event::InitApply(other.clone()),
+            watcher::Event::InitDone,
+            watcher::Event::Init,
+            watcher::Event::InitApply(pod("Succeeded")),
+            watcher::Event::InitApply(other.clone()),
+            watcher::Event::Init,
+            watcher::Event::InitApply(pod("Succeeded")),
+            watcher::Event::InitApply(other),
+        ];
+        let run = |events: Vec<watcher::Event<Pod>>| async move {
+            relevant(futures::stream::iter(events.into_iter().map(Ok)), job_pod_projection)
+                .map(Result::unwrap)
+                .collect::<Vec<Pod>>()
+                .await
+        };
+        assert_eq!(
+            run(events.clone()).await.len(),
+            2,
+            "nothing passes before the relist completes"
+        );
+        events.push(watcher::Event::InitDone);
+        let out = run(events).await;
+        assert_eq!(out.len(), 3, "two listed, then the one that changed, once");
+        assert_eq!(out[2].status.as_ref().unwrap().phase.as_deref(), Some("Succeeded"));
     }
 
     #[test]
