@@ -129,7 +129,9 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
     let (mut last_pod, mut last_node, initial) =
         shared.with(|s| (s.store.current_rv(), s.store.current_rv(), s.store.list(&pods, None)));
     let mut last_dep = vec![last_pod; dependencies.len()];
+    let mut waiters = ClaimWaiters::default();
     for p in initial {
+        waiters.observe(&p, false);
         handle_pod(&shared, &cfg, &mut tracked, &mut admitted, &mut ips, &p, false);
     }
     loop {
@@ -170,15 +172,12 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
         }
         if recheck {
             idle = false;
+            // Only the pods known to wait (not every pod, under the cluster lock).
             let waiting: Vec<Arc<Value>> = shared.with(|s| {
-                s.store
-                    .list(&pods, None)
-                    .into_iter()
-                    .filter(|p| {
-                        !meta::is_deleting(p)
-                            && p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending") == "Pending"
-                            && (!crate::kinds::pod::claims(p).is_empty() || !resource_claims(p).is_empty())
-                    })
+                waiters
+                    .pods()
+                    .filter_map(|(ns, name)| s.store.get(&pods, ns, name))
+                    .filter(|p| ClaimWaiters::waits(p))
                     .collect()
             });
             for p in waiting {
@@ -231,6 +230,7 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                 for e in &events {
                     idle = false;
                     last_pod = e.rv;
+                    waiters.observe(&e.object, e.kind == EventType::Deleted);
                     handle_pod(
                         &shared,
                         &cfg,
@@ -248,7 +248,9 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                 last_pod = rv;
                 tracked.retain(|uid, _| all.iter().any(|p| meta::uid(p) == uid));
                 admitted = Admitted::default();
+                waiters = ClaimWaiters::default();
                 for p in all {
+                    waiters.observe(&p, false);
                     handle_pod(&shared, &cfg, &mut tracked, &mut admitted, &mut ips, &p, false);
                 }
                 idle = false;
@@ -262,6 +264,42 @@ pub async fn run(shared: Arc<Shared>, cfg: KubeletConfig) {
                 _ = crate::cluster::stopped(&mut shutdown) => return,
             }
         }
+    }
+}
+
+/// The pending pods with volume or resource claims, by uid: those a change of a claim, volume or PodGroup
+/// may let start. Kept from the pod events, so a dependency's change looks at them, not at every pod.
+#[derive(Debug, Default)]
+struct ClaimWaiters(HashMap<String, (String, String)>);
+
+impl ClaimWaiters {
+    /// Whether `pod` waits for its claims: pending, not deleting, with a volume or resource claim.
+    fn waits(pod: &Value) -> bool {
+        !meta::is_deleting(pod)
+            && pod
+                .pointer("/status/phase")
+                .and_then(Value::as_str)
+                .unwrap_or("Pending")
+                == "Pending"
+            && (!crate::kinds::pod::claims(pod).is_empty() || !resource_claims(pod).is_empty())
+    }
+
+    /// A pod seen (or deleted).
+    fn observe(&mut self, pod: &Value, deleted: bool) {
+        let uid = meta::uid(pod);
+        if !deleted && Self::waits(pod) {
+            if !self.0.contains_key(uid) {
+                let key = (meta::namespace(pod).to_string(), meta::name(pod).to_string());
+                self.0.insert(uid.to_string(), key);
+            }
+        } else {
+            self.0.remove(uid);
+        }
+    }
+
+    /// The waiting pods' (namespace, name).
+    fn pods(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.values().map(|(ns, name)| (ns.as_str(), name.as_str()))
     }
 }
 
@@ -909,5 +947,32 @@ mod tests {
         assert_eq!(parse_go_duration("10"), None);
         assert_eq!(parse_go_duration("-1s"), None);
         assert_eq!(parse_go_duration("3 days"), None);
+    }
+
+    fn pod(uid: &str, phase: &str, claim: bool) -> Value {
+        let mut p = json!({"metadata": {"namespace": "ns", "name": format!("p-{uid}"), "uid": uid},
+            "spec": {"containers": [{"name": "c"}]}, "status": {"phase": phase}});
+        if claim {
+            p["spec"]["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": "c1"}]);
+        }
+        p
+    }
+
+    #[test]
+    fn claim_waiters_follow_the_pod_events() {
+        let mut w = ClaimWaiters::default();
+        w.observe(&pod("a", "Pending", true), false);
+        w.observe(&pod("b", "Pending", false), false);
+        w.observe(&pod("c", "Pending", true), false);
+        let mut names: Vec<_> = w.pods().map(|(_, n)| n.to_string()).collect();
+        names.sort();
+        assert_eq!(names, ["p-a", "p-c"], "only pending pods with claims");
+        w.observe(&pod("a", "Running", true), false);
+        w.observe(&pod("c", "Pending", true), true);
+        assert_eq!(w.pods().count(), 0, "started or deleted: no longer waiting");
+        let mut deleting = pod("d", "Pending", true);
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        w.observe(&deleting, false);
+        assert_eq!(w.pods().count(), 0);
     }
 }
