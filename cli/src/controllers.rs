@@ -99,6 +99,7 @@ impl ControllersArgs {
                 install: self.jobset_install.into(),
                 default_management: PodGroupManagement::from(self.jobset_management),
                 job_managed_by: (!self.child_jobs_managed_by.is_empty()).then(|| self.child_jobs_managed_by.clone()),
+                ..JobSetControllerConfig::default()
             }),
             leader_election: self
                 .leader_elect

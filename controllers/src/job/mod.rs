@@ -89,6 +89,10 @@ pub struct JobControllerConfig {
     pub job: JobConfig,
     /// Pods created concurrently per reconcile.
     pub create_concurrency: usize,
+    /// Jobs reconciled at once (kube-controller-manager's `--concurrent-job-syncs`, default 5). Bounds
+    /// the requests in flight: unbounded, 1000 Jobs at once opened more connections than an API server
+    /// accepts (devcluster's limit of 1024 was hit at 5000 nodes).
+    pub concurrent_syncs: u16,
 }
 
 impl Default for JobControllerConfig {
@@ -98,6 +102,7 @@ impl Default for JobControllerConfig {
             manage_unset: false,
             job: JobConfig::default(),
             create_concurrency: 16,
+            concurrent_syncs: 5,
         }
     }
 }
@@ -242,6 +247,7 @@ where
                 }
                 jobs
             })
+            .with_config(kube::runtime::controller::Config::default().concurrency(ctx.config.concurrent_syncs))
             .graceful_shutdown_on(shutdown)
             .run(reconcile, error_policy, ctx)
             .for_each(|result| async move {

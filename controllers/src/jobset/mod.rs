@@ -101,6 +101,9 @@ pub struct JobSetControllerConfig {
     /// The `spec.managedBy` of child Jobs: the Job controller that runs them (`None`: the cluster's default
     /// Job controller).
     pub job_managed_by: Option<String>,
+    /// JobSets reconciled at once (5, as kube-controller-manager's Job controller; bounds the requests in
+    /// flight).
+    pub concurrent_syncs: u16,
 }
 
 impl Default for JobSetControllerConfig {
@@ -109,6 +112,7 @@ impl Default for JobSetControllerConfig {
             install: Install::Standalone,
             default_management: PodGroupManagement::Centralized,
             job_managed_by: Some(JOB_CONTROLLER_NAME.to_string()),
+            concurrent_syncs: 5,
         }
     }
 }
@@ -304,6 +308,7 @@ where
             .owns_stream(groups)
             .owns_stream(composites)
             .owns_stream(workloads)
+            .with_config(kube::runtime::controller::Config::default().concurrency(ctx.config.concurrent_syncs))
             .graceful_shutdown_on(shutdown)
             .run(reconcile, error_policy, Arc::new(ctx))
             .for_each(|result| async move {
