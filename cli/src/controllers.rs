@@ -34,6 +34,13 @@ pub struct ControllersArgs {
     /// Delay before re-creating pods after the first failure (doubles per failure, capped at 6m).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub job_backoff: Duration,
+    /// Jobs reconciled at once (kube-controller-manager's flag of the same name; see the controllers'
+    /// README for the default).
+    #[arg(long, default_value_t = kwas_controllers::job::JobControllerConfig::default().concurrent_syncs, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrent_job_syncs: u16,
+    /// JobSets reconciled at once.
+    #[arg(long, default_value_t = kwas_controllers::jobset::JobSetControllerConfig::default().concurrent_syncs, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrent_jobset_syncs: u16,
     /// PodGroup management of JobSets that do not choose one.
     #[arg(long, value_enum, default_value_t = Management::Centralized)]
     pub jobset_management: Management,
@@ -93,13 +100,14 @@ impl ControllersArgs {
                     backoff_base: self.job_backoff,
                     ..JobConfig::default()
                 },
+                concurrent_syncs: self.concurrent_job_syncs,
                 ..JobControllerConfig::default()
             }),
             jobset: (!self.no_jobset_controller).then(|| JobSetControllerConfig {
                 install: self.jobset_install.into(),
                 default_management: PodGroupManagement::from(self.jobset_management),
                 job_managed_by: (!self.child_jobs_managed_by.is_empty()).then(|| self.child_jobs_managed_by.clone()),
-                ..JobSetControllerConfig::default()
+                concurrent_syncs: self.concurrent_jobset_syncs,
             }),
             leader_election: self
                 .leader_elect

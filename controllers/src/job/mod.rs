@@ -89,9 +89,10 @@ pub struct JobControllerConfig {
     pub job: JobConfig,
     /// Pods created concurrently per reconcile.
     pub create_concurrency: usize,
-    /// Jobs reconciled at once (kube-controller-manager's `--concurrent-job-syncs`, default 5). Bounds
-    /// the requests in flight: unbounded, 1000 Jobs at once opened more connections than an API server
-    /// accepts (devcluster's limit of 1024 was hit at 5000 nodes).
+    /// Jobs reconciled at once (`kwas controllers --concurrent-job-syncs`, kube-controller-manager's flag;
+    /// 20 here, 5 there: these reconciles wait on the API server without holding a thread, and at 1000
+    /// nodes 20 ran gang Jobs 1.2-1.3x faster than 5, measured). Bounds the requests in flight:
+    /// unbounded, 1000 Jobs at once opened more connections than devcluster accepts (1024).
     pub concurrent_syncs: u16,
 }
 
@@ -102,7 +103,7 @@ impl Default for JobControllerConfig {
             manage_unset: false,
             job: JobConfig::default(),
             create_concurrency: 16,
-            concurrent_syncs: 5,
+            concurrent_syncs: 20,
         }
     }
 }

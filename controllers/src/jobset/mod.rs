@@ -101,8 +101,8 @@ pub struct JobSetControllerConfig {
     /// The `spec.managedBy` of child Jobs: the Job controller that runs them (`None`: the cluster's default
     /// Job controller).
     pub job_managed_by: Option<String>,
-    /// JobSets reconciled at once (5, as kube-controller-manager's Job controller; bounds the requests in
-    /// flight).
+    /// JobSets reconciled at once (`kwas controllers --concurrent-jobset-syncs`; bounds the requests in
+    /// flight, as [`crate::job::JobControllerConfig::concurrent_syncs`] does for Jobs).
     pub concurrent_syncs: u16,
 }
 
@@ -112,7 +112,7 @@ impl Default for JobSetControllerConfig {
             install: Install::Standalone,
             default_management: PodGroupManagement::Centralized,
             job_managed_by: Some(JOB_CONTROLLER_NAME.to_string()),
-            concurrent_syncs: 5,
+            concurrent_syncs: 20,
         }
     }
 }
