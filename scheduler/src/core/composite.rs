@@ -251,7 +251,7 @@ impl Cycle<'_> {
     }
 
     /// Free resources of `nodes`, indexed by resource.
-    fn free_resources(&self, nodes: impl Iterator<Item = u32>) -> Vec<i64> {
+    pub(super) fn free_resources(&self, nodes: impl Iterator<Item = u32>) -> Vec<i64> {
         let snap = &*self.snap;
         let mut free = vec![0i64; snap.resources.len()];
         for n in nodes {

@@ -111,7 +111,9 @@ pub struct SchedulerConfig {
     /// later gang needs (a node's free pod slots once its cpu went to another pod, the one gap large
     /// enough for a big pod), which spreading leaves open. Only failing cycles pay (at most one more
     /// pass, with its own backtracking budget); the extras pass keeps the configured scoring, a failure
-    /// reports the configured scoring's statuses, and preemption's trial placements never retry.
+    /// reports the configured scoring's statuses, and preemption's trial placements never retry. Nor does
+    /// a minimum that needs more of some resource than the whole domain has free (no placement exists;
+    /// a full cluster before preemption would otherwise pay the failed pass twice).
     pub scoring_retry: bool,
     /// The device allocation work (allocator steps and selector cost units) one pod may do, across all
     /// the nodes tried for it; past it the pod is rejected `Unschedulable` naming its claim.

@@ -241,8 +241,11 @@ impl Cycle<'_> {
     /// strategy's outcome, so the statuses do not depend on the retry.
     fn minimum_pass(&mut self, root: u32, domain: &Domain) -> Outcome {
         let outcome = self.schedule_group(root, domain, false).0;
-        // UnschedulableAndUnresolvable does not depend on where pods went: no retry can help.
-        if outcome.code != Code::Unschedulable || !self.cfg.scoring_retry || self.quiet {
+        // UnschedulableAndUnresolvable does not depend on where pods went, nor does a minimum that needs
+        // more of a resource than the whole domain has free (a full cluster before preemption): no
+        // retry can help.
+        if outcome.code != Code::Unschedulable || !self.cfg.scoring_retry || self.quiet || !self.could_fit(root, domain)
+        {
             return outcome;
         }
         // A failed pass has reverted everything it assumed: the retry starts from the same snapshot.
@@ -255,6 +258,57 @@ impl Cycle<'_> {
         let retry = self.schedule_group(root, domain, false).0;
         self.cfg = configured;
         if retry.code == Code::Success { retry } else { outcome }
+    }
+
+    /// Whether `domain`'s free resources hold, resource by resource, at least what any placement of
+    /// `g`'s minimum needs ([`Cycle::minimum_lower_bound`]).
+    fn could_fit(&self, g: u32, domain: &Domain) -> bool {
+        let free = self.free_resources(domain.nodes.iter().copied());
+        let need = self.minimum_lower_bound(g, free.len());
+        need.iter().zip(&free).all(|(n, f)| n <= f)
+    }
+
+    /// Per resource, the least any placement of `g`'s minimum adds: a leaf's smallest requests among its
+    /// pending pods, as many as its minimum still lacks; a composite's smallest bounds among its
+    /// children, `minGroupCount` of them (each resource taken apart, so it is a lower bound).
+    fn minimum_lower_bound(&self, g: u32, resources: usize) -> Vec<i64> {
+        let snap = &*self.snap;
+        let group = snap.group(g);
+        let min = group.policy.minimum() as usize;
+        let smallest_sum = |mut column: Vec<i64>, n: usize| {
+            column.sort_unstable();
+            column.iter().take(n).fold(0i64, |a, x| a.saturating_add(*x))
+        };
+        match group.key.kind {
+            GroupKind::PodGroup => {
+                let (pending, already) = self.leaf_members(g);
+                let needed = min.saturating_sub(already as usize);
+                (0..resources)
+                    .map(|r| {
+                        let column = pending
+                            .iter()
+                            .map(|p| {
+                                snap.pod(*p).requests.get(
+                                    super::resources::ResourceIdx::try_from(r)
+                                        .unwrap_or(super::resources::ResourceIdx::MAX),
+                                )
+                            })
+                            .collect();
+                        smallest_sum(column, needed)
+                    })
+                    .collect()
+            }
+            GroupKind::CompositePodGroup => {
+                let kids: Vec<Vec<i64>> = snap
+                    .children(g)
+                    .iter()
+                    .map(|c| self.minimum_lower_bound(*c, resources))
+                    .collect();
+                (0..resources)
+                    .map(|r| smallest_sum(kids.iter().map(|k| k.get(r).copied().unwrap_or(0)).collect(), min))
+                    .collect()
+            }
+        }
     }
 
     /// Builds the public result from the final outcome tree and the journal, before it is reverted.
@@ -410,5 +464,49 @@ impl Cycle<'_> {
             preemption_may_help,
             stats: self.stats,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::core::testing::{GroupBuilder, node, pod_in_group};
+    use crate::core::{GroupKey, Scheduler, SchedulerConfig, Snapshot, UnitKey};
+
+    /// Pods a failing gang of `cpus` tries on two 3-cpu nodes, with and without the scoring retry.
+    fn tried(cpus: &[&str]) -> (u64, u64) {
+        let run = |retry: bool| {
+            let mut snap = Snapshot::new();
+            for n in ["n0", "n1"] {
+                snap.upsert_node(&node(n, "3", "8Gi", &[])).unwrap();
+            }
+            snap.upsert_pod_group(&GroupBuilder::gang("ns", "g", cpus.len() as i32).pod_group())
+                .unwrap();
+            for (i, cpu) in cpus.iter().enumerate() {
+                snap.upsert_pod(&pod_in_group("ns", &format!("p{i}"), "g", cpu, "1Gi"))
+                    .unwrap();
+            }
+            let cfg = SchedulerConfig {
+                scoring_retry: retry,
+                ..SchedulerConfig::default()
+            };
+            let out = Scheduler::new(cfg).schedule(&mut snap, &UnitKey::Group(GroupKey::pod_group("ns", "g")));
+            assert!(!out.is_scheduled());
+            out.stats.pods_tried
+        };
+        (run(false), run(true))
+    }
+
+    /// The retry runs only when the domain's free resources could hold the minimum: a packing dead end
+    /// (three 2-cpu pods, 6 cpu free on two 3-cpu nodes) is retried, a gang larger than the free capacity
+    /// (a full cluster before preemption) is not.
+    #[test]
+    fn the_scoring_retry_runs_only_when_the_minimum_could_fit() {
+        let (without, with) = tried(&["2", "2", "2"]);
+        assert!(
+            with > without,
+            "a packing dead end is retried ({without} / {with} pods tried)"
+        );
+        let (without, with) = tried(&["2", "2", "2", "1"]);
+        assert_eq!(with, without, "7 cpu on 6 free: no retry");
     }
 }
