@@ -95,6 +95,16 @@ impl State {
         self.removing.remove(uid);
     }
 
+    /// See [`PodCache::pods_of`].
+    fn pods_of(&self, job: &str) -> Vec<Arc<Pod>> {
+        self.by_job
+            .get(job)
+            .into_iter()
+            .flatten()
+            .filter_map(|uid| self.pods.get(uid).map(|(_, p)| p.clone()))
+            .collect()
+    }
+
     /// See [`PodCache::creations_satisfied`].
     fn satisfied(&self, job: &str, now: Instant) -> bool {
         match self.creations.get(job) {
@@ -172,13 +182,7 @@ impl PodCache {
 
     /// The pods the cache holds for the Job with uid `job`.
     pub fn pods_of(&self, job: &str) -> Vec<Arc<Pod>> {
-        let s = self.state.lock();
-        s.by_job
-            .get(job)
-            .into_iter()
-            .flatten()
-            .filter_map(|uid| s.pods.get(uid).map(|(_, p)| p.clone()))
-            .collect()
+        self.state.lock().pods_of(job)
     }
 
     /// The pods the cache holds for Job `job` and whether every creation of it was seen (see
@@ -187,14 +191,7 @@ impl PodCache {
     /// expectations read next count it seen, and the reconcile would create it again.
     pub fn pods_and_expectations(&self, job: &str, now: Instant) -> (Vec<Arc<Pod>>, bool) {
         let s = self.state.lock();
-        let pods = s
-            .by_job
-            .get(job)
-            .into_iter()
-            .flatten()
-            .filter_map(|uid| s.pods.get(uid).map(|(_, p)| p.clone()))
-            .collect();
-        (pods, s.satisfied(job, now))
+        (s.pods_of(job), s.satisfied(job, now))
     }
 
     /// The reconcile of Job `job` is about to create `n` pods.
